@@ -1,0 +1,38 @@
+"""posenc: positional encodings written once against the Python Array API standard.
+
+Every function runs unchanged on NumPy, CuPy, PyTorch, JAX, Dask and
+array-api-strict arrays; the output lives on the input's device.
+"""
+
+from __future__ import annotations
+
+from .sinusoidal import (
+    add_sinusoidal,
+    binary,
+    frequencies,
+    learned_table,
+    resample_table,
+    shift_matrix,
+    similarity,
+    similarity_by_offset,
+    sines,
+    sinusoidal,
+    wavelengths,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    # sinusoidal family
+    "add_sinusoidal",
+    "binary",
+    "frequencies",
+    "learned_table",
+    "resample_table",
+    "shift_matrix",
+    "similarity",
+    "similarity_by_offset",
+    "sines",
+    "sinusoidal",
+    "wavelengths",
+]

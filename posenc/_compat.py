@@ -1,0 +1,357 @@
+"""Namespace, device and dtype resolution.
+
+This is the only module of :mod:`posenc` that imports :mod:`array_api_compat`.
+Every public function resolves its arguments through :func:`resolve`, which
+returns a :class:`Context`: the array namespace, the device, the output dtype
+and the dtype the computation runs in (never narrower than float32).
+
+Rules (see the design notes, section 3):
+
+* namespace: ``xp`` if given (a bare module such as ``torch`` or ``numpy`` is
+  normalised once to its array-API-compatible namespace and cached), else
+  inferred from the array arguments, else NumPy;
+* device: the device of the array arguments; ``device=`` is for pure creation
+  calls and a conflict with the arrays' device is a :class:`ValueError`;
+* dtype: the requested dtype or the namespace's default real floating dtype
+  on that device; backend dtype objects (``torch.bfloat16``) and names
+  (``"float32"``) are accepted.  Computation happens in float32 or float64,
+  never in a half-precision type, and the result is cast at the end.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import array_api_compat as _aac
+import numpy as np
+
+__all__ = [
+    "Context",
+    "normalize_namespace",
+    "resolve",
+    "from_host",
+    "is_array",
+    "is_concrete",
+    "is_integer_dtype",
+    "is_real_float_dtype",
+    "has_float64",
+]
+
+
+def is_array(x: Any) -> bool:
+    """True for an array of any supported backend (NumPy scalars included)."""
+    return _aac.is_array_api_obj(x)
+
+
+@functools.lru_cache(maxsize=None)
+def _normalize_cached(xp: Any) -> Any:
+    if _aac.is_numpy_namespace(xp):
+        import array_api_compat.numpy as ns
+
+        return ns
+    if _aac.is_torch_namespace(xp):
+        import array_api_compat.torch as ns
+
+        return ns
+    if _aac.is_cupy_namespace(xp):
+        import array_api_compat.cupy as ns
+
+        return ns
+    if _aac.is_dask_namespace(xp):
+        import array_api_compat.dask.array as ns
+
+        return ns
+    if _aac.is_jax_namespace(xp):
+        import jax.numpy as ns
+
+        return ns
+    if hasattr(xp, "__array_api_version__") and hasattr(xp, "asarray"):
+        return xp
+    msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+    raise TypeError(msg)
+
+
+def normalize_namespace(xp: Any) -> Any:
+    """Return the array-API-compatible namespace for a module or namespace.
+
+    ``numpy``, ``torch``, ``cupy``, ``dask.array`` and ``jax.numpy`` are mapped
+    to their :mod:`array_api_compat` wrappers (or themselves where they comply).
+    """
+    if not hasattr(xp, "__name__") or isinstance(xp, str):
+        msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+        raise TypeError(msg)
+    try:
+        return _normalize_cached(xp)
+    except TypeError as exc:  # unhashable objects
+        if "unhashable" in str(exc):
+            msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+            raise TypeError(msg) from None
+        raise
+
+
+def _namespace_from_dtype(dtype: Any) -> Any | None:
+    """Guess a namespace from a backend dtype object (torch, array-api-strict)."""
+    mod = type(dtype).__module__ or ""
+    if mod.startswith("torch"):
+        import torch
+
+        return normalize_namespace(torch)
+    if mod.startswith("array_api_strict"):
+        import array_api_strict
+
+        return array_api_strict
+    return None
+
+
+def _same_device(xp: Any, a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return True
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        a, b = torch.device(a), torch.device(b)
+        if a.type != b.type:
+            return False
+        return a.index is None or b.index is None or a.index == b.index
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - exotic device objects
+        return a is b
+
+
+def _normalize_device(xp: Any, device: Any) -> Any:
+    if device is None:
+        return None
+    if _aac.is_torch_namespace(xp) and isinstance(device, str):
+        import torch
+
+        try:
+            return torch.device(device)
+        except RuntimeError:
+            msg = f"`device` must be a torch device, got {device!r}"
+            raise ValueError(msg) from None
+    return device
+
+
+def _real_float_dtypes(xp: Any, device: Any) -> dict[str, Any]:
+    info = xp.__array_namespace_info__()
+    try:
+        return dict(info.dtypes(device=device, kind="real floating"))
+    except Exception:  # some namespaces reject device objects they did not make
+        return dict(info.dtypes(kind="real floating"))
+
+
+def has_float64(xp: Any, device: Any) -> bool:
+    """Whether float64 is available on ``device`` of namespace ``xp``."""
+    return "float64" in _real_float_dtypes(xp, device)
+
+
+def _default_float(xp: Any, device: Any) -> Any:
+    info = xp.__array_namespace_info__()
+    try:
+        return info.default_dtypes(device=device)["real floating"]
+    except Exception:
+        return info.default_dtypes()["real floating"]
+
+
+def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        return bool(xp.isdtype(dtype, "real floating"))
+    except Exception:
+        # torch's bfloat16/float16 and other extension types
+        if _aac.is_torch_namespace(xp):
+            import torch
+
+            return isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex
+        return False
+
+
+def is_integer_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        return bool(xp.isdtype(dtype, "integral"))
+    except Exception:
+        return False
+
+
+def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
+    if isinstance(dtype, str):
+        obj = getattr(xp, dtype, None)
+        if obj is None and _aac.is_jax_namespace(xp):
+            obj = getattr(xp, dtype, None)
+        if obj is None:
+            msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
+            raise ValueError(msg)
+        dtype = obj
+    if _aac.is_numpy_namespace(xp) or _aac.is_dask_namespace(xp):
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
+            raise TypeError(msg) from None
+    if not is_real_float_dtype(xp, dtype):
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
+        raise TypeError(msg)
+    return dtype
+
+
+@dataclass(frozen=True)
+class Context:
+    """Resolved namespace, device and dtypes of one call.
+
+    Attributes
+    ----------
+    xp : namespace
+        The array-API-compatible namespace.
+    device : object or None
+        The device of the inputs (``None``: the namespace's default device).
+    dtype : dtype
+        The output dtype.
+    work : dtype
+        The dtype the computation runs in: float64 for float64 output,
+        float32 otherwise (float16 / bfloat16 outputs are computed in float32).
+    float64 : bool
+        Whether float64 exists on the device.
+    """
+
+    xp: Any
+    device: Any
+    dtype: Any
+    work: Any
+    float64: bool
+
+    @property
+    def float32(self) -> Any:
+        return self.xp.float32
+
+    @property
+    def wide(self) -> Any:
+        """The widest real float on the device (float64 where it exists)."""
+        return self.xp.float64 if self.float64 else self.xp.float32
+
+
+def resolve(
+    arrays: dict[str, Any] | None = None,
+    *,
+    xp: Any = None,
+    device: Any = None,
+    dtype: Any = None,
+    float_output: bool = True,
+) -> Context:
+    """Resolve namespace, device and dtype for one call.
+
+    Parameters
+    ----------
+    arrays : dict
+        The array arguments by parameter name (non-arrays are ignored).
+    xp, device, dtype
+        The user's keyword arguments.
+    float_output : bool
+        When False, ``dtype`` is not validated as a float dtype (the caller
+        handles integer outputs itself).
+    """
+    named = {k: v for k, v in (arrays or {}).items() if v is not None and is_array(v)}
+    if xp is not None:
+        xp = normalize_namespace(xp)
+        for k, v in named.items():
+            got = normalize_namespace(_aac.array_namespace(v))
+            if got is not xp:
+                msg = f"`{k}` is a {got.__name__} array but `xp` is {xp.__name__}"
+                raise TypeError(msg)
+    elif named:
+        spaces = {k: normalize_namespace(_aac.array_namespace(v)) for k, v in named.items()}
+        first_name, xp = next(iter(spaces.items()))
+        for k, ns in spaces.items():
+            if ns is not xp:
+                msg = (
+                    f"`{k}` is a {ns.__name__} array but `{first_name}` is a "
+                    f"{xp.__name__} array; pass arrays of one namespace"
+                )
+                raise TypeError(msg)
+    elif dtype is not None and not isinstance(dtype, str) and (ns := _namespace_from_dtype(dtype)) is not None:
+        xp = ns
+    else:
+        xp = normalize_namespace(np)
+
+    # device
+    arr_device = None
+    arr_device_name = None
+    for k, v in named.items():
+        d = _aac.device(v)
+        if arr_device_name is None:
+            arr_device, arr_device_name = d, k
+        elif not _same_device(xp, arr_device, d):
+            msg = f"`{k}` is on device {d!r} but `{arr_device_name}` is on {arr_device!r}"
+            raise ValueError(msg)
+    device = _normalize_device(xp, device)
+    if device is not None and arr_device_name is not None and not _same_device(xp, device, arr_device):
+        msg = (
+            f"`device` is {device!r} but `{arr_device_name}` is on {arr_device!r}; "
+            "the output always lives on the inputs' device"
+        )
+        raise ValueError(msg)
+    if arr_device_name is not None:
+        device = arr_device
+
+    f64 = has_float64(xp, device)
+    if dtype is None:
+        out = _default_float(xp, device)
+    elif float_output:
+        out = _normalize_dtype(xp, dtype)
+        if not f64 and _is(xp, out, "float64"):
+            msg = f"`dtype` float64 is not available on device {device!r} of {xp.__name__}"
+            raise ValueError(msg)
+    else:
+        out = dtype
+    work = xp.float64 if _is(xp, out, "float64") else xp.float32
+    return Context(xp=xp, device=device, dtype=out, work=work, float64=f64)
+
+
+def _is(xp: Any, dtype: Any, name: str) -> bool:
+    try:
+        return dtype == getattr(xp, name)
+    except Exception:  # pragma: no cover
+        return False
+
+
+def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
+    """Move a host NumPy array of constants to ``ctx``'s namespace and device.
+
+    Used for the small tables that depend only on Python arguments (angles of
+    the coarse and fine position blocks, interpolation weights).  Under
+    ``jax.jit`` they become constants; on Dask a single-chunk array.
+    """
+    xp = ctx.xp
+    dtype = ctx.work if dtype is None else dtype
+    if _aac.is_numpy_namespace(xp):
+        return np.asarray(array, dtype=dtype)
+    if _aac.is_torch_namespace(xp):
+        import torch
+
+        # torch.asarray cannot read a read-only NumPy buffer without a warning
+        return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=ctx.device)
+    if ctx.device is None:
+        return xp.asarray(array, dtype=dtype)
+    return xp.asarray(array, dtype=dtype, device=ctx.device)
+
+
+def is_concrete(x: Any) -> bool:
+    """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
+
+    Value checks (NaN positions, out-of-range codes) run only on concrete
+    arrays; traced and lazy arrays are never computed by posenc.
+    """
+    if _aac.is_jax_array(x):
+        jax = sys.modules.get("jax")
+        return jax is not None and not isinstance(x, jax.core.Tracer)
+    if _aac.is_torch_array(x):
+        return x.device.type != "meta"
+    if _aac.is_dask_array(x):
+        return False
+    return not _aac.is_lazy_array(x)
+
+
+def namespace_name(xp: Any) -> str:
+    return getattr(xp, "__name__", repr(xp))
