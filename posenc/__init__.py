@@ -20,6 +20,9 @@ from .sinusoidal import (
     wavelengths,
 )
 
+from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
+from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
+
 __version__ = "0.1.0.dev0"
 
 __all__ = [
@@ -35,4 +38,12 @@ __all__ = [
     "sines",
     "sinusoidal",
     "wavelengths",
+    # vision and coordinates
+    "axial_rope_cos_sin",
+    "fourier_features",
+    "gaussian_fourier_features",
+    "gaussian_matrix",
+    "resample_grid",
+    "sincos_coords",
+    "sincos_grid",
 ]
