@@ -20,6 +20,15 @@ from .sinusoidal import (
     wavelengths,
 )
 
+from .bias import (
+    alibi_bias,
+    alibi_slopes,
+    kerple_bias,
+    relative_positions,
+    relative_sinusoidal,
+    t5_bucket,
+    t5_buckets,
+)
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
 from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
 
@@ -46,4 +55,12 @@ __all__ = [
     "resample_grid",
     "sincos_coords",
     "sincos_grid",
+    # relative positions and attention biases
+    "alibi_bias",
+    "alibi_slopes",
+    "kerple_bias",
+    "relative_positions",
+    "relative_sinusoidal",
+    "t5_bucket",
+    "t5_buckets",
 ]

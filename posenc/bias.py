@@ -1,0 +1,935 @@
+"""Relative positions and attention biases.
+
+Clipped relative positions (Shaw et al., 2018), ALiBi slopes and biases
+(Press et al., 2022, with BLOOM's and MPT's equivalent forms), T5's
+log-spaced relative position buckets (Raffel et al., 2020),
+Transformer-XL's relative sinusoid table (Dai et al., 2019) and KERPLE's
+log and power kernels (Chi et al., 2022).
+
+Conventions shared by every function here:
+
+* the relative position of key ``j`` seen from query ``i`` is
+  ``j - (i + offset)`` (key minus query, as in Hugging Face's T5);
+* the queries are, by default, the *last* ``query_len`` of the
+  ``key_len`` positions (``offset = key_len - query_len``): the layout of
+  incremental decoding with a key/value cache;
+* integer outputs keep an integer dtype (the namespace's default integer
+  dtype unless ``dtype`` says otherwise); floating outputs follow the float
+  rules of the package (computed in at least float32, cast at the end).
+
+Matrices that depend on ``j - i`` only (Toeplitz matrices) are computed as a
+vector over the ``query_len + key_len - 1`` distinct distances and gathered
+into place, so costly element functions (``log``, ``pow``) run once per
+distance, not once per (query, key) pair.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from . import _angles, _checks, _compat
+from ._compat import Context
+
+__all__ = [
+    "relative_positions",
+    "alibi_slopes",
+    "alibi_bias",
+    "t5_bucket",
+    "t5_buckets",
+    "relative_sinusoidal",
+    "kerple_bias",
+]
+
+ALIBI_FORMS = ("paper", "bloom", "mpt")
+_NUMPY_LIKE = ("array_api_compat.numpy", "array_api_compat.dask.array")
+KERPLE_KINDS = ("log", "power")
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
+    q = _checks.check_int(query_len, "query_len", minimum=0)
+    k = q if key_len is None else _checks.check_int(key_len, "key_len", minimum=0)
+    return q, k
+
+
+def _offset(offset: Any, q: int, k: int) -> int:
+    if offset is None:
+        return k - q
+    return _checks.check_int(offset, "offset")
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"`{name}` must be a bool, got {value!r}"
+        raise TypeError(msg)
+    return bool(value)
+
+
+def _default_int(ctx: Context, kind: str = "integral") -> Any:
+    info = ctx.xp.__array_namespace_info__()
+    try:
+        return info.default_dtypes(device=ctx.device)[kind]
+    except Exception:  # pragma: no cover - namespaces that reject the device
+        return info.default_dtypes()[kind]
+
+
+def _int_dtype(dtype: Any, ctx: Context, kind: str = "integral") -> Any:
+    """The requested integer output dtype, or the namespace's default."""
+    xp = ctx.xp
+    if dtype is None:
+        return _default_int(ctx, kind)
+    given = dtype
+    if isinstance(dtype, str):
+        dtype = getattr(xp, dtype, None)
+        if dtype is None:
+            msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
+            raise ValueError(msg)
+    if _compat.namespace_name(xp) in _NUMPY_LIKE:
+        try:
+            dtype = np.dtype(dtype)
+        except TypeError:
+            msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
+            raise TypeError(msg) from None
+    if not _compat.is_integer_dtype(xp, dtype):
+        msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
+        raise TypeError(msg)
+    return dtype
+
+
+def _iinfo(xp: Any, dtype: Any) -> tuple[int, int]:
+    info = xp.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _check_fits(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
+    dmin, dmax = _iinfo(ctx.xp, dtype)
+    if lo < dmin or hi > dmax:
+        msg = f"the {what} span [{lo}, {hi}], which does not fit in `dtype` {dtype}; pass a wider integer dtype"
+        raise ValueError(msg)
+
+
+def _arange(start: int, stop: int, ctx: Context, dtype: Any) -> Any:
+    xp = ctx.xp
+    if ctx.device is None:
+        return xp.arange(start, stop, dtype=dtype)
+    return xp.arange(start, stop, dtype=dtype, device=ctx.device)
+
+
+def _zeros(shape: tuple[int, ...], ctx: Context, dtype: Any) -> Any:
+    xp = ctx.xp
+    if ctx.device is None:
+        return xp.zeros(shape, dtype=dtype)
+    return xp.zeros(shape, dtype=dtype, device=ctx.device)
+
+
+def _rel_matrix(q: int, k: int, off: int, ctx: Context, dtype: Any) -> Any:
+    """``j - (i + off)`` for ``i < q``, ``j < k`` in integer ``dtype``."""
+    i = _arange(off, off + q, ctx, dtype)
+    j = _arange(0, k, ctx, dtype)
+    return j[None, :] - i[:, None]
+
+
+def _rel_range(q: int, k: int, off: int) -> tuple[int, int]:
+    """The smallest and largest ``j - (i + off)`` (for non-empty q, k)."""
+    return -(q - 1) - off, k - 1 - off
+
+
+def _toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
+    """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1)."""
+    xp = ctx.xp
+    lead = tuple(vec.shape[:-1])
+    if q == 0 or k == 0:
+        return _zeros(lead + (q, k), ctx, vec.dtype)
+    idt = _default_int(ctx, "indexing")
+    idx = _rel_matrix(q, k, -(q - 1), ctx, idt)  # j - i + q - 1, in [0, q + k - 2]
+    out = xp.take(vec, xp.reshape(idx, (-1,)), axis=len(lead))
+    return xp.reshape(out, lead + (q, k))
+
+
+def _float_param(x: Any, name: str, ctx: Context) -> Any:
+    """A real floating array (Python numbers and lists become ``ctx.dtype`` arrays)."""
+    xp = ctx.xp
+    if not _compat.is_array(x):
+        if isinstance(x, bool) or not isinstance(x, (list, tuple, numbers.Real)):
+            msg = f"`{name}` must be an array of shape (num_heads,), got {type(x).__name__}"
+            raise TypeError(msg)
+        try:
+            host = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            msg = f"`{name}` must be an array or a list of numbers, got {x!r}"
+            raise TypeError(msg) from None
+        return _compat.from_host(host, ctx, ctx.work)
+    if not _compat.is_real_float_dtype(xp, x.dtype):
+        msg = f"`{name}` must be an array of real floating dtype, got dtype {x.dtype}"
+        raise TypeError(msg)
+    return x
+
+
+def _float_dtype_of(params: list[Any], xp: Any, device: Any) -> Any:
+    """The promoted dtype of the real floating arrays among ``params`` (or None)."""
+    arrays = [v for v in params if _compat.is_array(v)]
+    if not arrays:
+        return None
+    ns = _compat.resolve({f"p{i}": v for i, v in enumerate(arrays)}, xp=xp, device=device).xp
+    types = [v.dtype for v in arrays if _compat.is_real_float_dtype(ns, v.dtype)]
+    if not types:
+        return None
+    return types[0] if len(types) == 1 else ns.result_type(*types)
+
+
+def _check_heads(x: Any, name: str, num_heads: int | None = None) -> int:
+    if x.ndim != 1 or (num_heads is not None and int(x.shape[0]) != num_heads):
+        want = "(num_heads,)" if num_heads is None else f"(num_heads,) = ({num_heads},)"
+        msg = f"`{name}` must have shape {want}, got shape {tuple(x.shape)}"
+        raise ValueError(msg)
+    return int(x.shape[0])
+
+
+def _check_positive(x: Any, name: str, ctx: Context, *, upper: float | None = None) -> None:
+    """Value check on concrete arrays only (never on traced or lazy ones)."""
+    xp = ctx.xp
+    if not _compat.is_concrete(x) or math.prod(x.shape) == 0:
+        return
+    ok = x > 0
+    if upper is not None:
+        ok = ok & (x <= upper)
+    if not bool(xp.all(ok)):
+        rng = "> 0" if upper is None else f"in (0, {upper:g}]"
+        msg = f"`{name}` must be {rng} for every head (NaN is not), got {_compat_repr(x)}"
+        raise ValueError(msg)
+
+
+def _compat_repr(x: Any) -> str:
+    try:
+        return repr(np.asarray(x).tolist())
+    except Exception:  # pragma: no cover - devices that refuse a host copy
+        return f"an array of shape {tuple(x.shape)}"
+
+
+def _neg_inf_future(bias: Any, q: int, k: int, off: int, ctx: Context) -> Any:
+    """Set ``-inf`` where the key lies after the query (``j > i + off``)."""
+    xp = ctx.xp
+    future = _rel_matrix(q, k, off, ctx, _default_int(ctx)) > 0
+    return xp.where(future, -math.inf, bias)
+
+
+# --------------------------------------------------------------------------
+# relative positions (Shaw et al.)
+# --------------------------------------------------------------------------
+def relative_positions(
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    offset: int | None = None,
+    max_distance: int | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    """The ``(query_len, key_len)`` matrix of relative positions ``j - i``.
+
+    Entry ``[i, j]`` is ``j - (i + offset)``: key position minus query
+    position, negative for keys in the past.
+
+    Parameters
+    ----------
+    query_len : int
+        Number of queries.
+    key_len : int, optional
+        Number of keys (default: ``query_len``).
+    offset : int, optional
+        Position of the first query on the key axis.  Default
+        ``key_len - query_len``: the queries are the last ``query_len`` of
+        the ``key_len`` positions, as when decoding with a key/value cache
+        (``offset`` is then the number of cached tokens).  Pass ``0`` for
+        queries that start with the keys.
+    max_distance : int, optional
+        Clip to ``[-max_distance, max_distance]`` (Shaw et al.'s ``k``).
+        Add ``max_distance`` to get indices into a table of
+        ``2 * max_distance + 1`` learned relative embeddings.
+    dtype : integer dtype, optional
+        Output dtype (default: the namespace's default integer dtype, int32
+        on JAX without x64).
+    device, xp
+        Output device and array namespace (default NumPy).
+
+    Returns
+    -------
+    array
+        Integer array of shape ``(query_len, key_len)``.
+
+    See Also
+    --------
+    t5_buckets : the same matrix bucketed as in T5.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.relative_positions(3)
+    array([[ 0,  1,  2],
+           [-1,  0,  1],
+           [-2, -1,  0]])
+
+    One new query after four cached tokens, clipped to distance 2:
+
+    >>> posenc.relative_positions(1, 5, max_distance=2)
+    array([[-2, -2, -2, -1,  0]])
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype, float_output=False)
+    q, k = _lengths(query_len, key_len)
+    off = _offset(offset, q, k)
+    if max_distance is not None:
+        max_distance = _checks.check_int(max_distance, "max_distance", minimum=0)
+    out_t = _int_dtype(dtype, ctx)
+    _checks.check_size((q, k), "matrix")
+    if q and k:
+        _check_fits(off, off + q - 1, out_t, ctx, "query positions")
+        _check_fits(*_rel_range(q, k, off), out_t, ctx, "relative positions")
+    rel = _rel_matrix(q, k, off, ctx, out_t)
+    if max_distance is not None and q and k:
+        lo, hi = _rel_range(q, k, off)
+        if lo < -max_distance or hi > max_distance:
+            rel = ctx.xp.clip(rel, -max_distance, max_distance)
+    return rel
+
+
+# --------------------------------------------------------------------------
+# ALiBi (Press et al.)
+# --------------------------------------------------------------------------
+def _host_slopes(n: int, max_bias: float) -> list[float]:
+    """Press et al.'s ``get_slopes`` in float64, generalised to ``max_bias``."""
+    if n & (n - 1) == 0:  # a power of two: the geometric sequence 2^(-max_bias * h / n)
+        return [2.0 ** (-max_bias * (h + 1) / n) for h in range(n)]
+    closest = 1 << (n.bit_length() - 1)
+    return _host_slopes(closest, max_bias) + _host_slopes(2 * closest, max_bias)[0::2][: n - closest]
+
+
+def _check_max_bias(max_bias: Any) -> float:
+    return _checks.check_float(max_bias, "max_bias", positive=True)
+
+
+def alibi_slopes(
+    num_heads: int,
+    *,
+    max_bias: float = 8.0,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""ALiBi's per-head slopes (Press et al., 2022) for any number of heads.
+
+    For ``n`` a power of two the slopes are the geometric sequence
+    :math:`m_h = 2^{-8h/n}`, :math:`h = 1, \dots, n` (``1/2, 1/4, ...,
+    1/256`` for 8 heads).  For other head counts the reference ``get_slopes``
+    takes the slopes of the closest power of two below, ``c``, and then every
+    other slope (the 1st, 3rd, 5th, ...) of the ``2c`` sequence, so the
+    extra heads interleave between the first ones.
+
+    Parameters
+    ----------
+    num_heads : int
+        Number of attention heads (at least 1).
+    max_bias : float, default 8.0
+        The ``8`` of :math:`2^{-8h/n}`; MPT's ``alibi_bias_max``.
+    dtype, device, xp
+        Output floating dtype (default: the namespace's default float),
+        device and namespace.
+
+    Returns
+    -------
+    array
+        Shape ``(num_heads,)``, decreasing within each of the two groups.
+
+    Notes
+    -----
+    The slopes are computed on the host in float64 with Python's ``math``
+    and rounded once to the output dtype.  BLOOM (``_get_alibi_slopes``) and
+    MPT (``build_mpt_alibi_tensor``, which orders the odd and even slopes of
+    the next power of two) produce the same slopes.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.alibi_slopes(8)
+    array([0.5       , 0.25      , 0.125     , 0.0625    , 0.03125   ,
+           0.015625  , 0.0078125 , 0.00390625])
+    >>> posenc.alibi_slopes(12)[8:].round(5)
+    array([0.70711, 0.35355, 0.17678, 0.08839])
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
+    n = _checks.check_int(num_heads, "num_heads", minimum=1)
+    max_bias = _check_max_bias(max_bias)
+    host = np.asarray(_host_slopes(n, max_bias), dtype=np.float64)
+    return _angles.cast(_compat.from_host(host, ctx, ctx.work), ctx.dtype, ctx.xp)
+
+
+def alibi_bias(
+    num_heads: int,
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    offset: int | None = None,
+    form: str = "paper",
+    causal: bool = False,
+    slopes: Any = None,
+    max_bias: float | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""ALiBi attention bias: :math:`-m_h\,|i - j|` per head (Press et al., 2022).
+
+    Add it to the attention logits :math:`q_i \cdot k_j / \sqrt{d}` before
+    the softmax; there is no position embedding.
+
+    Parameters
+    ----------
+    num_heads : int
+        Number of heads.
+    query_len : int
+        Number of queries.
+    key_len : int, optional
+        Number of keys (default ``query_len``).
+    offset : int, optional
+        Position of the first query on the key axis; default
+        ``key_len - query_len`` (the queries are the last ones, as with a
+        key/value cache).  See :func:`relative_positions`.
+    form : {"paper", "bloom", "mpt"}
+        ``"paper"``: :math:`-m_h |j - (i + \text{offset})|`, shape
+        ``(num_heads, query_len, key_len)``, zero on the diagonal and
+        symmetric, so it also serves bidirectional encoders.
+        ``"bloom"``: :math:`m_h\,j` (BLOOM's ``build_alibi_tensor`` and the
+        reference repository), shape ``(num_heads, 1, key_len)``.
+        ``"mpt"``: :math:`m_h\,(j - (\text{key\_len} - 1))` (MPT's
+        ``build_mpt_alibi_tensor``), shape ``(num_heads, 1, key_len)``.
+        The last two broadcast over the queries and equal the paper's form
+        only after a softmax over the causal keys (see Notes).
+    causal : bool, default False
+        Put ``-inf`` on the keys after each query (``j > i + offset``): the
+        result is a ready causal mask plus bias of shape
+        ``(num_heads, query_len, key_len)`` for every ``form``.
+    slopes : array, optional
+        Slopes of shape ``(num_heads,)`` to use instead of
+        :func:`alibi_slopes` (learned or custom slopes; gradients flow to
+        them).  The output then follows their namespace, device and, unless
+        ``dtype`` is given, their dtype.
+    max_bias : float, optional
+        ``max_bias`` of :func:`alibi_slopes` (default 8.0); not with
+        ``slopes``.
+    dtype, device, xp
+        Output floating dtype, device and namespace.
+
+    Returns
+    -------
+    array
+        ``(num_heads, query_len, key_len)``, or ``(num_heads, 1, key_len)``
+        for the ``"bloom"`` and ``"mpt"`` forms without ``causal``.
+
+    Notes
+    -----
+    A softmax is unchanged when a constant is added to every logit of a
+    row.  For query :math:`i` (at key position :math:`p = i + \text{offset}`)
+    the causal keys are :math:`j \le p`, where
+
+    .. math::
+
+        -m_h |j - p| = m_h (j - p) = m_h\,j - m_h\,p
+        = m_h\,(j - (L - 1)) - m_h\,(p - (L - 1)),
+
+    so the paper's form, BLOOM's :math:`m_h j` (also the form of the
+    reference repository, which adds it to its causal mask) and MPT's
+    :math:`m_h (j - (L - 1))` differ by a per-row constant on the causal
+    keys and give the same attention probabilities.  They differ on the
+    future keys (the broadcast forms must be combined with a causal mask)
+    and in rounding: the paper's form stays small near the diagonal, where
+    the attention mass is, while BLOOM's grows with the key position, so in
+    bfloat16 the paper's form keeps more of the nearby differences.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.alibi_bias(2, 3)
+    array([[[ 0.        , -0.0625    , -0.125     ],
+            [-0.0625    ,  0.        , -0.0625    ],
+            [-0.125     , -0.0625    ,  0.        ]],
+    <BLANKLINE>
+           [[ 0.        , -0.00390625, -0.0078125 ],
+            [-0.00390625,  0.        , -0.00390625],
+            [-0.0078125 , -0.00390625,  0.        ]]])
+    >>> posenc.alibi_bias(2, 1, 4, form="bloom")[0]
+    array([[0.    , 0.0625, 0.125 , 0.1875]])
+    >>> posenc.alibi_bias(1, 2, causal=True, max_bias=1.0)
+    array([[[ 0. , -inf],
+            [-0.5,  0. ]]])
+    """
+    form = _checks.check_choice(form, "form", ALIBI_FORMS)
+    causal = _check_bool(causal, "causal")
+    n = _checks.check_int(num_heads, "num_heads", minimum=1)
+    q, k = _lengths(query_len, key_len)
+    off = _offset(offset, q, k)
+    if slopes is not None and max_bias is not None:
+        msg = "`max_bias` and `slopes` exclude each other: the slopes are given"
+        raise ValueError(msg)
+    if dtype is None and _compat.is_array(slopes):
+        dtype = _float_dtype_of([slopes], xp, device)
+    ctx = _compat.resolve({"slopes": slopes}, xp=xp, device=device, dtype=dtype)
+    xp_ = ctx.xp
+    if slopes is None:
+        host = np.asarray(_host_slopes(n, 8.0 if max_bias is None else _check_max_bias(max_bias)))
+        m = _compat.from_host(host, ctx, ctx.work)
+    else:
+        m = _float_param(slopes, "slopes", ctx)
+        _check_heads(m, "slopes", n)
+        m = _angles.cast(m, ctx.work, xp_)
+    rows = q if (form == "paper" or causal) else 1
+    _checks.check_size((n, rows, k), "bias")
+    idt = _default_int(ctx)
+    if form == "paper":
+        if q and k:
+            lo, hi = _rel_range(q, k, off)
+            _check_fits(lo, hi, idt, ctx, "relative positions")
+            # -|r| as integers, so the diagonal is +0.0, not -0.0
+            nd = _angles.cast(-xp_.abs(_arange(lo, hi + 1, ctx, idt)), ctx.work, xp_)
+            out = _toeplitz(m[:, None] * nd[None, :], q, k, ctx)
+        else:
+            out = _zeros((n, q, k), ctx, ctx.work)
+    else:
+        start = 0 if form == "bloom" else -(k - 1)
+        pos = _angles.cast(_arange(start, start + k, ctx, idt), ctx.work, xp_)
+        out = (m[:, None] * pos[None, :])[:, None, :]
+        if causal:
+            out = xp_.broadcast_to(out, (n, q, k))
+    if causal:
+        out = _neg_inf_future(out, q, k, off, ctx)
+    return _angles.cast(out, ctx.dtype, xp_)
+
+
+# --------------------------------------------------------------------------
+# T5 buckets (Raffel et al.)
+# --------------------------------------------------------------------------
+def _t5_large(n: int, max_exact: int, max_distance: int, num_buckets: int) -> int:
+    """Mesh TensorFlow's / Hugging Face's large-distance bucket of ``n >= max_exact``,
+    evaluated the way they do it: in float32, then truncated toward zero."""
+    f32 = np.float32
+    x = f32(n) / f32(max_exact)
+    v = f32(math.log(float(x)))  # float32 log, correctly rounded
+    v = v / f32(math.log(max_distance / max_exact)) * f32(num_buckets - max_exact)
+    return max_exact + int(v)
+
+
+@functools.lru_cache(maxsize=128)
+def _t5_thresholds(num_buckets: int, max_distance: int) -> tuple[int, ...]:
+    """For each bucket ``b`` above ``max_exact``: the smallest distance that
+    reaches it.  The float32 formula is monotone in the distance, so a
+    distance ``n >= max_exact`` falls in ``max_exact + #{t <= n}``."""
+    me = num_buckets // 2
+    out = []
+    for b in range(me + 1, num_buckets):
+        lo, hi = me, 2 * max_distance + 16
+        while _t5_large(hi, me, max_distance, num_buckets) < b:
+            hi *= 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _t5_large(mid, me, max_distance, num_buckets) >= b:
+                hi = mid
+            else:
+                lo = mid + 1
+        out.append(lo)
+    return tuple(out)
+
+
+def _t5_args(num_buckets: Any, max_distance: Any, bidirectional: Any) -> tuple[int, int, bool]:
+    bidirectional = _check_bool(bidirectional, "bidirectional")
+    nb = _checks.check_int(num_buckets, "num_buckets")
+    if bidirectional and (nb < 4 or nb % 2):
+        msg = f"`num_buckets` must be an even integer >= 4 when bidirectional=True, got {nb!r}"
+        raise ValueError(msg)
+    if nb < 2:
+        msg = f"`num_buckets` must be an integer >= 2, got {nb!r}"
+        raise ValueError(msg)
+    md = _checks.check_int(max_distance, "max_distance")
+    if md <= nb // 2:
+        msg = f"`max_distance` must be greater than num_buckets // 2 = {nb // 2}, got {md!r}"
+        raise ValueError(msg)
+    return nb, md, bidirectional
+
+
+def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_t: Any) -> Any:
+    """Buckets of the integer array ``rel`` (key - query), with integer ops only."""
+    xp = ctx.xp
+    nbe = nb // 2 if bidirectional else nb
+    me = nbe // 2
+    wdt = _default_int(ctx, "indexing")
+    rmin, rmax = _iinfo(xp, rel.dtype)
+    _, wmax = _iinfo(xp, wdt)
+    thr = _t5_thresholds(nbe, md)
+    # every distance at or beyond the last threshold lands in the last bucket:
+    # clip first, so abs/negation cannot overflow and nothing large is cast
+    top = min(thr[-1] if thr else me, rmax, wmax)
+    thr = tuple(t for t in thr if t <= top)
+    if bidirectional:
+        r = _angles.cast(xp.clip(rel, max(-top, rmin), top), wdt, xp)
+        n = xp.abs(r)
+    else:
+        r = _angles.cast(xp.clip(rel, max(-top, rmin), 0), wdt, xp)
+        n = -r
+    out = xp.clip(n, None, me)  # exact buckets 0 .. max_exact - 1; max_exact and up
+    for t in thr:
+        out = out + _angles.cast(n >= t, wdt, xp)
+    if bidirectional:
+        out = out + _angles.cast(r > 0, wdt, xp) * nbe
+    return _angles.cast(out, out_t, xp)
+
+
+def _check_bucket_dtype(out_t: Any, nb: int, ctx: Context) -> None:
+    _, dmax = _iinfo(ctx.xp, out_t)
+    if dmax < nb - 1:
+        msg = f"`dtype` {out_t} cannot hold bucket {nb - 1} of num_buckets={nb}"
+        raise ValueError(msg)
+
+
+def t5_bucket(
+    relative_positions: Any,
+    *,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    bidirectional: bool = True,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""T5's relative position buckets (Raffel et al., 2020) of an integer array.
+
+    Bit-identical to Hugging Face's ``T5Attention._relative_position_bucket``
+    (and Mesh TensorFlow's): with :math:`B` = ``num_buckets`` (halved when
+    bidirectional, the upper half then holding the positive distances),
+    distances below :math:`B/2` get their own bucket and larger ones share
+    log-spaced buckets up to ``max_distance``, beyond which all share the
+    last bucket.
+
+    Parameters
+    ----------
+    relative_positions : integer array or list
+        ``key - query`` positions (see :func:`relative_positions`), any
+        shape.  Floating arrays are a :class:`TypeError`: round them
+        yourself.
+    num_buckets : int, default 32
+        Total number of buckets; even and at least 4 when bidirectional.
+    max_distance : int, default 128
+        Distances from here on share the last bucket; must exceed
+        ``num_buckets // 2``.
+    bidirectional : bool, default True
+        ``True`` for encoders (T5's encoder and its relative attention
+        bias); ``False`` for decoders, where keys after the query
+        (positive relative positions) all fall in bucket 0.
+    dtype : integer dtype, optional
+        Output dtype; default the namespace's default indexing dtype (int64,
+        int32 on JAX without x64), ready for ``take`` or an embedding lookup.
+    device, xp
+        For list inputs only; arrays decide both.
+
+    Returns
+    -------
+    array
+        Buckets in ``[0, num_buckets)``, same shape as the input.
+
+    Notes
+    -----
+    The reference evaluates, for a distance :math:`n \ge B/2`,
+    ``B/2 + int(log(float32(n) / (B/2)) / log(max_distance / (B/2)) *
+    (B - B/2))`` in float32.  posenc finds once, on the host, the smallest
+    distance that reaches each of those buckets under exactly that float32
+    arithmetic, and counts the thresholds a distance reaches with integer
+    comparisons.  No logarithm runs on the device, the input is clipped
+    before anything is negated or cast (so ``log(0) = -inf`` is never cast
+    to an integer, and the most negative integer does not overflow), and the
+    result is the same on every backend, float64 or not.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> rel = np.array([-200, -20, -3, 0, 3, 20, 200])
+    >>> posenc.t5_bucket(rel)
+    array([15, 10,  3,  0, 19, 26, 31])
+    >>> posenc.t5_bucket(rel, bidirectional=False)
+    array([31, 17,  3,  0,  0,  0,  0])
+    """
+    ctx = _compat.resolve({"relative_positions": relative_positions}, xp=xp, device=device, dtype=dtype, float_output=False)
+    nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
+    rel = _checks.check_int_array(relative_positions, "relative_positions", ctx)
+    out_t = _int_dtype(dtype, ctx, "indexing")
+    _check_bucket_dtype(out_t, nb, ctx)
+    return _t5_core(rel, nb, md, bidirectional, ctx, out_t)
+
+
+def t5_buckets(
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    offset: int | None = None,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    bidirectional: bool = True,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    """T5's bucket matrix: :func:`t5_bucket` of :func:`relative_positions`.
+
+    The ``(query_len, key_len)`` matrix that T5's ``compute_bias`` feeds to
+    its ``relative_attention_bias`` embedding.  Hugging Face's
+    ``past_seen_tokens`` is ``offset`` here (default ``key_len -
+    query_len``: the queries are the last ones).
+
+    Parameters
+    ----------
+    query_len, key_len, offset
+        As in :func:`relative_positions`.
+    num_buckets, max_distance, bidirectional
+        As in :func:`t5_bucket`.
+    dtype, device, xp
+        Integer output dtype (default: the namespace's default indexing
+        dtype), device and namespace.
+
+    Returns
+    -------
+    array
+        Integer array of shape ``(query_len, key_len)``.
+
+    Notes
+    -----
+    The matrix depends on ``j - i`` only: the ``query_len + key_len - 1``
+    distinct buckets are computed once and gathered into place.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.t5_buckets(4, num_buckets=8, max_distance=16)
+    array([[0, 5, 6, 6],
+           [1, 0, 5, 6],
+           [2, 1, 0, 5],
+           [2, 2, 1, 0]])
+
+    A decoder query at position 200 after 200 cached tokens:
+
+    >>> posenc.t5_buckets(1, 201, bidirectional=False)[0, [0, 100, 180, 199, 200]]
+    array([31, 30, 17,  1,  0])
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype, float_output=False)
+    q, k = _lengths(query_len, key_len)
+    off = _offset(offset, q, k)
+    nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
+    out_t = _int_dtype(dtype, ctx, "indexing")
+    _check_bucket_dtype(out_t, nb, ctx)
+    _checks.check_size((q, k), "matrix")
+    if q == 0 or k == 0:
+        return _zeros((q, k), ctx, out_t)
+    idt = _default_int(ctx, "indexing")
+    lo, hi = _rel_range(q, k, off)
+    _check_fits(lo, hi, idt, ctx, "relative positions")
+    vec = _t5_core(_arange(lo, hi + 1, ctx, idt), nb, md, bidirectional, ctx, out_t)
+    return _toeplitz(vec, q, k, ctx)
+
+
+# --------------------------------------------------------------------------
+# Transformer-XL's relative sinusoids (Dai et al.)
+# --------------------------------------------------------------------------
+def relative_sinusoidal(
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    dim: int,
+    base: float = 10000.0,
+    clamp_len: int | None = None,
+    bidirectional: bool = False,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""Transformer-XL's sinusoid table of relative distances (Dai et al., 2019).
+
+    Row ``r`` encodes the distance :math:`\delta_r = \text{key\_len} - 1 - r`
+    (largest distance first, down to 0) with the concatenated layout
+    ``[sin(δ ω) | cos(δ ω)]``, :math:`\omega_i = \mathrm{base}^{-2i/d}`:
+    the ``pos_emb`` of Transformer-XL's ``RelPartialLearnable`` attention,
+    whose "relative shift" then aligns row ``key_len - 1 - (p - j)`` with
+    query position ``p`` and key ``j``.  ``key_len`` counts the memory
+    (``mlen + qlen``).
+
+    Parameters
+    ----------
+    query_len : int
+        Number of queries; only the bidirectional table depends on it.
+    key_len : int, optional
+        Number of keys, memory included (default ``query_len``).
+    dim : int
+        Feature dimension (``d_model``), a positive even integer.
+    base : float, default 10000.0
+        Frequency base.
+    clamp_len : int, optional
+        Clip the distances to ``[-clamp_len, clamp_len]`` (Transformer-XL's
+        and XLNet's ``clamp_len``).
+    bidirectional : bool, default False
+        Also encode the negative distances down to ``-(query_len - 1)``:
+        rows for ``key_len - 1, ..., 0, ..., -(query_len - 1)``, the distances
+        a query attending to later keys needs (XLNet's ``attn_type="bi"``
+        table without its first row, which its relative shift discards).
+    dtype, device, xp
+        Output floating dtype, device and namespace.
+
+    Returns
+    -------
+    array
+        Shape ``(key_len, dim)``, or ``(key_len + query_len - 1, dim)`` when
+        bidirectional.
+
+    Notes
+    -----
+    The sines and cosines come from posenc's exact angles: a float32 table
+    stays within a few ulp of the float64 values at every distance.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.relative_sinusoidal(3, dim=4).round(4)
+    array([[ 0.9093,  0.02  , -0.4161,  0.9998],
+           [ 0.8415,  0.01  ,  0.5403,  1.    ],
+           [ 0.    ,  0.    ,  1.    ,  1.    ]])
+    >>> posenc.relative_sinusoidal(2, 3, dim=4, bidirectional=True).shape
+    (4, 4)
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
+    q, k = _lengths(query_len, key_len)
+    dim = _checks.check_dim(dim, even=True)
+    base = _checks.check_float(base, "base", positive=True)
+    bidirectional = _check_bool(bidirectional, "bidirectional")
+    if clamp_len is not None:
+        clamp_len = _checks.check_int(clamp_len, "clamp_len", minimum=0)
+    hi, lo = k - 1, (-(q - 1) if bidirectional else 0)
+    rows = (k + q - 1 if q and k else 0) if bidirectional else k
+    _checks.check_size((rows, dim), "table")
+    xp_ = ctx.xp
+    if rows == 0:
+        return _zeros((0, dim), ctx, ctx.dtype)
+    w = np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim)
+    c_hi, c_lo = hi, lo
+    if clamp_len is not None:
+        c_hi, c_lo = min(hi, clamp_len), max(lo, -clamp_len)  # lo <= 0 <= hi
+    s, c = _angles.sincos_range(c_lo, c_hi - c_lo + 1, w, ctx)
+    table = xp_.flip(xp_.concat([s, c], axis=-1), axis=0)  # distances c_hi .. c_lo
+    parts = []
+    if hi > c_hi:
+        parts.append(xp_.broadcast_to(table[:1, ...], (hi - c_hi, dim)))
+    parts.append(table)
+    if c_lo > lo:
+        parts.append(xp_.broadcast_to(table[-1:, ...], (c_lo - lo, dim)))
+    if len(parts) > 1:
+        table = xp_.concat(parts, axis=0)
+    return _angles.cast(table, ctx.dtype, xp_)
+
+
+# --------------------------------------------------------------------------
+# KERPLE (Chi et al.)
+# --------------------------------------------------------------------------
+def kerple_bias(
+    query_len: int,
+    key_len: int | None = None,
+    *,
+    r1: Any,
+    r2: Any,
+    kind: str = "log",
+    offset: int | None = None,
+    causal: bool = False,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""KERPLE's kernelized relative position biases (Chi et al., 2022).
+
+    .. math::
+
+        \text{log:}\quad -r_1 \log(1 + r_2 |i - j|), \qquad
+        \text{power:}\quad -r_1 |i - j|^{r_2}, \quad 0 < r_2 \le 2,
+
+    with per-head parameters :math:`r_1, r_2 > 0`, added to the attention
+    logits.  ALiBi is the power kernel with :math:`r_2 = 1`.
+
+    Parameters
+    ----------
+    query_len : int
+        Number of queries.
+    key_len : int, optional
+        Number of keys (default ``query_len``).
+    r1, r2 : array
+        Per-head parameters of shape ``(num_heads,)``.  Pass your
+        framework's trainable tensors (a ``torch.nn.Parameter``, a JAX array
+        under ``jax.grad``): gradients flow through.  Values must be
+        positive (and ``r2 <= 2`` for the power kernel); this is checked on
+        concrete arrays only, never on traced or lazy ones (clamp them in
+        training as the KERPLE code does).
+    kind : {"log", "power"}, default "log"
+        Which kernel.
+    offset : int, optional
+        Position of the first query; default ``key_len - query_len``.
+    causal : bool, default False
+        Put ``-inf`` on the keys after each query.
+    dtype, device, xp
+        Output floating dtype (default: the dtype of ``r1`` and ``r2``,
+        computed in at least float32), device and namespace (those of the
+        parameters; for Python lists, ``xp`` and ``device``).
+
+    Returns
+    -------
+    array
+        Shape ``(num_heads, query_len, key_len)``.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> posenc.kerple_bias(3, r1=np.array([1.0, 2.0]), r2=np.array([1.0, 0.5])).round(4)
+    array([[[ 0.    , -0.6931, -1.0986],
+            [-0.6931,  0.    , -0.6931],
+            [-1.0986, -0.6931,  0.    ]],
+    <BLANKLINE>
+           [[ 0.    , -0.8109, -1.3863],
+            [-0.8109,  0.    , -0.8109],
+            [-1.3863, -0.8109,  0.    ]]])
+    >>> posenc.kerple_bias(1, 3, r1=np.array([0.5]), r2=np.array([2.0]), kind="power")
+    array([[[-2. , -0.5,  0. ]]])
+    """
+    kind = _checks.check_choice(kind, "kind", KERPLE_KINDS)
+    causal = _check_bool(causal, "causal")
+    q, k = _lengths(query_len, key_len)
+    off = _offset(offset, q, k)
+    if dtype is None:
+        dtype = _float_dtype_of([r1, r2], xp, device)
+    ctx = _compat.resolve({"r1": r1, "r2": r2}, xp=xp, device=device, dtype=dtype)
+    xp_ = ctx.xp
+    a = _float_param(r1, "r1", ctx)
+    b = _float_param(r2, "r2", ctx)
+    n = _check_heads(a, "r1")
+    _check_heads(b, "r2", n)
+    _check_positive(a, "r1", ctx)
+    _check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
+    _checks.check_size((n, q, k), "bias")
+    if q == 0 or k == 0:
+        return _zeros((n, q, k), ctx, ctx.dtype)
+    a = _angles.cast(a, ctx.work, xp_)[:, None]
+    b = _angles.cast(b, ctx.work, xp_)[:, None]
+    idt = _default_int(ctx)
+    lo, hi = _rel_range(q, k, off)
+    _check_fits(lo, hi, idt, ctx, "relative positions")
+    rel = _arange(lo, hi + 1, ctx, idt)
+    d = _angles.cast(xp_.abs(rel), ctx.work, xp_)[None, :]
+    f = xp_.log1p(b * d) if kind == "log" else xp_.pow(d, b)
+    vec = 0.0 - a * f  # +0.0 on the diagonal
+    if causal:
+        vec = xp_.where((rel > 0)[None, :], -math.inf, vec)
+    return _angles.cast(_toeplitz(vec, q, k, ctx), ctx.dtype, xp_)
