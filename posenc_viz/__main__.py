@@ -1,0 +1,8 @@
+"""``python -m posenc_viz``: the ``posenc-viz`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

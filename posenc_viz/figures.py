@@ -1,0 +1,441 @@
+"""The standard figure set, written to files."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import posenc
+
+from . import _mpl
+from .bias import plot_bias
+from .heatmap import plot_encoding
+from .similarity import plot_similarity, plot_similarity_by_offset
+from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths
+from .style import paper_style
+
+__all__ = ["figure_set", "FIGURES", "FORMATS"]
+
+FORMATS = ("pdf", "png", "svg")
+LAYOUTS = ("interleaved", "concat")
+COLUMNS = ("single", "double")
+
+#: Limits of the figure set's sizes (the similarity matrix is length x length).
+MAX_DIM = 16384
+MAX_LENGTH = 4096
+MAX_HEAD_DIM = 1024
+DPI_RANGE = (50, 1200)
+
+
+@dataclass(frozen=True)
+class Params:
+    dim: int
+    length: int
+    base: float
+    layout: str
+    head_dim: int
+
+
+def _table(p: Params) -> np.ndarray:
+    return np.asarray(posenc.sinusoidal(p.length, p.dim, base=p.base, layout=p.layout))
+
+
+def _draw_encoding(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    plot_encoding(_table(p), ax=ax, cbar_kws={"pad": 0.01, "aspect": 30})
+
+
+def _draw_wavelengths(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    plot_wavelengths(p.dim, base=p.base, ax=ax)
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+
+
+def _clock_columns(p: Params) -> list[tuple[int, float]]:
+    """Sine columns with wavelengths spread from 2*pi to a few times the length."""
+    lam = np.asarray(posenc.wavelengths(p.dim, base=p.base), dtype=np.float64)
+    targets = np.geomspace(2.0 * math.pi, max(2.0 * math.pi, 2.0 * p.length), 4)
+    picked: list[int] = []
+    for t in targets:
+        i = int(np.argmin(np.abs(np.log(lam) - np.log(t))))
+        if i not in picked:
+            picked.append(i)
+    half = p.dim // 2
+    return [((2 * i if p.layout == "interleaved" else i), float(lam[i])) for i in picked if i < half]
+
+
+def _draw_dimensions(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    cols = _clock_columns(p)
+    labels = [f"dim {c} (λ ≈ {lam:.3g})" for c, lam in cols]
+    # fractional positions (posenc takes any real position): smooth curves
+    pos = np.linspace(0.0, p.length - 1.0, 16 * max(p.length - 1, 1) + 1)
+    pe = np.asarray(posenc.sinusoidal(pos, p.dim, base=p.base, layout=p.layout))
+    plot_dimensions(pe, [c for c, _ in cols], positions=pos, labels=labels, ax=ax, legend=False)
+    ax.set_ylim(-1.1, 1.6)
+    ax.legend(loc="upper center", ncols=2, columnspacing=1.0, handlelength=1.4, borderaxespad=0.1)
+
+
+def _draw_similarity(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    plot_similarity(_table(p), ax=ax)
+    ax.set_aspect("equal")
+
+
+def _draw_similarity_by_offset(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    plot_similarity_by_offset(p.dim, p.length, base=p.base, ax=ax)
+
+
+def _draw_rope_decay(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    n = max(p.length, 256)
+    plot_similarity_by_offset(p.head_dim, np.arange(n + 1), base=p.base, kind="rope_bound", ax=ax)
+    ax.set_xlabel("relative distance $k$ (positions)")
+
+
+def _draw_rope_scaling(fig: Any, p: Params) -> None:
+    from posenc import scaling as sc
+
+    ax = fig.subplots()
+    factor, original = 4.0, 4096
+    scalings = {
+        "Linear ×4": sc.Linear(factor),
+        "NTK ×4": sc.NTK(factor),
+        "YaRN ×4": sc.YaRN(factor, original),
+        "Llama 3 ×4": sc.Llama3(factor, original),
+    }
+    plot_rope_scaling(p.head_dim, scalings, base=p.base, ax=ax)
+
+
+def _draw_alibi(fig: Any, p: Params) -> None:
+    heads = 8
+    n = min(p.length, 64)
+    bias = np.asarray(posenc.alibi_bias(heads, n), dtype=np.float64)
+    causal = np.triu(np.ones((n, n), dtype=bool), k=1)
+    bias = np.where(causal, -np.inf, bias)  # the causal mask, drawn grey
+    slopes = np.asarray(posenc.alibi_slopes(heads), dtype=np.float64)
+    shown = (0, 2, 4, 7)
+    rows, cols = (1, 4) if fig.get_figwidth() > 5.0 else (2, 2)
+    axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
+    lo = float(np.min(bias[0][np.isfinite(bias[0])]))
+    for k, (ax, h) in enumerate(zip(axes.flat, shown)):
+        plot_bias(
+            bias,
+            head=h,
+            ax=ax,
+            vmin=lo,
+            vmax=0.0,
+            cbar=False,
+            xlabel=None,
+            ylabel=None,
+            title=f"head {h + 1}, $m = 1/{round(1.0 / slopes[h]):d}$",
+        )
+        ax.set_aspect("equal")
+    label = {"fontsize": _mpl.require("matplotlib").rcParams["axes.labelsize"]}
+    fig.supxlabel("key position $j$", **label)
+    fig.supylabel("query position $i$", **label)
+    fig.colorbar(axes.flat[0].images[0], ax=axes, label="bias", shrink=0.9 if rows == 1 else 1.0)
+
+
+def _draw_t5(fig: Any, p: Params) -> None:
+    ax = fig.subplots()
+    n = min(p.length, 128)
+    buckets = posenc.t5_buckets(n, n, num_buckets=32, max_distance=128, bidirectional=True)
+    plot_bias(buckets, ax=ax, cbar_label="bucket")
+    ax.set_aspect("equal")
+
+
+def _has(*names: str) -> Callable[[], bool]:
+    return lambda: all(hasattr(posenc, n) for n in names)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    draw: Callable[[Any, Params], None]
+    column: str
+    aspect: tuple[float, float]  # height / width at single and at double width
+    available: Callable[[], bool] = lambda: True
+
+
+_SPECS: dict[str, _Spec] = {
+    "encoding": _Spec(_draw_encoding, "double", (0.7, 0.42)),
+    "wavelengths": _Spec(_draw_wavelengths, "single", (0.72, 0.42)),
+    "dimensions": _Spec(_draw_dimensions, "single", (0.72, 0.4)),
+    "similarity": _Spec(_draw_similarity, "single", (0.85, 0.5)),
+    "similarity_by_offset": _Spec(_draw_similarity_by_offset, "single", (0.62, 0.34)),
+    "rope_decay": _Spec(_draw_rope_decay, "single", (0.62, 0.34)),
+    "rope_scaling": _Spec(_draw_rope_scaling, "single", (0.8, 0.45), _has("rope_frequencies", "scaling")),
+    "alibi": _Spec(_draw_alibi, "double", (0.95, 0.3), _has("alibi_bias")),
+    "t5_buckets": _Spec(_draw_t5, "single", (0.85, 0.5), _has("t5_buckets")),
+}
+
+#: Names of the figures of the standard set, in the order they are written.
+FIGURES = tuple(_SPECS)
+
+
+def available_figures() -> tuple[str, ...]:
+    """The figures whose posenc functions are present in this installation."""
+    return tuple(name for name, spec in _SPECS.items() if spec.available())
+
+
+def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        msg = f"`{name}` must be an integer, got {value!r}"
+        raise TypeError(msg)
+    value = int(value)
+    if not lo <= value <= hi:
+        msg = f"`{name}` must be an integer in [{lo}, {hi}], got {value}"
+        raise ValueError(msg)
+    return value
+
+
+def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) -> Params:
+    dim = _check_int(dim, "dim", 2, MAX_DIM)
+    if dim % 2:
+        msg = f"`dim` must be a positive even integer, got {dim}"
+        raise ValueError(msg)
+    length = _check_int(length, "length", 1, MAX_LENGTH)
+    head_dim = _check_int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    if head_dim % 2:
+        msg = f"`head_dim` must be a positive even integer, got {head_dim}"
+        raise ValueError(msg)
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        msg = f"`base` must be a real number, got {base!r}"
+        raise TypeError(msg)
+    base = float(base)
+    if not (math.isfinite(base) and 1.0 < base <= 1e12):
+        msg = f"`base` must be a finite number in (1, 1e12], got {base!r}"
+        raise ValueError(msg)
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        msg = f"`layout` must be 'interleaved' or 'concat', got {layout!r}"
+        raise (ValueError if isinstance(layout, str) else TypeError)(msg)
+    return Params(dim, length, base, layout, head_dim)
+
+
+def _check_names(names: Any) -> tuple[str, ...]:
+    if names is None:
+        return available_figures()
+    if isinstance(names, str):
+        names = (names,)
+    if not isinstance(names, Iterable):
+        msg = f"`names` must be a figure name or a sequence of them, got {type(names).__name__}"
+        raise TypeError(msg)
+    names = tuple(names)
+    for n in names:
+        if not isinstance(n, str) or n not in _SPECS:
+            listed = ", ".join(_SPECS)
+            msg = f"`names` must be figure names ({listed}), got {n!r}"
+            raise ValueError(msg)
+        if not _SPECS[n].available():
+            msg = f"figure {n!r} needs posenc functions that this installation lacks"
+            raise ValueError(msg)
+    if not names:
+        msg = "`names` must name at least one figure"
+        raise ValueError(msg)
+    return tuple(dict.fromkeys(names))
+
+
+def _check_formats(formats: Any) -> tuple[str, ...]:
+    if isinstance(formats, str):
+        formats = (formats,)
+    if not isinstance(formats, Iterable):
+        msg = f"`formats` must be a sequence of {FORMATS}, got {type(formats).__name__}"
+        raise TypeError(msg)
+    out = []
+    for f in formats:
+        if not isinstance(f, str) or f.lower().lstrip(".") not in FORMATS:
+            msg = f"`formats` must contain only {', '.join(FORMATS)}, got {f!r}"
+            raise ValueError(msg)
+        out.append(f.lower().lstrip("."))
+    if not out:
+        msg = "`formats` must name at least one format"
+        raise ValueError(msg)
+    return tuple(dict.fromkeys(out))
+
+
+def _prepare_dir(out_dir: Any) -> Path:
+    if not isinstance(out_dir, (str, os.PathLike)):
+        msg = f"`out_dir` must be a path, got {type(out_dir).__name__}"
+        raise TypeError(msg)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        msg = f"output folder {str(out)!r} exists and is not a folder"
+        raise NotADirectoryError(msg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a parent is a file
+        msg = f"cannot create the output folder {str(out)!r}: a parent is not a folder"
+        raise NotADirectoryError(msg) from None
+    except PermissionError:
+        msg = f"cannot create the output folder {str(out)!r}: permission denied"
+        raise PermissionError(msg) from None
+    except NotADirectoryError:
+        msg = f"cannot create the output folder {str(out)!r}: a parent is not a folder"
+        raise NotADirectoryError(msg) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        msg = f"cannot write to the output folder {str(out)!r}: permission denied"
+        raise PermissionError(msg)
+    return out
+
+
+def _render(
+    name: str,
+    p: Params,
+    column: str | None,
+    outputs: list[tuple[str, Path]],
+    dpi: int,
+    progress: Callable[[Path], None] | None,
+) -> list[Path]:
+    """Draw one figure and write each format atomically (temp file, then rename)."""
+    mfig = _mpl.require("matplotlib.figure")
+    spec = _SPECS[name]
+    col = spec.column if column is None else column
+    aspect = spec.aspect[0 if col == "single" else 1]
+    written = []
+    with paper_style(col, aspect=aspect):
+        fig = mfig.Figure()
+        spec.draw(fig, p)
+        for fmt, path in outputs:
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            try:
+                with open(tmp, "xb") as fh:
+                    fig.savefig(fh, format=fmt, dpi=dpi, metadata=_metadata(fmt))
+                os.replace(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            written.append(path)
+            if progress is not None:
+                progress(path)
+    return written
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    # reproducible files: no creation date in PDF/SVG
+    if fmt == "pdf":
+        return {"CreationDate": None, "Creator": "posenc_viz"}
+    if fmt == "svg":
+        return {"Date": None, "Creator": "posenc_viz"}
+    return {"Software": "posenc_viz"}
+
+
+def figure_set(
+    out_dir: str | os.PathLike,
+    *,
+    dim: int = 512,
+    length: int = 100,
+    base: float = 10000.0,
+    layout: str = "interleaved",
+    head_dim: int = 128,
+    formats: Iterable[str] = ("pdf", "png"),
+    dpi: int = 300,
+    column: str | None = None,
+    names: Iterable[str] | str | None = None,
+    force: bool = False,
+    progress: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    r"""Write the standard figure set to ``out_dir``.
+
+    The figures (file stems in :data:`FIGURES`): ``encoding`` (the
+    ``length x dim`` table as a heatmap), ``wavelengths`` (the spectrum from
+    :math:`2\pi` to :math:`\mathrm{base}\cdot 2\pi`), ``dimensions`` (four
+    sine columns against position), ``similarity`` (the
+    :math:`PE_s \cdot PE_t` matrix), ``similarity_by_offset`` (its even
+    profile), ``rope_decay`` (RoFormer's long-term decay bound),
+    ``rope_scaling`` (RoPE wavelengths under Linear, NTK, YaRN and Llama 3
+    scaling), ``alibi`` (four heads of a causal ALiBi bias) and
+    ``t5_buckets`` (T5's relative position buckets).  Figures whose posenc
+    functions are missing from the installation are left out.
+
+    Each figure is drawn under :func:`paper_style` at its natural width (one
+    column or the full text width, or ``column`` for all), then written to
+    a temporary file in ``out_dir`` and renamed, so a failure never leaves a
+    partial file.  Nothing is overwritten unless ``force``: existing targets
+    are reported before anything is drawn.
+
+    Parameters
+    ----------
+    out_dir : str or path
+        Output folder, created (with its parents) if missing.
+    dim : int, default 512
+        Model dimension of the sinusoidal figures (even, at most 16384).
+    length : int, default 100
+        Number of positions (at most 4096).
+    base : float, default 10000.0
+        Frequency base of every figure.
+    layout : {"interleaved", "concat"}
+        Column layout of the encoding table.
+    head_dim : int, default 128
+        Rotary dimension of the RoPE figures.
+    formats : sequence of {"pdf", "png", "svg"}, default ("pdf", "png")
+        One file per figure and format.  PDF embeds TrueType fonts.
+    dpi : int, default 300
+        Resolution of raster output (50 to 1200).
+    column : {"single", "double"}, optional
+        Width of every figure; default each figure's own.
+    names : str or sequence of str, optional
+        Only these figures (default: the whole set).
+    force : bool, default False
+        Overwrite existing files.
+    progress : callable, optional
+        Called with each file's path right after it is written.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in order.
+
+    Raises
+    ------
+    FileExistsError
+        When a target exists and ``force`` is false (nothing is written).
+    NotADirectoryError, PermissionError
+        When ``out_dir`` cannot be used as the output folder.
+
+    Examples
+    --------
+    >>> import tempfile, posenc_viz
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = posenc_viz.figure_set(d, dim=64, length=32, names=["encoding", "wavelengths"], formats=["png"], dpi=72)
+    ...     print([f.name for f in files])
+    ['encoding.png', 'wavelengths.png']
+    """
+    p = _check_params(dim, length, base, layout, head_dim)
+    chosen = _check_names(names)
+    fmts = _check_formats(formats)
+    dpi = _check_int(dpi, "dpi", *DPI_RANGE)
+    if column is not None and (not isinstance(column, str) or column not in COLUMNS):
+        msg = f"`column` must be 'single', 'double' or None, got {column!r}"
+        raise ValueError(msg)
+    if not isinstance(force, bool):
+        msg = f"`force` must be a bool, got {force!r}"
+        raise TypeError(msg)
+    if progress is not None and not callable(progress):
+        msg = f"`progress` must be callable, got {type(progress).__name__}"
+        raise TypeError(msg)
+    out = _prepare_dir(out_dir)
+    targets = [(n, f, out / f"{n}.{f}") for n in chosen for f in fmts]
+    blocked = [t for _, _, t in targets if t.is_dir()]
+    if blocked:
+        msg = f"cannot write {str(blocked[0])!r}: a folder of that name exists"
+        raise IsADirectoryError(msg)
+    if not force:
+        existing = [t for _, _, t in targets if t.exists()]
+        if existing:
+            shown = ", ".join(t.name for t in existing[:3]) + (", ..." if len(existing) > 3 else "")
+            msg = f"{len(existing)} of the files exist in {str(out)!r} ({shown}); pass force=True (--force) to overwrite"
+            raise FileExistsError(msg)
+    written: list[Path] = []
+    for name in chosen:
+        outputs = [(f, path) for n, f, path in targets if n == name]
+        written += _render(name, p, column, outputs, dpi, progress)
+    return written

@@ -1,0 +1,215 @@
+"""Heatmaps of encoding tables (positions x dimensions)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _mpl
+from ._convert import to_numpy
+
+__all__ = ["plot_encoding"]
+
+#: Colour-blind-safe defaults: a diverging map for data centred on a value
+#: and a perceptually uniform sequential map otherwise.
+DIVERGING = "RdBu_r"
+SEQUENTIAL = "viridis"
+
+
+def _matrix_2d(data: Any, name: str) -> np.ndarray:
+    arr = to_numpy(data, name=name)
+    if arr.ndim != 2:
+        msg = f"`{name}` must be a 2-D array, got shape {tuple(arr.shape)}"
+        raise ValueError(msg)
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        msg = f"`{name}` must not be empty, got shape {tuple(arr.shape)}"
+        raise ValueError(msg)
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int8)
+    return arr
+
+
+def _real_or_none(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        msg = f"`{name}` must be a real number or None, got {value!r}"
+        raise TypeError(msg)
+    value = float(value)
+    if not math.isfinite(value):
+        msg = f"`{name}` must be finite, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def draw_matrix(
+    ax: Any,
+    data: np.ndarray,
+    *,
+    cmap: Any,
+    center: float | None,
+    vmin: float | None,
+    vmax: float | None,
+    cbar: bool,
+    cbar_label: str | None,
+    cbar_kws: dict | None,
+    kwargs: dict,
+) -> Any:
+    """Draw a 2-D host array with ``imshow``; shared by every heatmap.
+
+    With ``center`` the colour limits are symmetric around it (diverging
+    map); without, they follow the data or ``vmin``/``vmax`` (sequential
+    map).  NaN and infinite cells (masks such as causal ``-inf``) are drawn
+    in light grey and ignored for the limits.
+    """
+    mcolors = _mpl.require("matplotlib.colors")
+    mpl = _mpl.require("matplotlib")
+    center = _real_or_none(center, "center")
+    vmin = _real_or_none(vmin, "vmin")
+    vmax = _real_or_none(vmax, "vmax")
+    if not isinstance(cbar, bool):
+        msg = f"`cbar` must be a bool, got {cbar!r}"
+        raise TypeError(msg)
+    if cbar_kws is not None and not isinstance(cbar_kws, dict):
+        msg = f"`cbar_kws` must be a dict, got {type(cbar_kws).__name__}"
+        raise TypeError(msg)
+    values = np.ma.masked_invalid(data.astype(np.float64, copy=False))
+    finite = values.compressed()
+    if center is not None:
+        if vmin is not None and vmax is not None:
+            msg = "pass at most one of `vmin` and `vmax` with `center` (the limits are symmetric around it)"
+            raise ValueError(msg)
+        if vmax is not None:
+            half = abs(vmax - center)
+        elif vmin is not None:
+            half = abs(center - vmin)
+        else:
+            half = float(np.max(np.abs(finite - center))) if finite.size else 1.0
+        if half == 0.0:
+            half = 1.0
+        vmin, vmax = center - half, center + half
+        default_cmap = DIVERGING
+    else:
+        if finite.size and vmin is None and vmax is None and float(finite.min()) == float(finite.max()):
+            vmin, vmax = float(finite.min()) - 0.5, float(finite.max()) + 0.5
+        default_cmap = SEQUENTIAL
+    cmap = default_cmap if cmap is None else cmap
+    if isinstance(cmap, str):
+        try:
+            cmap = mpl.colormaps[cmap]
+        except KeyError:
+            msg = f"`cmap` must be a matplotlib colormap or its name, got {cmap!r}"
+            raise ValueError(msg) from None
+    if not isinstance(cmap, mcolors.Colormap):
+        msg = f"`cmap` must be a matplotlib colormap or its name, got {type(cmap).__name__}"
+        raise TypeError(msg)
+    cmap = cmap.with_extremes(bad="0.85")
+    opts = {"aspect": "auto", "interpolation": "nearest"}
+    opts.update(kwargs)
+    im = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, **opts)
+    if cbar:
+        kws = {"label": cbar_label} if cbar_label else {}
+        kws.update(cbar_kws or {})
+        cb = ax.get_figure().colorbar(im, ax=ax, **kws)
+        cb.outline.set_linewidth(mpl.rcParams["axes.linewidth"])
+    return im
+
+
+def plot_encoding(
+    pe: Any,
+    *,
+    ax: Any = None,
+    cmap: Any = None,
+    center: float | None = 0.0,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cbar: bool = True,
+    cbar_label: str | None = "value",
+    cbar_kws: dict | None = None,
+    xlabel: str | None = "dimension",
+    ylabel: str | None = "position",
+    title: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Heatmap of an encoding table: positions down, dimensions across.
+
+    The classic picture of the sinusoidal table: the low dimensions on the
+    left oscillate fast with the position, the high dimensions on the right
+    barely change.  Colour limits are symmetric around ``center`` (0), so
+    white means zero in the default diverging map.
+
+    Parameters
+    ----------
+    pe : array
+        Table of shape ``(positions, dim)`` from any backend (see
+        :func:`to_numpy`).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw in; default the current Axes.
+    cmap : str or Colormap, optional
+        Default ``"RdBu_r"`` (diverging, colour-blind safe) when ``center``
+        is set, else ``"viridis"``.
+    center : float or None, default 0.0
+        Value at the middle of the colour map; the limits become
+        ``center -/+ max|pe - center|``.  ``None``: limits from the data (for
+        non-negative codes such as :func:`posenc.binary`).
+    vmin, vmax : float, optional
+        Colour limits; with ``center`` at most one of them (the other is its
+        mirror image).
+    cbar : bool, default True
+        Draw a colour bar.
+    cbar_label, xlabel, ylabel, title : str or None
+        Labels; ``None`` leaves them unset.
+    cbar_kws : dict, optional
+        Keyword arguments for :meth:`matplotlib.figure.Figure.colorbar`.
+    **kwargs
+        Passed to :meth:`matplotlib.axes.Axes.imshow` (``interpolation``,
+        ``extent``, ``rasterized``, ...).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import posenc, posenc_viz
+    >>> fig, ax = plt.subplots()
+    >>> ax = posenc_viz.plot_encoding(posenc.sinusoidal(100, 512), ax=ax)
+    >>> ax.images[0].get_clim()
+    (-1.0, 1.0)
+    >>> plt.close(fig)
+    """
+    data = _matrix_2d(pe, "pe")
+    ax = _mpl.get_ax(ax)
+    draw_matrix(
+        ax,
+        data,
+        cmap=cmap,
+        center=center,
+        vmin=vmin,
+        vmax=vmax,
+        cbar=cbar,
+        cbar_label=cbar_label,
+        cbar_kws=cbar_kws,
+        kwargs=kwargs,
+    )
+    _labels(ax, xlabel, ylabel, title)
+    return ax
+
+
+def _labels(ax: Any, xlabel: str | None, ylabel: str | None, title: str | None) -> None:
+    for name, value, setter in (
+        ("xlabel", xlabel, ax.set_xlabel),
+        ("ylabel", ylabel, ax.set_ylabel),
+        ("title", title, ax.set_title),
+    ):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            msg = f"`{name}` must be a str or None, got {type(value).__name__}"
+            raise TypeError(msg)
+        setter(value)
