@@ -1,0 +1,142 @@
+"""Sphinx configuration of the posenc documentation.
+
+Build with ``make docs`` (``python -m sphinx -W --keep-going -b html docs
+docs/_build/html``).  The build runs offline: the theory pages compute their
+numbers with posenc (the ``posenc-exec`` directive of ``_ext/posenc_docs.py``),
+matplotlib's ``plot`` directive draws their figures, and sphinx-gallery runs
+``examples/plot_*.py``, all with the Agg backend.
+
+Cross-links to other projects (intersphinx) need their ``objects.inv``
+inventories.  They are used when
+
+* ``POSENC_DOCS_INTERSPHINX=1`` is set (they are then downloaded), or
+* an inventory was saved as ``docs/_intersphinx/<name>.inv`` (offline use).
+
+Otherwise intersphinx is configured with no inventories and the names of
+other projects render as plain code, so that an offline ``-W`` build passes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+HERE = Path(__file__).resolve().parent
+ROOT = Path(os.environ.get("POSENC_DOCS_ROOT", HERE.parent)).resolve()
+sys.path.insert(0, str(HERE / "_ext"))
+
+import posenc  # noqa: E402
+
+# -- project -----------------------------------------------------------------
+project = "posenc"
+author = "The posenc developers"
+copyright = "The posenc developers, BSD-3-Clause"  # noqa: A001
+release = posenc.__version__
+version = release.split(".dev")[0]
+
+# -- general -----------------------------------------------------------------
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "matplotlib.sphinxext.plot_directive",
+    "posenc_docs",
+]
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "examples", "_intersphinx", "**.ipynb_checkpoints"]
+default_role = "autolink"
+pygments_style = "sphinx"
+posenc_repo_root = str(ROOT)
+
+# -- autodoc / autosummary / numpydoc ------------------------------------------
+autosummary_generate = True
+autosummary_generate_overwrite = True
+autodoc_typehints = "none"
+autodoc_default_options = {"member-order": "bysource"}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_attributes_as_param_list = True
+
+# -- intersphinx (offline unless asked for, see the module docstring) ----------
+_INVENTORIES = {
+    "python": "https://docs.python.org/3/",
+    "numpy": "https://numpy.org/doc/stable/",
+    "array-api": "https://data-apis.org/array-api/latest/",
+    "torch": "https://docs.pytorch.org/docs/stable/",
+    "jax": "https://docs.jax.dev/en/latest/",
+    "dask": "https://docs.dask.org/en/stable/",
+    "matplotlib": "https://matplotlib.org/stable/",
+}
+_ONLINE = os.environ.get("POSENC_DOCS_INTERSPHINX", "") == "1"
+intersphinx_mapping: dict[str, tuple[str, object]] = {}
+for _name, _url in _INVENTORIES.items():
+    _local = HERE / "_intersphinx" / f"{_name}.inv"
+    if _local.is_file():
+        intersphinx_mapping[_name] = (_url, str(_local))
+    elif _ONLINE:
+        intersphinx_mapping[_name] = (_url, None)
+intersphinx_timeout = 10
+
+# -- sphinx-gallery --------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "doc_module": ("posenc", "posenc_viz"),
+    "backreferences_dir": "api/generated/backreferences",
+    "reference_url": {"posenc": None, "posenc_viz": None},
+    "image_scrapers": ("matplotlib",),
+    "min_reported_time": 2,
+    "show_memory": False,
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+}
+
+# Examples and plots print no warnings into the pages.
+warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
+
+# -- matplotlib plot directive (figures of the theory pages) ----------------------
+plot_include_source = True
+plot_html_show_source_link = False
+plot_html_show_formats = False
+plot_formats = [("png", 110)]
+plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\nimport posenc\n"
+plot_rcparams = {"figure.figsize": (6.4, 3.2), "figure.constrained_layout.use": True, "font.size": 10}
+plot_apply_rcparams = True
+
+# -- math -------------------------------------------------------------------------
+# MathJax is loaded by the reader's browser; POSENC_DOCS_MATHJAX points the
+# pages at another copy (for example a local one, to read the site offline).
+if os.environ.get("POSENC_DOCS_MATHJAX"):
+    mathjax_path = os.environ["POSENC_DOCS_MATHJAX"]
+
+# -- HTML ---------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"posenc {version}"
+html_static_path = ["_static"]
+html_css_files = ["posenc.css"]
+html_theme_options = {
+    "logo": {"text": "posenc"},
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 8,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_sidebars = {"index": [], "getting_started": [], "performance": []}
+html_show_sourcelink = False
+html_copy_source = False
