@@ -172,13 +172,13 @@ def _float_param(x: Any, name: str, ctx: Context) -> Any:
     return x
 
 
-def _float_dtype_of(params: list[Any], xp: Any, device: Any) -> Any:
+def _float_dtype_of(params: dict[str, Any], xp: Any, device: Any) -> Any:
     """The promoted dtype of the real floating arrays among ``params`` (or None)."""
-    arrays = [v for v in params if _compat.is_array(v)]
+    arrays = {k: v for k, v in params.items() if _compat.is_array(v)}
     if not arrays:
         return None
-    ns = _compat.resolve({f"p{i}": v for i, v in enumerate(arrays)}, xp=xp, device=device).xp
-    types = [v.dtype for v in arrays if _compat.is_real_float_dtype(ns, v.dtype)]
+    ns = _compat.resolve(arrays, xp=xp, device=device).xp
+    types = [v.dtype for v in arrays.values() if _compat.is_real_float_dtype(ns, v.dtype)]
     if not types:
         return None
     return types[0] if len(types) == 1 else ns.result_type(*types)
@@ -478,7 +478,7 @@ def alibi_bias(
         msg = "`max_bias` and `slopes` exclude each other: the slopes are given"
         raise ValueError(msg)
     if dtype is None and _compat.is_array(slopes):
-        dtype = _float_dtype_of([slopes], xp, device)
+        dtype = _float_dtype_of({"slopes": slopes}, xp, device)
     ctx = _compat.resolve({"slopes": slopes}, xp=xp, device=device, dtype=dtype)
     xp_ = ctx.xp
     if slopes is None:
@@ -909,7 +909,7 @@ def kerple_bias(
     q, k = _lengths(query_len, key_len)
     off = _offset(offset, q, k)
     if dtype is None:
-        dtype = _float_dtype_of([r1, r2], xp, device)
+        dtype = _float_dtype_of({"r1": r1, "r2": r2}, xp, device)
     ctx = _compat.resolve({"r1": r1, "r2": r2}, xp=xp, device=device, dtype=dtype)
     xp_ = ctx.xp
     a = _float_param(r1, "r1", ctx)
