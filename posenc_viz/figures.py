@@ -422,6 +422,7 @@ def figure_set(
     if progress is not None and not callable(progress):
         msg = f"`progress` must be callable, got {type(progress).__name__}"
         raise TypeError(msg)
+    _mpl.require("matplotlib.figure")  # fail before touching the file system
     out = _prepare_dir(out_dir)
     targets = [(n, f, out / f"{n}.{f}") for n in chosen for f in fmts]
     blocked = [t for _, _, t in targets if t.is_dir()]

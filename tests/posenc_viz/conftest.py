@@ -1,0 +1,23 @@
+"""Figures are drawn with the non-interactive Agg backend and closed after each test."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def ax():
+    """A fresh Axes in its own figure."""
+    fig, axes = plt.subplots()
+    return axes
