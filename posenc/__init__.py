@@ -31,6 +31,8 @@ from .bias import (
 )
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
 from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
+from . import scaling
+from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 
 __version__ = "0.1.0.dev0"
 
@@ -63,4 +65,12 @@ __all__ = [
     "relative_sinusoidal",
     "t5_bucket",
     "t5_buckets",
+    # rotary embeddings
+    "apply_rope",
+    "rope",
+    "rope_cos_sin",
+    "rope_frequencies",
+    "rope_permutation",
+    "scaling",
+    "xpos_scale",
 ]

@@ -1,0 +1,772 @@
+r"""Rotary position embeddings (RoPE, Su et al. 2021) and xPos.
+
+RoPE rotates each pair of query / key features by the angle
+:math:`p\,\omega_i`, so that the product of a query at position :math:`m`
+and a key at position :math:`n` depends on :math:`m - n` only.  Libraries
+disagree on which features form a pair:
+
+* ``layout="half"``: feature :math:`i` pairs with :math:`i + d/2` (GPT-NeoX,
+  Llama and every Hugging Face model using ``rotate_half``);
+* ``layout="interleaved"``: features :math:`2i` and :math:`2i + 1` (GPT-J,
+  RoFormer, Meta's original Llama code with complex numbers).
+
+:func:`rope_permutation` converts projection weights between the two.  The
+context-extension scalings live in :mod:`posenc.scaling`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _angles, _checks, _compat
+from ._compat import Context
+from .scaling import Scaling, check_scaling
+
+__all__ = [
+    "rope_frequencies",
+    "rope_cos_sin",
+    "apply_rope",
+    "rope",
+    "rope_permutation",
+    "xpos_scale",
+]
+
+LAYOUTS = ("half", "interleaved")
+
+
+# --------------------------------------------------------------------------
+# arguments
+# --------------------------------------------------------------------------
+def _seq_len(seq_len: Any) -> int | None:
+    if seq_len is None:
+        return None
+    return _checks.check_int(seq_len, "seq_len", minimum=1)
+
+
+def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tuple[int, float, Scaling | None, np.ndarray]:
+    dim = _checks.check_dim(dim, even=True)
+    base = _checks.check_float(base, "base", positive=True)
+    scaling = check_scaling(scaling)
+    if scaling is None:
+        w = 1.0 / np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
+    else:
+        w = scaling._inv_freq(dim, base, seq_len)
+    return dim, base, scaling, w
+
+
+def _shape_of(positions: Any) -> tuple[int, ...]:
+    return (positions,) if isinstance(positions, int) else tuple(positions.shape)
+
+
+def _effective_seq_len(seq_len: int | None, positions: Any) -> int | None:
+    """``seq_len`` for the length-dependent scalings: an int ``n`` of positions
+    means ``n`` (Hugging Face's ``max(position_ids) + 1``)."""
+    if seq_len is None and isinstance(positions, int) and positions > 0:
+        return positions
+    return seq_len
+
+
+def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
+    """Lay a compact (..., dim // 2) table out as (..., dim)."""
+    if layout == "half":
+        return xp.concat([c, c], axis=-1)
+    lead = tuple(c.shape[:-1])
+    return xp.reshape(xp.stack([c, c], axis=-1), lead + (dim,))
+
+
+def _compact_cos_sin(
+    positions: Any, w: np.ndarray, attention: float, ctx: Context
+) -> tuple[Any, Any]:
+    """cos and sin of ``positions * w`` times the attention factor, (..., dim // 2), in ``ctx.work``."""
+    s, c = _angles.sincos(positions, w, ctx)
+    if attention != 1.0:
+        c = c * attention
+        s = s * attention
+    return c, s
+
+
+# --------------------------------------------------------------------------
+# frequencies and tables
+# --------------------------------------------------------------------------
+def rope_frequencies(
+    dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Scaling | None = None,
+    seq_len: int | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""The ``dim // 2`` inverse frequencies of RoPE, after scaling.
+
+    .. math:: \omega_i = \mathrm{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1,
+
+    then transformed by ``scaling`` (see :mod:`posenc.scaling`).  Computed in
+    float64 on the host and cast.
+
+    Parameters
+    ----------
+    dim : int
+        The rotary dimension (head dimension, or the rotated part of it),
+        a positive even integer.
+    base : float, default 10000.0
+        RoPE's base :math:`\theta` (Hugging Face ``rope_theta``).
+    scaling : posenc.scaling.Scaling, optional
+        A context-extension scaling (:class:`~posenc.scaling.Linear`,
+        :class:`~posenc.scaling.YaRN`, ...).
+    seq_len : int, optional
+        The current sequence length, for the length-dependent scalings
+        (:class:`~posenc.scaling.DynamicNTK` and
+        :class:`~posenc.scaling.LongRoPE`); ``None``: the original length.
+    dtype, device, xp
+        Output dtype, device and namespace (default: NumPy, default float).
+
+    Returns
+    -------
+    array
+        Shape ``(dim // 2,)``.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.rope_frequencies(8)
+    array([1.   , 0.1  , 0.01 , 0.001])
+    >>> posenc.rope_frequencies(8, scaling=posenc.scaling.Linear(4.0))
+    array([0.25   , 0.025  , 0.0025 , 0.00025])
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
+    seq_len = _seq_len(seq_len)
+    _, _, _, w = _host_inv_freq(dim, base, scaling, seq_len)
+    return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
+
+
+def rope_cos_sin(
+    positions: int | Any,
+    dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: Scaling | None = None,
+    layout: str = "half",
+    seq_len: int | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> tuple[Any, Any]:
+    r"""The ``cos`` and ``sin`` tables of RoPE.
+
+    ``cos[..., j] = a * cos(p * w_k)`` and ``sin[..., j] = a * sin(p * w_k)``
+    with ``w`` from :func:`rope_frequencies`, ``a`` the scaling's
+    :meth:`~posenc.scaling.Scaling.attention_scaling` (the Hugging Face
+    contract: YaRN and LongRoPE multiply the tables, not the logits), and
+    ``k = j mod dim/2`` for ``layout="half"`` or ``k = j // 2`` for
+    ``layout="interleaved"``.
+
+    Parameters
+    ----------
+    positions : int or array
+        An int ``n`` (positions ``0 .. n-1``) or an array of any shape of
+        integer or real positions (offsets for incremental decoding,
+        negative, fractional).
+    dim : int
+        Rotary dimension, a positive even integer.
+    base : float, default 10000.0
+        RoPE's base (``rope_theta``).
+    scaling : posenc.scaling.Scaling, optional
+        Context-extension scaling.
+    layout : {"half", "interleaved"}
+        ``"half"``: ``[c_0 .. c_{d/2-1}, c_0 .. c_{d/2-1}]`` (Hugging Face,
+        GPT-NeoX); ``"interleaved"``: ``[c_0, c_0, c_1, c_1, ...]`` (GPT-J,
+        RoFormer).
+    seq_len : int, optional
+        The sequence length the length-dependent scalings
+        (:class:`~posenc.scaling.DynamicNTK`,
+        :class:`~posenc.scaling.LongRoPE`) switch on.  Default: ``n`` for an
+        int ``n`` of positions (Hugging Face's ``max(position_ids) + 1``), the
+        original length for arrays of positions (posenc never reads the
+        values of an array to decide a shape or a table: pass ``seq_len``).
+    dtype, device, xp
+        Output dtype (half precision is computed in float32 and cast at the
+        end), the device for int positions, and the namespace.
+
+    Returns
+    -------
+    cos, sin : array
+        Each of shape ``positions.shape + (dim,)``.
+
+    Notes
+    -----
+    The angles are exact: float32 tables are within a few float32 ulp
+    (below 1e-6) of the float64 truth at every position below :math:`2^{20}`
+    and beyond, on devices with and without float64; the usual
+    ``cos(float32(p) * inv_freq)`` is off by about 2e-4 at p = 4096 and by
+    4e-2 near :math:`10^6` (see :func:`posenc.sinusoidal`).
+
+    Examples
+    --------
+    >>> import posenc
+    >>> cos, sin = posenc.rope_cos_sin(3, 4)
+    >>> cos.round(4)
+    array([[ 1.    ,  1.    ,  1.    ,  1.    ],
+           [ 0.5403,  1.    ,  0.5403,  1.    ],
+           [-0.4161,  0.9998, -0.4161,  0.9998]])
+    >>> posenc.rope_cos_sin(3, 4, layout="interleaved")[1][2].round(4)
+    array([0.9093, 0.9093, 0.02  , 0.02  ])
+    """
+    ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
+    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    seq_len = _seq_len(seq_len)
+    positions = _checks.check_positions(positions, "positions", ctx)
+    seq_len = _effective_seq_len(seq_len, positions)
+    dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
+    _checks.check_size(_shape_of(positions) + (dim,), "table")
+    attention = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
+    c, s = _compact_cos_sin(positions, w, attention, ctx)
+    xp_ = ctx.xp
+    return (
+        _angles.cast(_layout(c, dim, layout, xp_), ctx.dtype, xp_),
+        _angles.cast(_layout(s, dim, layout, xp_), ctx.dtype, xp_),
+    )
+
+
+# --------------------------------------------------------------------------
+# applying the rotation
+# --------------------------------------------------------------------------
+def _broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, j in zip(a, b):
+        if i == j or j == 1:
+            out.append(i)
+        elif i == 1:
+            out.append(j)
+        else:
+            return None
+    return tuple(out)
+
+
+def _work_dtype(xp: Any, dtype: Any) -> Any:
+    return dtype if dtype == getattr(xp, "float64", None) else xp.float32
+
+
+def _check_x(x: Any, name: str = "x") -> None:
+    if not _compat.is_array(x):
+        msg = f"`{name}` must be an array of shape (..., seq, head_dim), got {type(x).__name__}"
+        raise TypeError(msg)
+
+
+def _prepare(
+    x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any
+) -> tuple[Context, str, int, Any, Any, Any, tuple[int, ...]]:
+    """Validate ``apply_rope``'s arguments; return compact work-dtype tables."""
+    _check_x(x)
+    for name, v in (("cos", cos), ("sin", sin)):
+        if not _compat.is_array(v):
+            msg = f"`{name}` must be an array of shape (..., rotary_dim), got {type(v).__name__}"
+            raise TypeError(msg)
+    ctx = _compat.resolve({"x": x, "cos": cos, "sin": sin})
+    xp = ctx.xp
+    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    for name, v in (("x", x), ("cos", cos), ("sin", sin)):
+        if not _compat.is_real_float_dtype(xp, v.dtype):
+            msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
+            raise TypeError(msg)
+    if x.ndim < 1:
+        msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
+        raise ValueError(msg)
+    head_dim = int(x.shape[-1])
+    if rotary_dim is None:
+        if head_dim % 2 or head_dim == 0:
+            msg = (
+                f"`x` must have an even, non-zero last axis (head_dim) for RoPE, got {head_dim}; "
+                "pass rotary_dim to rotate only the first features"
+            )
+            raise ValueError(msg)
+        rotary_dim = head_dim
+    else:
+        rotary_dim = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
+        if rotary_dim > head_dim:
+            msg = f"`rotary_dim` must be at most the head dimension {head_dim} of `x`, got {rotary_dim}"
+            raise ValueError(msg)
+    if tuple(cos.shape) != tuple(sin.shape):
+        msg = f"`sin` must have the shape of `cos`, got {tuple(sin.shape)} and {tuple(cos.shape)}"
+        raise ValueError(msg)
+    if cos.ndim < 1 or int(cos.shape[-1]) not in (rotary_dim, rotary_dim // 2):
+        msg = (
+            f"`cos` must have a last axis of rotary_dim = {rotary_dim} (or the compact {rotary_dim // 2}), "
+            f"got shape {tuple(cos.shape)}"
+        )
+        raise ValueError(msg)
+    lead = _broadcast_shapes(tuple(x.shape[:-1]), tuple(cos.shape[:-1]))
+    if lead is None:
+        msg = (
+            f"`cos` and `sin` of shape {tuple(cos.shape)} do not broadcast against `x` of shape "
+            f"{tuple(x.shape)} (leading axes {tuple(cos.shape[:-1])} vs {tuple(x.shape[:-1])})"
+        )
+        raise ValueError(msg)
+    half = rotary_dim // 2
+    wt = _work_dtype(xp, x.dtype)
+    c, s = cos, sin
+    if int(c.shape[-1]) == rotary_dim:
+        if layout == "half":
+            c, s = c[..., :half], s[..., :half]
+        else:
+            c, s = c[..., ::2], s[..., ::2]
+    c, s = _angles.cast(c, wt, xp), _angles.cast(s, wt, xp)
+    return ctx, layout, rotary_dim, x, c, s, lead
+
+
+def _rotate_portable(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...], xp: Any) -> Any:
+    """The Array API reference: rotate ``x[..., :rotary_dim]`` with compact ``c``, ``s``.
+
+    ``x`` in its own dtype; computed in float32 (float64 for float64 ``x``).
+    """
+    out_dtype = x.dtype
+    wt = _work_dtype(xp, out_dtype)
+    head_dim = int(x.shape[-1])
+    half = rotary_dim // 2
+    xw = _angles.cast(x, wt, xp)
+    if layout == "half":
+        x1, x2 = xw[..., :half], xw[..., half:rotary_dim]
+        rot = xp.concat([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+    else:
+        xe, xo = xw[..., 0:rotary_dim:2], xw[..., 1:rotary_dim:2]
+        rot = xp.stack([xe * c - xo * s, xo * c + xe * s], axis=-1)
+        rot = xp.reshape(rot, tuple(rot.shape[:-2]) + (rotary_dim,))
+    if rotary_dim < head_dim:
+        rest = x[..., rotary_dim:]
+        if tuple(rest.shape[:-1]) != lead:
+            rest = xp.broadcast_to(rest, lead + (head_dim - rotary_dim,))
+        rot = xp.concat([_angles.cast(rot, out_dtype, xp), rest], axis=-1)
+    return _angles.cast(rot, out_dtype, xp)
+
+
+# ---------------------------------------------------------------- fast paths
+# Separate, backend-specific implementations of exactly the same arithmetic as
+# ``_rotate_portable`` that avoid temporaries the size of ``x``.  They are used
+# only for NumPy arrays and torch CPU tensors of float32 / float64 that need no
+# autograd, and are tested equal to the portable path on every backend.
+
+#: elements per block of the NumPy fast path (256 KiB of float32: L2-resident)
+_NP_BLOCK = 1 << 16
+#: elements per block of the torch fast path
+_TORCH_BLOCK = 1 << 19
+
+
+def _blocks(shape: tuple[int, ...], target: int):
+    """Index tuples that cut an array of ``shape`` (last axis kept whole) into
+    slabs of about ``target`` elements, in memory order."""
+    nd = len(shape)
+    if nd <= 1:
+        yield ()
+        return
+    # suffix[j] = elements in one index of axis j-1 (axes j .. end)
+    suffix = [1] * (nd + 1)
+    for j in range(nd - 1, -1, -1):
+        suffix[j] = suffix[j + 1] * shape[j]
+    k = 0
+    while k < nd - 1 and suffix[k + 1] > target:
+        k += 1
+    step = max(1, target // max(suffix[k + 1], 1))
+    for idx in np.ndindex(*shape[:k]):
+        for a in range(0, shape[k], step):
+            yield idx + (slice(a, min(a + step, shape[k])),)
+
+
+def _rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> np.ndarray:
+    """NumPy fast path: ``out=`` ufuncs over cache-sized blocks (half layout)
+    or one complex multiply (interleaved layout)."""
+    dt = x.dtype
+    head_dim = x.shape[-1]
+    half = rotary_dim // 2
+    out = np.empty(lead + (head_dim,), dtype=dt)
+    if layout == "interleaved":
+        cis = np.empty(c.shape, dtype=np.complex64 if dt == np.float32 else np.complex128)
+        cis.real = c
+        cis.imag = s
+        xb = np.broadcast_to(x, lead + (head_dim,)) if x.shape[:-1] != lead else x
+        xc = xb[..., :rotary_dim].view(cis.dtype)
+        np.multiply(xc, cis, out=out[..., :rotary_dim].view(cis.dtype))
+    else:
+        # out = x * [c, c] + swap_halves(x) * [-s, s], on views of shape (..., 2, half)
+        shape2 = lead + (2, half)
+        cc = np.broadcast_to(np.stack([c, c], axis=-2), shape2)
+        ss = np.broadcast_to(np.stack([-s, s], axis=-2), shape2)
+        xr = np.broadcast_to(x[..., :rotary_dim].reshape(tuple(x.shape[:-1]) + (2, half)), shape2)
+        orr = out[..., :rotary_dim].reshape(shape2)  # splitting the last axis: a view
+        xs = xr[..., ::-1, :]
+        tmp = np.empty(min(_NP_BLOCK, math.prod(shape2)), dtype=dt)
+        for idx in _blocks(shape2, _NP_BLOCK):
+            ob = orr[idx]
+            t = tmp[: ob.size].reshape(ob.shape)
+            np.multiply(xr[idx], cc[idx], out=ob)
+            np.multiply(xs[idx], ss[idx], out=t)
+            np.add(ob, t, out=ob)
+    if rotary_dim < head_dim:
+        np.copyto(out[..., rotary_dim:], x[..., rotary_dim:])
+    return out
+
+
+def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Any:
+    """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
+    preallocated output (half layout) or one complex multiply (interleaved)."""
+    import torch
+
+    head_dim = int(x.shape[-1])
+    half = rotary_dim // 2
+    out = torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device)
+    xb = x.expand(lead + (head_dim,)) if tuple(x.shape[:-1]) != lead else x
+    if layout == "interleaved":
+        xc = torch.view_as_complex(xb[..., :rotary_dim].unflatten(-1, (half, 2)))
+        oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
+        torch.mul(xc, torch.complex(c, s), out=oc)
+    else:
+        x1, x2 = xb[..., :half], xb[..., half:rotary_dim]
+        o1, o2 = out[..., :half], out[..., half:rotary_dim]
+        torch.mul(x1, c, out=o1)
+        o1.addcmul_(x2, s, value=-1.0)
+        torch.mul(x2, c, out=o2)
+        o2.addcmul_(x1, s)
+    if rotary_dim < head_dim:
+        out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
+    return out
+
+
+def _fast_kind(x: Any, c: Any, s: Any) -> str | None:
+    if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
+        if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
+            return "numpy"
+        return None
+    if _compat.is_array(x) and type(x).__module__.startswith("torch"):
+        import torch
+
+        if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+            return None
+        if torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad):
+            return None
+        if x.stride(-1) != 1 or not all(isinstance(t, torch.Tensor) and type(t) is torch.Tensor for t in (x, c, s)):
+            return None
+        return "torch"
+    return None
+
+
+def _rotate(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...], ctx: Context) -> Any:
+    kind = _fast_kind(x, c, s)
+    if kind == "numpy":
+        return _rotate_numpy(x, c, s, layout, rotary_dim, lead)
+    if kind == "torch":
+        return _rotate_torch(x, c, s, layout, rotary_dim, lead)
+    return _rotate_portable(x, c, s, layout, rotary_dim, lead, ctx.xp)
+
+
+def apply_rope(
+    x: Any,
+    cos: Any,
+    sin: Any,
+    *,
+    layout: str = "half",
+    rotary_dim: int | None = None,
+) -> Any:
+    r"""Rotate the last axis of ``x`` by the angles of ``cos`` / ``sin``.
+
+    For ``layout="half"``, with :math:`h` = ``rotary_dim // 2``:
+
+    .. math::
+
+        y_i = x_i \cos\theta_i - x_{i+h} \sin\theta_i, \qquad
+        y_{i+h} = x_{i+h} \cos\theta_i + x_i \sin\theta_i,
+
+    which is Hugging Face's ``x * cos + rotate_half(x) * sin``; for
+    ``layout="interleaved"`` the pairs are :math:`(x_{2i}, x_{2i+1})` (GPT-J's
+    ``rotate_every_two``).  Features from ``rotary_dim`` on pass through
+    unchanged (partial rotary: GPT-J's ``rotary_dim``, Hugging Face's
+    ``partial_rotary_factor``).
+
+    Parameters
+    ----------
+    x : array
+        Queries or keys, shape ``(..., seq, head_dim)`` (any leading axes).
+    cos, sin : array
+        Tables from :func:`rope_cos_sin` (with the same ``layout``), shape
+        ``(..., rotary_dim)``, broadcasting against ``x``'s leading axes
+        (``(seq, rotary_dim)`` for ``x`` of shape ``(batch, heads, seq,
+        head_dim)``, or with Hugging Face's ``unsqueeze(1)``).  The tables'
+        duplicated halves (pairs) are read once: only ``cos[..., :h]``
+        (``cos[..., ::2]`` interleaved) is used, and the compact tables of
+        shape ``(..., rotary_dim // 2)`` are accepted as well.
+    layout : {"half", "interleaved"}
+        Which features are paired, see :func:`rope_cos_sin`.
+    rotary_dim : int, optional
+        Rotate only the first ``rotary_dim`` features (even, at most
+        ``head_dim``).  Default: all of them.
+
+    Returns
+    -------
+    array
+        The rotated ``x``: same dtype (bfloat16 / float16 inputs are computed
+        in float32 and rounded once), same device, shape ``x.shape``
+        broadcast with the tables' leading axes.
+
+    Notes
+    -----
+    On NumPy arrays and torch CPU tensors (float32 / float64, no autograd)
+    a fast path computes the same products with preallocated outputs: it
+    reads ``x`` and writes the result about once, where the textbook
+    ``x * cos + rotate_half(x) * sin`` makes five temporaries of the size of
+    ``x``.  Every other case (JAX, CuPy, Dask, array-api-strict, autograd)
+    uses the Array API formula above.
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> x = np.array([[1.0, 0.0, 0.0, 1.0]])          # one position, head_dim 4
+    >>> cos, sin = posenc.rope_cos_sin(np.array([2]), 4)
+    >>> posenc.apply_rope(x, cos, sin).round(4)
+    array([[-0.4161, -0.02  ,  0.9093,  0.9998]])
+    >>> float(np.linalg.norm(posenc.apply_rope(x, cos, sin)))  # a rotation
+    1.414213...
+    """
+    ctx, layout, rotary_dim, x, c, s, lead = _prepare(x, cos, sin, layout, rotary_dim)
+    return _rotate(x, c, s, layout, rotary_dim, lead, ctx)
+
+
+def rope(
+    x: Any,
+    positions: int | Any,
+    *,
+    base: float = 10000.0,
+    scaling: Scaling | None = None,
+    layout: str = "half",
+    rotary_dim: int | None = None,
+    seq_len: int | None = None,
+) -> Any:
+    """Rotary position embedding in one call: :func:`rope_cos_sin` then
+    :func:`apply_rope`.
+
+    Parameters
+    ----------
+    x : array
+        Queries or keys, shape ``(..., seq, head_dim)``.
+    positions : int or array
+        ``n`` (positions ``0 .. n-1``, with ``n == seq``) or an array of
+        positions broadcasting against ``x.shape[:-1]`` (``(seq,)``, or
+        ``(batch, 1, seq)`` for per-sequence offsets of ``(batch, heads, seq,
+        head_dim)`` queries).  It must be on ``x``'s device.
+    base, scaling, layout, seq_len
+        As in :func:`rope_cos_sin`.
+    rotary_dim : int, optional
+        As in :func:`apply_rope`; the frequencies are those of a
+        ``rotary_dim``-dimensional RoPE.
+
+    Returns
+    -------
+    array
+        The rotated ``x`` (its dtype; tables computed in float32, or float64
+        for float64 ``x``).
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> q = np.ones((2, 5, 8))            # (heads, seq, head_dim)
+    >>> posenc.rope(q, 5).shape
+    (2, 5, 8)
+    >>> np.allclose(posenc.rope(q, 5)[:, 0], q[:, 0])   # position 0 is not rotated
+    True
+    """
+    _check_x(x)
+    ctx = _compat.resolve({"x": x, "positions": positions})
+    xp = ctx.xp
+    if not _compat.is_real_float_dtype(xp, x.dtype):
+        msg = f"`x` must have a real floating dtype, got {x.dtype}"
+        raise TypeError(msg)
+    if x.ndim < 1:
+        msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
+        raise ValueError(msg)
+    head_dim = int(x.shape[-1])
+    dim = head_dim if rotary_dim is None else _checks.check_dim(rotary_dim, "rotary_dim", even=True)
+    if rotary_dim is None and (head_dim % 2 or head_dim == 0):
+        msg = (
+            f"`x` must have an even, non-zero last axis (head_dim) for RoPE, got {head_dim}; "
+            "pass rotary_dim to rotate only the first features"
+        )
+        raise ValueError(msg)
+    wt = _work_dtype(xp, x.dtype)
+    tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
+    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    seq_len = _seq_len(seq_len)
+    positions = _checks.check_positions(positions, "positions", tctx)
+    pshape = _shape_of(positions)
+    if _broadcast_shapes(tuple(x.shape[:-1]), pshape) is None:
+        msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
+        raise ValueError(msg)
+    seq_len = _effective_seq_len(seq_len, positions)
+    dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
+    _checks.check_size(pshape + (dim // 2,), "table")
+    attention = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
+    c, s = _compact_cos_sin(positions, w, attention, tctx)
+    return apply_rope(x, c, s, layout=layout, rotary_dim=rotary_dim)
+
+
+# --------------------------------------------------------------------------
+# layout conversion
+# --------------------------------------------------------------------------
+def _index_dtype(xp: Any, device: Any) -> Any:
+    info = xp.__array_namespace_info__()
+    try:
+        return info.default_dtypes(device=device)["indexing"]
+    except Exception:  # pragma: no cover
+        return info.default_dtypes()["indexing"]
+
+
+def rope_permutation(
+    dim: int,
+    *,
+    source: str = "interleaved",
+    target: str = "half",
+    rotary_dim: int | None = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    """Indices converting per-head q / k weights between RoPE layouts.
+
+    With ``perm = rope_permutation(head_dim)``, the rows of a query or key
+    projection laid out for ``source`` become ``W_target = W_source[perm]``
+    (per head, along the head-dimension axis of the output features), and
+    the rotated products agree: ``rope(x @ W_target.T, layout=target)`` is
+    ``rope(x @ W_source.T, layout=source)[..., perm]``, so every attention
+    score is unchanged.  Converting GPT-J / Meta-Llama (interleaved) weights
+    to Hugging Face's ``rotate_half`` layout (``source="interleaved",
+    target="half"``) gives ``[0, 2, 4, ..., 1, 3, 5, ...]``; the opposite
+    direction is its inverse.
+
+    Parameters
+    ----------
+    dim : int
+        The head dimension (positive; even unless ``rotary_dim`` is given).
+    source, target : {"interleaved", "half"}
+        Layouts of the weights you have and of the ones you want.
+    rotary_dim : int, optional
+        Only the first ``rotary_dim`` features are rotated (partial rotary);
+        the rest keep their place.  Default: ``dim``.
+    device, xp
+        Namespace and device of the index array (default NumPy).
+
+    Returns
+    -------
+    array
+        Integer indices of shape ``(dim,)`` (the namespace's index dtype).
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.rope_permutation(8)
+    array([0, 2, 4, 6, 1, 3, 5, 7])
+    >>> posenc.rope_permutation(8, source="half", target="interleaved")
+    array([0, 4, 1, 5, 2, 6, 3, 7])
+    >>> posenc.rope_permutation(6, rotary_dim=4)
+    array([0, 2, 1, 3, 4, 5])
+
+    For a Hugging Face ``q_proj`` weight of shape ``(heads * head_dim,
+    hidden)`` from interleaved weights ``w``:
+    ``w.reshape(heads, head_dim, hidden)[:, perm].reshape(heads * head_dim, hidden)``.
+    """
+    ctx = _compat.resolve(xp=xp, device=device, dtype=None)
+    source = _checks.check_choice(source, "source", LAYOUTS)
+    target = _checks.check_choice(target, "target", LAYOUTS)
+    if rotary_dim is None:
+        dim = _checks.check_dim(dim, even=True)
+        r = dim
+    else:
+        dim = _checks.check_dim(dim)
+        r = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
+        if r > dim:
+            msg = f"`rotary_dim` must be at most `dim` = {dim}, got {r}"
+            raise ValueError(msg)
+    h = r // 2
+    if source == target:
+        perm = np.arange(r)
+    elif source == "interleaved":  # half position j <- interleaved 2j (j < h), 2(j - h) + 1
+        perm = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2)])
+    else:  # interleaved position 2i <- half i, 2i + 1 <- half h + i
+        perm = np.stack([np.arange(h), np.arange(h, r)], axis=-1).reshape(r)
+    perm = np.concatenate([perm, np.arange(r, dim)])
+    return _compat.from_host(perm, ctx, _index_dtype(ctx.xp, ctx.device))
+
+
+# --------------------------------------------------------------------------
+# xPos
+# --------------------------------------------------------------------------
+def xpos_scale(
+    positions: int | Any,
+    dim: int,
+    *,
+    scale_base: float = 512.0,
+    layout: str = "half",
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Any:
+    r"""xPos decay scales (Sun et al., 2022, "A Length-Extrapolatable Transformer").
+
+    .. math::
+
+        \zeta_i = \frac{2i + 0.4\,d}{1.4\,d}, \qquad
+        \mathrm{scale}_{p, i} = \zeta_i^{\,p / \mathrm{scale\_base}},
+        \qquad i = 0, \dots, d/2 - 1,
+
+    laid out like :func:`rope_cos_sin`.  Queries are multiplied by the scale
+    and keys by its inverse (``xpos_scale(-positions, ...)``), so that the
+    product at offset :math:`m - n` decays like
+    :math:`\zeta_i^{(m - n)/\mathrm{scale\_base}}`.  Apply it together with
+    RoPE: ``apply_rope(q * scale, cos, sin)``.
+
+    Parameters
+    ----------
+    positions : int or array
+        As in :func:`rope_cos_sin` (torchscale centres the positions of a
+        block; pass them so if you want that).
+    dim : int
+        Rotary dimension, a positive even integer.
+    scale_base : float, default 512
+        The positions per decay step (> 0).
+    layout : {"half", "interleaved"}
+        As in :func:`rope_cos_sin`.
+    dtype, device, xp
+        Output dtype, device and namespace.
+
+    Returns
+    -------
+    array
+        Shape ``positions.shape + (dim,)``, positive.  Computed as
+        ``exp(p * log(zeta) / scale_base)`` in float64 where the device has
+        it (relative error about :math:`|p \ln\zeta / \mathrm{scale\_base}|
+        \cdot 2^{-24}` in float32 otherwise).
+
+    Examples
+    --------
+    >>> import posenc
+    >>> posenc.xpos_scale(2, 4, scale_base=1.0).round(4)
+    array([[1.    , 1.    , 1.    , 1.    ],
+           [0.2857, 0.6429, 0.2857, 0.6429]])
+    """
+    ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
+    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    dim = _checks.check_dim(dim, even=True)
+    scale_base = _checks.check_float(scale_base, "scale_base", positive=True)
+    positions = _checks.check_positions(positions, "positions", ctx)
+    _checks.check_size(_shape_of(positions) + (dim,), "table")
+    xp_ = ctx.xp
+    zeta = (np.arange(0, dim, 2, dtype=np.float64) + 0.4 * dim) / (1.4 * dim)
+    rate = _compat.from_host(np.log(zeta) / scale_base, ctx, ctx.wide)
+    p = positions
+    if isinstance(p, int):
+        p = xp_.arange(p, dtype=ctx.wide, device=ctx.device) if ctx.device is not None else xp_.arange(p, dtype=ctx.wide)
+    scale = xp_.exp(_angles.cast(p, ctx.wide, xp_)[..., None] * rate)
+    scale = _angles.cast(scale, ctx.work, xp_)
+    return _angles.cast(_layout(scale, dim, layout, xp_), ctx.dtype, xp_)
+
