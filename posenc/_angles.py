@@ -32,14 +32,15 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from . import _compat
+from . import _cache, _compat
 from ._compat import Context
 
-__all__ = ["sincos", "sincos_range", "cast"]
+__all__ = ["sincos", "sincos_range", "range_table", "cast"]
 
 _DIGIT = 256
 _LEVELS = 4
@@ -106,13 +107,20 @@ def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     return arrays
 
 
-@functools.lru_cache(maxsize=128)
 def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
+    """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
+    the fine angles ``r * w`` (cached, read-only)."""
+    key = ("range", start, nq, block, freqs_key)
+    got = _cache.HOST.get(key)
+    if got is not None:
+        return got
     w = np.frombuffer(freqs_key, dtype=np.float64)[None, :]
     # start + q*block are exact integers in float64 (|p| < 2**53)
     coarse = reduced_angle((start + np.arange(nq, dtype=np.float64) * block)[:, None], w, np)
     fine = reduced_angle(np.arange(block, dtype=np.float64)[:, None], w, np)
-    return _readonly(np.sin(coarse), np.cos(coarse), np.sin(fine), np.cos(fine))
+    got = _readonly(np.sin(coarse), np.cos(coarse), np.sin(fine), np.cos(fine))
+    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
 
 
 @functools.lru_cache(maxsize=32)
@@ -128,15 +136,23 @@ def _key(freqs: np.ndarray) -> bytes:
     return np.ascontiguousarray(freqs, dtype=np.float64).tobytes()
 
 
+def _range_split(n: int) -> tuple[int, int]:
+    """``(block, nq)``: the positions ``start .. start+n-1`` are
+    ``start + q*block + r`` with ``0 <= q < nq`` and ``0 <= r < block``."""
+    block = _block(n)
+    return block, (-(-n // block) if n else 0)
+
+
 def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m)."""
     xp = ctx.xp
     m = int(freqs.shape[0])
-    block = _block(n)
-    nq = -(-n // block) if n else 0
+    block, nq = _range_split(n)
     if n == 0 or m == 0:
         z = xp.zeros((n, m), dtype=ctx.work, device=ctx.device) if ctx.device is not None else xp.zeros((n, m), dtype=ctx.work)
         return z, z
+    if _is_dask(xp):
+        return _dask_sincos_range(int(start), n, freqs, ctx)
     sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(int(start), nq, block, _key(freqs)))
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
@@ -147,6 +163,304 @@ def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[A
     if nq * block != n:
         s, c = s[:n, ...], c[:n, ...]
     return s, c
+
+
+# --------------------------------------------------------------------------
+# finished tables of a range of positions
+# --------------------------------------------------------------------------
+# The table of ``p = start + q*block + r`` in a given layout is
+#
+#     T[q*block + r, :] = U[q, :] * X[r, :] + V[q, :] * Y[r, :]
+#
+# with, per frequency j (interleaved: columns 2j, 2j+1; concat: j, m+j),
+#
+#     U = (sin_q, cos_q)   V = (cos_q, sin_q)   X = (cos_r, cos_r)   Y = (sin_r, -sin_r)
+#
+# which is the angle-addition formula sin(a+b) = sin a cos b + cos a sin b,
+# cos(a+b) = cos a cos b - sin a sin b, written so that the output is produced
+# in its final layout by two products and one sum of contiguous rows (no
+# stack, no strided writes).  Every path below -- the portable Array API path,
+# the NumPy / torch-CPU fast path and the Dask blocks -- evaluates exactly these
+# operations in the same order, so they agree bit for bit.
+
+#: bytes of one step of the fast path's row loop (the output rows of a step
+#: and their temporary stay in the L2 cache)
+FAST_STEP_BYTES = 64 * 2**10
+
+
+def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
+    if layout == "interleaved":
+        return np.stack([a, b], axis=-1).reshape(a.shape[0], 2 * a.shape[1])
+    return np.concatenate([a, b], axis=-1)
+
+
+def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: Any) -> tuple[int, tuple[np.ndarray, ...]]:
+    """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (cached, read-only)."""
+    dtype = np.dtype(dtype)
+    block, nq = _range_split(n)
+    key = ("pairs", start, nq, block, freqs_key, layout, dtype.str)
+    got = _cache.HOST.get(key)
+    if got is None:
+        sq, cq, sr, cr = _range_tables(start, nq, block, freqs_key)
+        got = tuple(
+            np.ascontiguousarray(_pair(a, b, layout), dtype=dtype)
+            for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr))
+        )
+        _readonly(*got)
+        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return block, got
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Any:
+    if ctx.device is None:
+        return ctx.xp.zeros(shape, dtype=dtype)
+    return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
+
+
+def range_table(
+    start: int,
+    n: int,
+    freqs: np.ndarray,
+    dim: int,
+    layout: str,
+    ctx: Context,
+    *,
+    share: bool = True,
+    cache: bool = True,
+    fast: bool = True,
+) -> Any:
+    """The ``(n, dim)`` sin/cos table of positions ``start .. start+n-1`` in ``ctx.dtype``.
+
+    ``layout`` is ``"interleaved"`` (sin, cos, sin, cos, ...) or ``"concat"``
+    (all sines, then all cosines); for odd ``dim`` the last column is zero.
+
+    * ``cache``: finished tables of eager backends are kept in
+      :data:`posenc._cache.TABLES`, keyed by every argument plus namespace,
+      device and dtype.  With ``share=True`` (tables returned to users) they
+      are handed out through :func:`posenc._cache.share`: a read-only NumPy
+      view, the JAX array itself, a copy elsewhere (torch, CuPy, strict).
+      NumPy tables are read-only even on the first call (the result does not
+      depend on the state of the cache).  ``share=False`` is for callers that
+      only read the table (``x + table``) and never hand it out.
+    * ``fast``: the NumPy fast path on NumPy and torch CPU (``False`` forces
+      the portable path; the tests compare the two).
+    * Dask: a lazy array chunked along the rows (chunk size from Dask's
+      ``array.chunk-size`` setting); each chunk is built by the NumPy fast
+      path when the graph is computed.  Never cached.
+    """
+    xp = ctx.xp
+    start, n, dim = int(start), int(n), int(dim)
+    m = int(freqs.shape[0])
+    if n == 0 or m == 0:
+        return _zeros((n, dim), ctx.dtype, ctx)
+    fkey = _key(freqs)
+    if _is_dask(xp):
+        return _dask_table(start, n, fkey, dim, layout, ctx)
+    backend = _backend(xp)
+    key = None
+    if cache and _cache.TABLES.max_bytes > 0:
+        try:
+            dev = _cache.device_key(ctx, numpy=backend == "numpy")
+            key = ("table", start, n, fkey, dim, layout, _compat.namespace_name(xp), dev, repr(ctx.dtype), fast)
+            hash(key)
+        except Exception:  # pragma: no cover - unhashable exotic device
+            key = None
+        if key is not None:
+            got = _cache.TABLES.get(key)
+            if got is not None:
+                table, kind = got
+                return _cache.share(table, kind, xp) if share else table
+    table, kind = None, None
+    if fast and ctx.dtype == ctx.work:
+        if backend == "numpy":
+            table, kind = _numpy_table(start, n, fkey, dim, layout, np.dtype(ctx.dtype)), "numpy"
+        elif backend == "torch":
+            table, kind = _torch_cpu_table(start, n, fkey, dim, layout, ctx), "torch"
+    if table is None:
+        table = _portable_table(start, n, fkey, m, dim, layout, ctx)
+        kind = {"numpy": "numpy", "torch": "torch", "jax": "immutable"}.get(backend, "copy")
+    if kind == "numpy":
+        _cache.readonly(table)
+    if key is not None and _compat.is_concrete(table) and _cache.TABLES.put(key, (table, kind), _cache.nbytes_of(table, xp)):
+        # the cache holds it now: hand out what cannot change the cached one
+        return _cache.share(table, kind, xp) if share else table
+    return table
+
+
+def _backend(xp: Any) -> str:
+    """``"numpy"``, ``"torch"``, ``"jax"``, ``"dask"`` or ``"other"``."""
+    if xp is _compat.normalize_namespace(np):
+        return "numpy"
+    for module, name in (("torch", "torch"), ("dask.array", "dask"), ("jax.numpy", "jax")):
+        mod = sys.modules.get(module)
+        if mod is not None and xp is _compat.normalize_namespace(mod):
+            return name
+    return "other"
+
+
+def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Any:
+    """Array API path: two broadcast products and a sum, then a reshape."""
+    xp = ctx.xp
+    block, tabs = _pair_tables(start, n, fkey, layout, np.float64)
+    u, v, x, y = (_compat.from_host(t, ctx) for t in tabs)
+    nq = int(u.shape[0])
+    t = u[:, None, :] * x[None, ...] + v[:, None, :] * y[None, ...]
+    t = xp.reshape(t, (nq * block, 2 * m))
+    if nq * block != n:
+        t = t[:n, ...]
+    if dim % 2:
+        t = xp.concat([t, _zeros((n, 1), ctx.work, ctx)], axis=-1)
+    return cast(t, ctx.dtype, xp)
+
+
+# ------------------------------------------------------------ NumPy fast path
+def _fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """NumPy fast path: write rows ``lo .. lo+len(out)-1`` of ``U*X + V*Y`` into ``out``.
+
+    ``out`` is a (rows, 2m) view (rows may be strided, columns contiguous).
+    Steps of about :data:`FAST_STEP_BYTES` so that each step's output rows and
+    its temporary are still in cache when they are added; whole blocks
+    ``q`` are done as one broadcast (k, block, 2m) step when they fit.
+    """
+    rows, width = out.shape
+    per = max(1, FAST_STEP_BYTES // (width * out.itemsize))
+    tmp = np.empty((min(per, rows), width), dtype=out.dtype)
+    i, g = 0, lo
+    while i < rows:
+        q, r = divmod(g, block)
+        if r == 0 and block <= per and rows - i >= block:
+            k = min(per // block, (rows - i) // block)
+            step = k * block
+            o = out[i : i + step].reshape(k, block, width)
+            t = tmp[:step].reshape(k, block, width)
+            np.multiply(u[q : q + k, None, :], x, out=o)
+            np.multiply(v[q : q + k, None, :], y, out=t)
+        else:
+            step = min(block - r, rows - i, per)
+            o = out[i : i + step]
+            t = tmp[:step]
+            np.multiply(u[q], x[r : r + step], out=o)
+            np.multiply(v[q], y[r : r + step], out=t)
+        np.add(o, t, out=o)
+        i += step
+        g += step
+
+
+def _numpy_table(
+    start: int,
+    n: int,
+    fkey: bytes,
+    dim: int,
+    layout: str,
+    dtype: np.dtype,
+    *,
+    lo: int = 0,
+    rows: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1`` (NumPy fast path).
+
+    The decomposition (``block``) is that of the whole range, so a slice of
+    rows is bit-identical to the same rows of the full table.
+    """
+    rows = n - lo if rows is None else rows
+    block, (u, v, x, y) = _pair_tables(start, n, fkey, layout, dtype)
+    width = int(u.shape[1])
+    if out is None:
+        out = np.empty((rows, dim), dtype=dtype)
+    _fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
+    if width != dim:
+        out[:, width:] = 0
+    return out
+
+
+def _torch_cpu_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Any:
+    """torch CPU fast path: the NumPy fast path writing into the tensor's memory."""
+    import torch
+
+    t = torch.empty((n, dim), dtype=ctx.dtype, device=ctx.device)
+    if t.device.type != "cpu":
+        return None
+    _numpy_table(start, n, fkey, dim, layout, np.dtype(str(ctx.dtype).removeprefix("torch.")), out=t.numpy())
+    return t
+
+
+# ------------------------------------------------------------ Dask branch
+def _is_dask(xp: Any) -> bool:
+    return _backend(xp) == "dask"
+
+
+def _dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:
+    """Row chunks for Dask: Dask's ``array.chunk-size`` per chunk, whole blocks
+    of the coarse/fine split where a block fits."""
+    import dask
+    from dask.utils import parse_bytes
+
+    limit = parse_bytes(dask.config.get("array.chunk-size", "128MiB"))
+    rows = max(1, limit // max(row_bytes, 1))
+    if rows >= block:
+        rows -= rows % block
+    rows = min(rows, n)
+    sizes = [rows] * (n // rows)
+    if n % rows:
+        sizes.append(n % rows)
+    return tuple(sizes)
+
+
+def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Any:
+    """Lazy Dask table, chunked along the rows; nothing is computed here."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    dtype = np.dtype(ctx.dtype)
+    work = np.dtype(ctx.work)
+    block, _ = _range_split(n)
+    sizes = _dask_rows(n, dim * max(dtype.itemsize, work.itemsize), block)
+    offsets = np.cumsum((0,) + sizes).tolist()
+
+    def chunk(block_id: tuple[int, ...] = (0, 0)) -> np.ndarray:
+        i = block_id[0]
+        t = _numpy_table(start, n, fkey, dim, layout, work, lo=offsets[i], rows=sizes[i])
+        return t if work == dtype else t.astype(dtype)
+
+    name = "posenc-table-" + tokenize(start, n, fkey, dim, layout, dtype.str, sizes)
+    meta = np.empty((0, 0), dtype=dtype)
+    return da.map_blocks(chunk, chunks=(sizes, (dim,)), dtype=dtype, meta=meta, name=name)
+
+
+def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> np.ndarray:
+    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)`` as one (rows, m, 2)
+    NumPy array, with the operations of the portable path."""
+    block, nq = _range_split(n)
+    sq, cq, sr, cr = (a.astype(dtype) for a in _range_tables(start, nq, block, fkey))
+    qa, qb = lo // block, (lo + rows - 1) // block + 1
+    sq, cq = sq[qa:qb, None, :], cq[qa:qb, None, :]
+    s = (sq * cr[None] + cq * sr[None]).reshape(-1, sr.shape[1])
+    c = (cq * cr[None] - sq * sr[None]).reshape(-1, sr.shape[1])
+    a = lo - qa * block
+    return np.stack([s[a : a + rows], c[a : a + rows]], axis=-1)
+
+
+def _dask_sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
+    """Lazy Dask ``(sin, cos)``, chunked along the rows (see :func:`_dask_table`)."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    work = np.dtype(ctx.work)
+    m = int(freqs.shape[0])
+    fkey = _key(freqs)
+    block, _ = _range_split(n)
+    sizes = _dask_rows(n, 2 * m * work.itemsize, block)
+    offsets = np.cumsum((0,) + sizes).tolist()
+
+    def chunk(block_id: tuple[int, ...] = (0, 0, 0)) -> np.ndarray:
+        i = block_id[0]
+        return _numpy_sincos_rows(start, n, fkey, offsets[i], sizes[i], work)
+
+    name = "posenc-sincos-" + tokenize(start, n, fkey, work.str, sizes)
+    meta = np.empty((0, 0, 0), dtype=work)
+    sc = da.map_blocks(chunk, chunks=(sizes, (m,), (2,)), dtype=work, meta=meta, name=name)
+    return sc[..., 0], sc[..., 1]
 
 
 def sincos(positions: int | Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:

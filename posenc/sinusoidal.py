@@ -250,6 +250,24 @@ def sinusoidal(
     x64, MPS) a digit decomposition keeps the error below 5e-7 for
     :math:`|p| < 2^{32}` (larger magnitudes give NaN rows).
 
+    For an int ``positions`` the table depends only on the arguments, so it
+    is built once and cached per namespace, device and dtype (a
+    least-recently-used cache of at most 256 MiB; tables above 64 MiB are not
+    kept).  A repeated call is then a lookup, and no caller can change what
+    a later call returns:
+
+    * NumPy: the table is **read-only**, on the first call as on later ones
+      (``pe.copy()`` gives a writable one);
+    * JAX arrays are immutable and returned as they are;
+    * torch, CuPy and array-api-strict: each call returns a fresh copy
+      (tensors cannot be made read-only, and ``load_state_dict`` writes into
+      registered buffers in place).
+
+    Tables of array positions are computed on every call and are writable.
+    On Dask an int ``positions`` gives a lazy table chunked along the rows
+    (chunks of about Dask's ``array.chunk-size``, 128 MiB by default), so
+    tables far larger than memory can be reduced chunk by chunk.
+
     Examples
     --------
     >>> import posenc
@@ -272,6 +290,9 @@ def sinusoidal(
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
     positions = _checks.check_positions(positions, "positions", ctx)
     _checks.check_size(_shape_of(positions) + (dim,), "table")
+    if isinstance(positions, int):
+        # a range: cached, NumPy / torch-CPU fast path, row-chunked on Dask
+        return _angles.range_table(0, positions, w, dim, layout, ctx)
     s, c = _angles.sincos(positions, w, ctx)
     return _assemble(s, c, dim, layout, ctx)
 
@@ -484,8 +505,7 @@ def add_sinusoidal(
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq, dim = int(x.shape[-2]), int(x.shape[-1])
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    s, c = _angles.sincos_range(offset, seq, w, ctx)
-    pe = _assemble(s, c, dim, layout, ctx)
+    pe = _angles.range_table(offset, seq, w, dim, layout, ctx, share=False)
     if input_scale != 1.0:
         x = x * input_scale
     return x + pe
