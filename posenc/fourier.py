@@ -14,6 +14,9 @@ from . import _angles, _checks, _compat
 
 __all__ = ["fourier_features", "gaussian_fourier_features", "gaussian_matrix"]
 
+#: on float32-only devices, up to this many input dimensions the projection is an explicit sum
+_LOOP_MAX_IN_DIM = 16
+
 
 def _coords_array(coords: Any, ctx: _compat.Context) -> Any:
     if isinstance(coords, (bool, numbers.Number)) and not _compat.is_array(coords):
@@ -32,6 +35,13 @@ def _nerf_freqs(num_bands: int, max_log2_freq: float, log_sampling: bool, scale_
     else:
         f = np.linspace(1.0, 2.0**max_log2_freq, num_bands)
     return f * math.pi if scale_pi else f
+
+
+def _exact_products(coords: Any, freqs: np.ndarray, ctx: _compat.Context) -> bool:
+    """Whether ``coords * freqs`` is exact in the working dtype: the frequencies
+    are powers of two (NeRF's default) and the coordinates already have that dtype."""
+    mant, _ = np.frexp(freqs)
+    return bool(np.all(mant == 0.5)) and coords.dtype == ctx.work
 
 
 def fourier_features(
@@ -133,10 +143,15 @@ def fourier_features(
         parts.append(_angles.cast(coords, ctx.work, xp_))
     if nb:
         f = _nerf_freqs(nb, max_log2_freq, log_sampling, scale_pi)
-        s, c = _angles.sincos(coords, f, ctx)  # (..., d, nb)
-        sc = xp_.stack([s, c], axis=-1)  # (..., d, nb, 2)
-        k = len(lead)
-        sc = xp_.permute_dims(sc, tuple(range(k)) + (k + 1, k + 2, k))  # (..., nb, 2, d)
+        if _exact_products(coords, f, ctx):
+            # x * 2**k is exact in the coordinates' own dtype: no wider angle needed
+            a = coords[..., None, :] * _compat.from_host(f[:, None], ctx, ctx.work)  # (..., nb, d)
+            sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
+        else:
+            s, c = _angles.sincos(coords, f, ctx)  # (..., d, nb)
+            sc = xp_.stack([s, c], axis=-1)  # (..., d, nb, 2)
+            k = len(lead)
+            sc = xp_.permute_dims(sc, tuple(range(k)) + (k + 1, k + 2, k))  # (..., nb, 2, d)
         parts.append(xp_.reshape(sc, lead + (2 * nb * d,)))
     out = parts[0] if len(parts) == 1 else xp_.concat(parts, axis=-1)
     return _angles.cast(out, ctx.dtype, xp_)
@@ -174,10 +189,13 @@ def gaussian_fourier_features(
     Notes
     -----
     The projection :math:`t = x B^\top` is formed on the device in the widest
-    float it has (float64 where available) as a sum of products (no matrix
-    multiply, whose precision some accelerators lower), and reduced modulo 1
+    float it has: a float64 ``matmul`` where float64 exists; on float32-only
+    devices an explicit sum of products for ``in_dim <= 16`` (a float32
+    matrix multiply may run at lowered precision on accelerators, TF32 for
+    instance) and ``matmul`` above.  It is reduced modulo 1
     before the multiplication by :math:`2\pi`, so the error does not grow
-    with :math:`|t|`.
+    with :math:`|t|`; the sines and cosines are then taken in the output
+    precision (float32 for float32 output, which keeps them fast).
 
     Examples
     --------
@@ -209,9 +227,14 @@ def gaussian_fourier_features(
     wide = ctx.wide
     x = _angles.cast(coords, wide, xp_)
     b = _angles.cast(B, wide, xp_)
-    t = xp_.sum(x[..., None, :] * b, axis=-1)  # (..., nf)
-    t = t - xp_.round(t)  # sin(2 pi t) has period 1 in t
-    a = (2.0 * math.pi) * t
+    if ctx.float64 or d > _LOOP_MAX_IN_DIM:
+        t = xp_.matmul(x, xp_.matrix_transpose(b))  # (..., nf)
+    else:  # float32 only: an explicit sum, immune to lowered matmul precision
+        t = x[..., 0:1] * b[:, 0]
+        for j in range(1, d):
+            t = t + x[..., j : j + 1] * b[:, j]
+    t = t - xp_.round(t)  # sin(2 pi t) has period 1 in t: |t| <= 1/2 from here
+    a = _angles.cast((2.0 * math.pi) * t, ctx.work, xp_)  # |a| <= pi: one rounding
     out = xp_.concat([xp_.sin(a), xp_.cos(a)], axis=-1)
     return _angles.cast(out, ctx.dtype, xp_)
 

@@ -105,13 +105,21 @@ def test_fourier_features_dtype_torch():
     np.testing.assert_allclose(got.float().numpy(), ref_nerf(x.double().numpy(), 4), atol=2**-7)
 
 
-def test_fourier_features_float32_exact_at_high_frequency():
-    # 2**15 * x with x of magnitude 100: the naive float32 product keeps its
-    # rounding; posenc's angles are those of the float32 input, exactly
-    x = np.float32(np.round(np.linspace(-100, 100, 4001) * 64) / 64)[:, None]
-    got = posenc.fourier_features(x, 16, include_input=False, dtype=np.float32)
-    want = ref_nerf(x, 16, include_input=False)
-    assert np.abs(got - want).max() < 5e-7
+def test_fourier_features_float32_exact_at_high_frequency(xp):
+    # 2**15 * x with |x| up to 100: angles up to 3e6 rad, every one exact
+    x = (np.round(np.linspace(-100, 100, 4001) * 64) / 64).astype(np.float32)[:, None]
+    got = xp.call(posenc.fourier_features, xp.asarray(x), 16, include_input=False, dtype=xp.dtype("float32"))
+    xp.assert_close(got, ref_nerf(x, 16, include_input=False), atol=5e-7)
+
+
+@pytest.mark.parametrize("pi", [False, True])
+def test_fourier_features_float64_coords_float32_output(xp, pi):
+    # coordinates wider than the output: the angle is formed before any rounding
+    if not xp.float64:
+        pytest.skip("no float64 on this device")
+    x = np.linspace(-7.3, 9.1, 30)[:, None]
+    got = xp.call(posenc.fourier_features, xp.asarray(x), 12, scale_pi=pi, include_input=False, dtype=xp.dtype("float32"))
+    xp.assert_close(got, ref_nerf(x, 12, scale_pi=pi, include_input=False), atol=3e-7)
 
 
 @settings(max_examples=30, deadline=None)
@@ -161,10 +169,11 @@ def test_fourier_bad_input():
 
 
 # ---------------------------------------------------------------- Gaussian Fourier features
-def test_gaussian_fourier_features(xp):
+@pytest.mark.parametrize("in_dim", [1, 2, 20])
+def test_gaussian_fourier_features(xp, in_dim):
     rng = np.random.default_rng(5)
-    B = np.round(rng.standard_normal((16, 2)) * 10 * 64) / 64
-    x = np.round(rng.uniform(0, 1, size=(3, 5, 2)) * 512) / 512
+    B = np.round(rng.standard_normal((16, in_dim)) * 10 * 64) / 64
+    x = np.round(rng.uniform(0, 1, size=(3, 5, in_dim)) * 512) / 512
     got = xp.call(posenc.gaussian_fourier_features, xp.asarray(x), xp.asarray(B))
     # float32 devices: t = x B^T is exact here (few bits), the reduction mod 1 exact
     tol = xp.tol() * 4
