@@ -85,6 +85,7 @@ def _draw_dimensions(fig: Any, p: Params) -> None:
 
 
 def _draw_similarity(fig: Any, p: Params) -> None:
+    fig.set_layout_engine("compressed")  # square Axes: keep the colour bar beside it
     ax = fig.subplots()
     plot_similarity(_table(p), ax=ax)
     ax.set_aspect("equal")
@@ -124,6 +125,7 @@ def _draw_alibi(fig: Any, p: Params) -> None:
     bias = np.where(causal, -np.inf, bias)  # the causal mask, drawn grey
     slopes = np.asarray(posenc.alibi_slopes(heads), dtype=np.float64)
     shown = (0, 2, 4, 7)
+    fig.set_layout_engine("compressed")
     rows, cols = (1, 4) if fig.get_figwidth() > 5.0 else (2, 2)
     axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     lo = float(np.min(bias[0][np.isfinite(bias[0])]))
@@ -147,6 +149,7 @@ def _draw_alibi(fig: Any, p: Params) -> None:
 
 
 def _draw_t5(fig: Any, p: Params) -> None:
+    fig.set_layout_engine("compressed")
     ax = fig.subplots()
     n = min(p.length, 128)
     buckets = posenc.t5_buckets(n, n, num_buckets=32, max_distance=128, bidirectional=True)

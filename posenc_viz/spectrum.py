@@ -301,8 +301,9 @@ def plot_rope_scaling(
 ) -> Any:
     """RoPE wavelengths (or frequencies) under context-extension scalings.
 
-    One curve per scaling from :func:`posenc.rope_frequencies`, against the
-    unscaled original.  Linear interpolation shifts every wavelength by the
+    One curve per scaling from :func:`posenc.rope_frequencies` (each with its
+    own dash pattern, as the curves coincide where a method leaves the
+    frequencies alone), against the unscaled original in black.  Linear interpolation shifts every wavelength by the
     factor; NTK stretches the slow end most; YaRN and Llama 3 keep the fast
     pairs and interpolate only those whose wavelength exceeds the original
     context, drawn as a dotted line when a scaling defines it.
@@ -364,7 +365,8 @@ def plot_rope_scaling(
     curves = []
     if original:
         curves.append(("original", None, {"color": "black", "linewidth": 1.4, "zorder": 3}))
-    curves += [(label, s, {}) for label, s in items]
+    dashes = ["-", "--", "-.", (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1))]
+    curves += [(label, s, {"linestyle": dashes[k % len(dashes)]}) for k, (label, s) in enumerate(items)]
     ax = _mpl.get_ax(ax)
     lengths = []
     for label, s, style in curves:

@@ -14,6 +14,9 @@ COLUMN_WIDTHS = {"single": 3.3, "double": 7.0}
 
 _FONT = {"single": 8.0, "double": 9.0}
 
+#: Okabe and Ito's colour-blind-safe palette (black left out: it marks references).
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442")
+
 
 def _check_column(column: Any) -> str:
     if not isinstance(column, str) or column not in COLUMN_WIDTHS:
@@ -58,7 +61,8 @@ def paper_style(column: str = "single", *, aspect: float = 0.75, rc: dict | None
     sized for print (8 pt in a single column, 9 pt across two), lines and
     axes are thin, layouts are constrained (no clipped labels), PDF and
     PostScript files embed TrueType fonts (``fonttype 42``, as journals
-    ask) and raster files default to 300 dpi.  Files keep the exact figure size
+    ask), lines cycle through Okabe and Ito's colour-blind-safe palette
+    and raster files default to 300 dpi.  Files keep the exact figure size
     (no tight bounding box), so that fonts print at their nominal size when
     the figure is included at the column width.
 
@@ -95,7 +99,9 @@ def paper_style(column: str = "single", *, aspect: float = 0.75, rc: dict | None
         msg = f"`rc` must be a dict of rcParams, got {type(rc).__name__}"
         raise TypeError(msg)
     font = _FONT[column]
+    cycler = _mpl.require("cycler").cycler
     params = {
+        "axes.prop_cycle": cycler(color=list(OKABE_ITO)),
         "figure.figsize": size,
         "figure.dpi": 150,
         "figure.constrained_layout.use": True,
