@@ -368,6 +368,9 @@ def _numpy_table(
     width = int(u.shape[1])
     if out is None:
         out = np.empty((rows, dim), dtype=dtype)
+    if width == 0:  # dim == 1: the zero column only
+        out[...] = 0
+        return out
     _fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
     if width != dim:
         out[:, width:] = 0

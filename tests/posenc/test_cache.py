@@ -1,0 +1,313 @@
+"""The table cache, the NumPy / torch-CPU fast path and the row-chunked Dask tables.
+
+* a repeated identical call returns the same values, and mutating what a call
+  returned never changes what a later call returns (on every backend);
+* the fast path is bit-identical to the portable Array API path, for every
+  layout, odd dims, offsets and step sizes of its row loop;
+* Dask tables are lazy, chunked along the rows and equal bit for bit to the
+  eager NumPy rows;
+* the cache is bounded (byte budget, LRU eviction, oversized tables not kept)
+  and safe to use from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from posenc import _angles, _cache, _compat
+
+
+def ref_table(pos, dim, base=10000.0, layout="interleaved"):
+    """float64 oracle written from the paper: sin/cos(p * base**(-2i/d))."""
+    pos = np.asarray(pos, dtype=np.float64)
+    w = base ** (-2.0 * np.arange(dim // 2) / dim)
+    a = pos[..., None] * w
+    s, c = np.sin(a), np.cos(a)
+    if layout == "interleaved":
+        out = np.stack([s, c], axis=-1).reshape(pos.shape + (2 * (dim // 2),))
+    else:
+        out = np.concatenate([s, c], axis=-1)
+    if dim % 2:
+        out = np.concatenate([out, np.zeros(pos.shape + (1,))], axis=-1)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    _cache.clear()
+    yield
+    _cache.clear()
+
+
+def _mutate(xp, arr):
+    """Try to overwrite ``arr`` in place the way a user would; True if it worked."""
+    if not xp.has_values:
+        return False
+    if xp.name.startswith("torch"):
+        arr.fill_(123.0)
+        return True
+    if xp.name.startswith("jax") or xp.name == "dask":
+        return False  # immutable / lazy: nothing to overwrite
+    if xp.name == "numpy":
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] = 123.0
+        with pytest.raises(ValueError):
+            arr.setflags(write=True)
+        return False
+    arr[0, ...] = xp.asarray(np.full(arr.shape[1:], 123.0), dtype=str(arr.dtype).split(".")[-1])
+    return True
+
+
+# ---------------------------------------------------------------- repeat + mutation
+@pytest.mark.parametrize("dtype", ["float32", None])
+def test_repeat_and_mutation(xp, dtype):
+    dt = None if dtype is None else xp.dtype(dtype)
+    kw = dict(dtype=dt, xp=xp.ns, device=xp.device)
+    expected = ref_table(np.arange(40), 12)
+    first = xp.call(posenc.sinusoidal, 40, 12, **kw)
+    xp.assert_close(first, expected, atol=xp.tol(dt))
+    changed = _mutate(xp, first)
+    second = xp.call(posenc.sinusoidal, 40, 12, **kw)
+    xp.assert_close(second, expected, atol=xp.tol(dt))
+    changed = _mutate(xp, second) or changed
+    third = xp.call(posenc.sinusoidal, 40, 12, **kw)
+    xp.assert_close(third, expected, atol=xp.tol(dt))
+    if changed:  # the mutation really happened, on the arrays handed out
+        assert float(xp.to_numpy(first)[0, 0]) == 123.0
+    if xp.has_values and not xp.lazy and not xp.jit:
+        assert _cache.TABLES.hits >= 2  # the repeated calls came from the cache
+
+
+def test_numpy_tables_read_only_on_first_call():
+    pe = posenc.sinusoidal(8, 4)
+    assert not pe.flags.writeable
+    assert pe.copy().flags.writeable
+    np.testing.assert_allclose(pe, ref_table(np.arange(8), 4), atol=1e-15)
+    # array positions are not cached and stay writable
+    pa = posenc.sinusoidal(np.arange(8), 4)
+    assert pa.flags.writeable
+    pa[0, 0] = 5.0
+    np.testing.assert_allclose(posenc.sinusoidal(np.arange(8), 4), ref_table(np.arange(8), 4), atol=1e-15)
+
+
+def test_torch_copies_are_independent():
+    torch = pytest.importorskip("torch")
+    a = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
+    b = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
+    assert a.data_ptr() != b.data_ptr()
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # a buffer loaded from a checkpoint writes in place: the cache must not see it
+    module = torch.nn.Module()
+    module.register_buffer("pe", b)
+    module.load_state_dict({"pe": torch.zeros(16, 8)})
+    assert float(b.abs().sum()) == 0.0
+    c = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
+    torch.testing.assert_close(c, a, rtol=0, atol=0)
+
+
+def test_add_sinusoidal_reuses_the_table_without_leaking_it(xp):
+    if not xp.has_values:
+        pytest.skip("no values")
+    x = xp.asarray(np.zeros((2, 5, 6)))
+    first = xp.call(posenc.add_sinusoidal, x, offset=3)
+    second = xp.call(posenc.add_sinusoidal, x, offset=3)
+    expected = np.broadcast_to(ref_table(np.arange(3, 8), 6), (2, 5, 6))
+    xp.assert_close(first, expected, atol=xp.tol())
+    xp.assert_close(second, expected, atol=xp.tol())
+    if xp.name == "numpy":
+        first[...] = 7.0  # the sum is a new, writable array
+        np.testing.assert_allclose(posenc.add_sinusoidal(np.zeros((2, 5, 6)), offset=3), expected, atol=1e-15)
+
+
+def test_keys_separate_dtype_layout_and_arguments():
+    a = posenc.sinusoidal(10, 6, dtype=np.float32)
+    b = posenc.sinusoidal(10, 6, dtype=np.float64)
+    c = posenc.sinusoidal(10, 6, layout="concat")
+    d = posenc.sinusoidal(10, 6, base=100.0)
+    e = posenc.sinusoidal(11, 6)
+    assert a.dtype == np.float32 and b.dtype == np.float64
+    np.testing.assert_allclose(c, ref_table(np.arange(10), 6, layout="concat"), atol=1e-15)
+    np.testing.assert_allclose(d, ref_table(np.arange(10), 6, base=100.0), atol=1e-15)
+    assert e.shape == (11, 6)
+    assert len(_cache.TABLES) == 5
+
+
+def test_keys_separate_devices():
+    st_ = pytest.importorskip("array_api_strict")
+    d1 = st_.Device("device1")
+    a = posenc.sinusoidal(6, 4, xp=st_)
+    b = posenc.sinusoidal(6, 4, xp=st_, device=d1)
+    assert a.device != d1 and b.device == d1
+    c = posenc.sinusoidal(6, 4, xp=st_)
+    assert c.device == a.device
+
+
+def test_torch_default_device_is_part_of_the_key():
+    torch = pytest.importorskip("torch")
+    a = posenc.sinusoidal(6, 4, xp=torch)
+    with torch.device("meta"):
+        b = posenc.sinusoidal(6, 4, xp=torch)
+    assert a.device.type == "cpu" and b.device.type == "meta"
+
+
+# ---------------------------------------------------------------- bounded + threads
+def test_lru_budget_and_eviction():
+    lru = _cache.LRU(1000)
+    assert lru.put("a", 1, 200) and lru.put("b", 2, 200)
+    assert not lru.put("huge", 3, 251)  # above a quarter of the budget
+    assert lru.get("huge") is None
+    for k in "cdef":
+        lru.put(k, k, 200)
+    assert lru.nbytes <= 1000 and len(lru) == 5
+    lru.get("b")  # b is now the most recently used
+    lru.put("g", "g", 200)
+    assert lru.get("a") is None and lru.get("c") is None and lru.get("b") == 2
+    lru.set_max_bytes(400)
+    assert lru.nbytes <= 400 and len(lru) == 2
+    lru.clear()
+    assert len(lru) == 0 and lru.nbytes == 0
+
+
+def test_large_tables_are_not_kept():
+    old = _cache.TABLES.max_bytes
+    try:
+        _cache.set_max_bytes(4 * 100 * 64 * 4)  # a quarter: exactly one 100 x 64 float32 table
+        posenc.sinusoidal(100, 64, dtype=np.float32)
+        assert len(_cache.TABLES) == 1
+        posenc.sinusoidal(101, 64, dtype=np.float32)
+        assert len(_cache.TABLES) == 1
+        _cache.set_max_bytes(0)  # disabled
+        pe = posenc.sinusoidal(7, 4)
+        assert not pe.flags.writeable and len(_cache.TABLES) == 0
+    finally:
+        _cache.set_max_bytes(old)
+
+
+def test_threads_get_the_same_tables():
+    expected = ref_table(np.arange(300), 32)
+    errors: list[float] = []
+
+    def work(i: int) -> None:
+        for _ in range(5):
+            n = 300 - (i % 3)
+            pe = posenc.sinusoidal(n, 32, dtype=np.float32)
+            errors.append(float(np.abs(pe - expected[:n]).max()))
+            _cache.TABLES.set_max_bytes(_cache.TABLES.max_bytes)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 30 and max(errors) <= 2.5e-7
+    assert len(_cache.TABLES) == 3
+
+
+# ---------------------------------------------------------------- fast == portable
+@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+@pytest.mark.parametrize(("start", "n", "dim"), [(0, 1, 2), (0, 100, 16), (5, 300, 33), (10**6, 257, 64), (0, 4096, 8)])
+@pytest.mark.parametrize("step_bytes", [8, 256, None])
+def test_fast_path_equals_portable_path(monkeypatch, layout, start, n, dim, step_bytes):
+    if step_bytes is not None:  # exercise the sub-block and the multi-block steps
+        monkeypatch.setattr(_angles, "FAST_STEP_BYTES", step_bytes)
+    w = posenc.frequencies(dim)
+    for dt in (np.float32, np.float64):
+        ctx = _compat.resolve(dtype=dt)
+        fast = _angles.range_table(start, n, w, dim, layout, ctx, cache=False)
+        slow = _angles.range_table(start, n, w, dim, layout, ctx, cache=False, fast=False)
+        assert fast.dtype == slow.dtype == dt
+        np.testing.assert_array_equal(fast, slow)
+        # the float64 oracle's own product p * w is off by up to ~p * 1.1e-16
+        tol = 2.5e-7 if dt == np.float32 else 1e-12 + (start + n) * 2.3e-16
+        assert np.abs(fast - ref_table(np.arange(start, start + n), dim, layout=layout)).max() <= tol
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+def test_torch_fast_path_equals_portable_path(layout):
+    torch = pytest.importorskip("torch")
+    for dt in (torch.float32, torch.float64):
+        ctx = _compat.resolve(xp=torch, dtype=dt)
+        w = posenc.frequencies(37)
+        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False)
+        slow = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False, fast=False)
+        assert fast.dtype == slow.dtype == dt
+        torch.testing.assert_close(fast, slow, rtol=0, atol=0)
+        ref = _angles.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
+        np.testing.assert_array_equal(fast.numpy(), ref)
+
+
+def test_every_backend_matches_the_numpy_fast_path(xp):
+    w = posenc.frequencies(20)
+    got = xp.call(posenc.sinusoidal, 777, 20, dtype=xp.dtype("float32"), xp=xp.ns, device=xp.device)
+    ref = _angles.range_table(0, 777, w, 20, "interleaved", _compat.resolve(dtype=np.float32), cache=False)
+    if xp.name.startswith(("strict", "dask", "torch", "numpy")):
+        xp.assert_close(got, ref, dtype=xp.dtype("float32"))  # bit for bit: same operations
+    else:  # JAX/XLA may fuse a multiply-add
+        xp.assert_close(got, ref, atol=xp.tol(xp.dtype("float32")), dtype=xp.dtype("float32"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    dim=st.integers(1, 24),
+    start=st.integers(0, 2**24),
+    data=st.data(),
+)
+def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
+    lo = data.draw(st.integers(0, n - 1))
+    rows = data.draw(st.integers(1, n - lo))
+    key = _angles._key(posenc.frequencies(dim))
+    full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
+    part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
+    np.testing.assert_array_equal(part, full[lo : lo + rows])
+
+
+# ---------------------------------------------------------------- Dask
+def test_dask_table_is_lazy_chunked_and_exact():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    from tests.conftest import _forbid_compute
+
+    for dim, layout, dtype in ((17, "interleaved", np.float32), (16, "concat", np.float64)):
+        with dask.config.set({"array.chunk-size": "16KiB"}), dask.config.set(scheduler=_forbid_compute):
+            t = posenc.sinusoidal(5000, dim, layout=layout, xp=da, dtype=dtype)
+        assert isinstance(t, da.Array) and t.shape == (5000, dim) and t.dtype == dtype
+        assert len(t.chunks[0]) > 1 and t.chunks[1] == (dim,)
+        assert max(t.chunks[0]) * dim * np.dtype(dtype).itemsize <= 16 * 2**10
+        eager = posenc.sinusoidal(5000, dim, layout=layout, dtype=dtype)
+        np.testing.assert_array_equal(t.compute(), eager)
+        # a reduction chunk by chunk gives the eager checksum
+        assert float(t.sum(dtype=np.float64).compute()) == pytest.approx(float(eager.sum(dtype=np.float64)), rel=1e-12)
+    # same arguments, same graph keys (deterministic names)
+    assert posenc.sinusoidal(100, 8, xp=da).name == posenc.sinusoidal(100, 8, xp=da).name
+    assert posenc.sinusoidal(100, 8, xp=da).name != posenc.sinusoidal(100, 8, xp=da, layout="concat").name
+
+
+def test_dask_sincos_range_is_chunked_and_exact():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    w = posenc.frequencies(24)
+    with dask.config.set({"array.chunk-size": "8KiB"}):
+        s, c = _angles.sincos_range(12345, 4000, w, _compat.resolve(xp=da))
+    assert len(s.chunks[0]) > 1
+    s0, c0 = _angles.sincos_range(12345, 4000, w, _compat.resolve())
+    np.testing.assert_array_equal(s.compute(), s0)
+    np.testing.assert_array_equal(c.compute(), c0)
+
+
+def test_dask_float16_and_add_sinusoidal():
+    da = pytest.importorskip("dask.array")
+    t = posenc.sinusoidal(50, 8, xp=da, dtype=np.float16)
+    assert t.dtype == np.float16
+    np.testing.assert_allclose(t.compute(), ref_table(np.arange(50), 8), atol=2**-11)
+    x = da.zeros((3, 50, 8), chunks=(1, 25, 8), dtype=np.float32)
+    y = posenc.add_sinusoidal(x, offset=2)
+    np.testing.assert_allclose(y.compute()[1], ref_table(np.arange(2, 52), 8), atol=2.5e-7)
