@@ -106,7 +106,9 @@ def draw_matrix(
         msg = f"`cmap` must be a matplotlib colormap or its name, got {type(cmap).__name__}"
         raise TypeError(msg)
     cmap = cmap.with_extremes(bad="0.85")
-    opts = {"aspect": "auto", "interpolation": "nearest"}
+    # "antialiased": nearest-neighbour when each cell spans several pixels, a
+    # smoothing filter when there are more cells than pixels (no moire)
+    opts = {"aspect": "auto", "interpolation": "antialiased"}
     opts.update(kwargs)
     im = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax, **opts)
     if cbar:

@@ -134,7 +134,7 @@ def paper_style(column: str = "single", *, aspect: float = 0.75, rc: dict | None
         "pdf.fonttype": 42,
         "ps.fonttype": 42,
         "svg.fonttype": "path",
-        "image.interpolation": "nearest",
+        "image.interpolation": "antialiased",
         "mathtext.fontset": "dejavusans",
     }
     if rc:

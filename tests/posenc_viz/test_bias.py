@@ -80,7 +80,7 @@ def test_bias_equals_plain_imshow(fig_test, fig_ref):
     bias = _alibi_oracle(2, 8)
     plot_bias(bias, head=0, ax=fig_test.subplots(), cbar=False, title="head 1")
     ax = fig_ref.subplots()
-    ax.imshow(bias[0], cmap="viridis", aspect="auto", interpolation="nearest")
+    ax.imshow(bias[0], cmap="viridis", aspect="auto", interpolation="antialiased")
     ax.set_xlabel("key position $j$")
     ax.set_ylabel("query position $i$")
     ax.set_title("head 1")

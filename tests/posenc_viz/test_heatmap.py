@@ -93,7 +93,7 @@ def test_equals_plain_imshow(fig_test, fig_ref):
     pe = posenc.sinusoidal(30, 24)
     plot_encoding(pe, ax=fig_test.subplots())
     ax = fig_ref.subplots()
-    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    im = ax.imshow(pe, cmap="RdBu_r", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="antialiased")
     fig_ref.colorbar(im, ax=ax, label="value")
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")

@@ -63,7 +63,7 @@ def test_similarity_equals_plain_imshow(fig_test, fig_ref):
     pe = posenc.sinusoidal(16, 8)
     plot_similarity(pe, ax=fig_test.subplots(), cbar=False)
     ax = fig_ref.subplots()
-    ax.imshow(pe @ pe.T, cmap="viridis", aspect="auto", interpolation="nearest")
+    ax.imshow(pe @ pe.T, cmap="viridis", aspect="auto", interpolation="antialiased")
     ax.set_xlabel("position $t$")
     ax.set_ylabel("position $s$")
 
