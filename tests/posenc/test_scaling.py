@@ -1,0 +1,447 @@
+"""RoPE context-extension scalings.
+
+Oracles:
+
+* float64 formulas written here from the papers and the reference code of
+  each method (plain Python loops over the frequencies);
+* Hugging Face ``transformers``: the golden values of
+  ``data/rope_hf_golden.json`` (made by ``data/make_rope_hf_golden.py``,
+  always checked) and the installed ``transformers`` itself (when present).
+
+A note on YaRN: the paper writes the ramp as linear in the number of
+rotations ``r = L / lambda``; the reference code (and Hugging Face) ramp
+linearly in the dimension index between the dimensions where ``r`` equals
+``beta_fast`` and ``beta_slow``.  posenc follows the code; the oracle below
+is written in index space accordingly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import scaling
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = json.loads((DATA / "rope_hf_golden.json").read_text())["configs"]
+
+
+# ---------------------------------------------------------------- oracles
+def ref_default(dim, base):
+    return [1.0 / base ** (2 * i / dim) for i in range(dim // 2)]
+
+
+def ref_linear(dim, base, factor):
+    # Chen et al. 2023: positions divided by s, i.e. frequencies divided by s
+    return [w / factor for w in ref_default(dim, base)]
+
+
+def ref_ntk(dim, base, factor):
+    # bloc97: base' = base * s^(d / (d - 2))
+    return ref_default(dim, base * factor ** (dim / (dim - 2)))
+
+
+def ref_dynamic(dim, base, factor, orig, seq_len):
+    # emozilla: base' = base * (s * L / L0 - (s - 1))^(d / (d - 2)), L = max(seq_len, L0)
+    length = orig if seq_len is None else max(seq_len, orig)
+    return ref_default(dim, base * (factor * length / orig - (factor - 1)) ** (dim / (dim - 2)))
+
+
+def ref_yarn(dim, base, factor, orig, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    # YaRN reference code: the dimension index where a wavelength makes
+    # `n` rotations in L0 is d * ln(L0 / (2 pi n)) / (2 ln base)
+    def index(n):
+        return dim * math.log(orig / (n * 2 * math.pi)) / (2 * math.log(base))
+
+    lo, hi = index(beta_fast), index(beta_slow)
+    if truncate:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    out = []
+    for i, w in enumerate(ref_default(dim, base)):
+        gamma = min(max((i - lo) / (hi - lo), 0.0), 1.0)  # 0: keep, 1: interpolate
+        out.append((1 - gamma) * w + gamma * w / factor)
+    return out
+
+
+def ref_yarn_attention(factor, mscale=None, mscale_all_dim=None):
+    def m(s, a=1.0):
+        return 1.0 if s <= 1 else 0.1 * a * math.log(s) + 1.0
+
+    if mscale and mscale_all_dim:
+        return m(factor, mscale) / m(factor, mscale_all_dim)
+    return m(factor)
+
+
+def ref_llama3(dim, base, factor, orig, low=1.0, high=4.0):
+    # Meta's llama-models apply_scaling, one frequency at a time
+    low_wavelen, high_wavelen = orig / low, orig / high
+    out = []
+    for w in ref_default(dim, base):
+        wavelen = 2 * math.pi / w
+        if wavelen < high_wavelen:
+            out.append(w)
+        elif wavelen > low_wavelen:
+            out.append(w / factor)
+        else:
+            smooth = (orig / wavelen - low) / (high - low)
+            out.append((1 - smooth) * w / factor + smooth * w)
+    return out
+
+
+def ref_longrope(dim, base, factors):
+    # Phi-3 / LongRoPE: inv_freq = 1 / (lambda_i * base^(2i/d))
+    return [1.0 / (f * base ** (2 * i / dim)) for i, f in enumerate(factors)]
+
+
+def ref_longrope_attention(factor, orig):
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(orig))
+
+
+SHORT = [1.0 + 0.1 * i for i in range(8)]
+LONG = [2.0 + 0.7 * i for i in range(8)]
+
+#: (scaling, oracle for dim 16 / base 500 at seq_len)
+CASES = {
+    "linear": (scaling.Linear(3.0), lambda L: ref_linear(16, 500.0, 3.0), 1.0),
+    "ntk": (scaling.NTK(4.0), lambda L: ref_ntk(16, 500.0, 4.0), 1.0),
+    "dynamic": (scaling.DynamicNTK(2.0, 64), lambda L: ref_dynamic(16, 500.0, 2.0, 64, L), 1.0),
+    "yarn": (scaling.YaRN(8.0, 64), lambda L: ref_yarn(16, 500.0, 8.0, 64), ref_yarn_attention(8.0)),
+    "yarn_nt": (
+        scaling.YaRN(5.0, 100, beta_fast=8, beta_slow=0.5, truncate=False),
+        lambda L: ref_yarn(16, 500.0, 5.0, 100, 8.0, 0.5, truncate=False),
+        ref_yarn_attention(5.0),
+    ),
+    "llama3": (scaling.Llama3(8.0, 64), lambda L: ref_llama3(16, 500.0, 8.0, 64), 1.0),
+    "longrope": (
+        scaling.LongRoPE(SHORT, LONG, 64, factor=4.0),
+        lambda L: ref_longrope(16, 500.0, LONG if L is not None and L > 64 else SHORT),
+        ref_longrope_attention(4.0, 64),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("seq_len", [None, 50, 200])
+def test_frequencies_against_formulas(name, seq_len):
+    s, oracle, attention = CASES[name]
+    got = posenc.rope_frequencies(16, base=500.0, scaling=s, seq_len=seq_len)
+    np.testing.assert_allclose(got, oracle(seq_len), rtol=1e-14)
+    assert s.attention_scaling(seq_len) == pytest.approx(attention, rel=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_frequencies_every_backend(xp, name):
+    s, oracle, _ = CASES[name]
+    got = xp.call(posenc.rope_frequencies, 16, base=500.0, scaling=s, seq_len=100, xp=xp.ns, device=xp.device)
+    xp.assert_close(got, oracle(100), rtol=xp.tol(), dtype=xp.default_float)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cos_sin_carry_attention_factor(xp, name):
+    s, oracle, attention = CASES[name]
+    cos, sin = xp.call(posenc.rope_cos_sin, 100, 16, base=500.0, scaling=s, xp=xp.ns, device=xp.device)
+    # an int n of positions means seq_len = n for the length-dependent scalings
+    a = np.arange(100)[:, None] * np.array(oracle(100))
+    a = np.concatenate([a, a], axis=-1)
+    tol = 4 * xp.tol() * max(attention, 1.0)
+    xp.assert_close(cos, attention * np.cos(a), atol=tol)
+    xp.assert_close(sin, attention * np.sin(a), atol=tol)
+
+
+# ---------------------------------------------------------------- specific behaviour
+def test_dynamic_is_unscaled_up_to_original_length():
+    s = scaling.DynamicNTK(4.0, 1024)
+    plain = posenc.rope_frequencies(64)
+    for seq_len in (None, 1, 1000, 1024):
+        np.testing.assert_array_equal(posenc.rope_frequencies(64, scaling=s, seq_len=seq_len), plain)
+    longer = posenc.rope_frequencies(64, scaling=s, seq_len=4096)
+    assert longer[0] == 1.0 and np.all(longer[1:] < plain[1:])
+    # the base grows to base * (4 * 4096/1024 - 3)^(64/62)
+    np.testing.assert_allclose(longer, ref_default(64, 10000.0 * 13.0 ** (64 / 62)), rtol=1e-14)
+
+
+def test_ntk_and_dynamic_dim2():
+    for s in (scaling.NTK(2.0), scaling.DynamicNTK(2.0, 8)):
+        np.testing.assert_array_equal(posenc.rope_frequencies(2, scaling=s, seq_len=100), [1.0])
+
+
+def test_yarn_keeps_high_and_interpolates_low_frequencies():
+    s = scaling.YaRN(16.0, 2048)
+    w = posenc.rope_frequencies(128, scaling=s)
+    plain = posenc.rope_frequencies(128)
+    ratio = w / plain
+    assert ratio[0] == 1.0 and ratio[-1] == pytest.approx(1 / 16, rel=1e-14)
+    assert np.all(np.diff(ratio) <= 1e-15)  # monotone ramp from 1 down to 1/s
+
+
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({}, 0.1 * math.log(40) + 1),
+        ({"mscale": 1.0, "mscale_all_dim": 1.0}, 1.0),
+        ({"mscale": 0.707, "mscale_all_dim": 0.707}, 1.0),
+        ({"mscale": 1.0, "mscale_all_dim": 0.8}, (0.1 * math.log(40) + 1) / (0.08 * math.log(40) + 1)),
+        ({"mscale": 1.0}, 0.1 * math.log(40) + 1),  # both needed (Hugging Face's rule)
+        ({"mscale": 1.0, "mscale_all_dim": 0.0}, 0.1 * math.log(40) + 1),
+        ({"attention_factor": 0.5}, 0.5),
+    ],
+)
+def test_yarn_attention_factor(kw, expected):
+    assert scaling.YaRN(40.0, 4096, **kw).attention_scaling() == pytest.approx(expected, rel=1e-15)
+
+
+def test_yarn_factor_at_most_one_has_no_temperature():
+    assert scaling.YaRN(1.0, 4096).attention_scaling() == 1.0
+    assert scaling.YaRN(0.5, 4096).attention_scaling() == 1.0
+
+
+def test_llama3_bands():
+    s = scaling.Llama3(8.0, 8192)
+    w = posenc.rope_frequencies(128, base=500000.0, scaling=s)
+    plain = posenc.rope_frequencies(128, base=500000.0)
+    wavelen = 2 * np.pi / plain
+    np.testing.assert_array_equal(w[wavelen < 2048], plain[wavelen < 2048])
+    np.testing.assert_allclose(w[wavelen > 8192], plain[wavelen > 8192] / 8, rtol=1e-15)
+    mid = (wavelen >= 2048) & (wavelen <= 8192)
+    assert mid.sum() > 0 and np.all((w[mid] < plain[mid]) & (w[mid] > plain[mid] / 8))
+    np.testing.assert_allclose(w, ref_llama3(128, 500000.0, 8.0, 8192), rtol=1e-14)
+
+
+def test_longrope_switch_and_attention():
+    s = scaling.LongRoPE(SHORT, LONG, 64, factor=4.0)
+    short = posenc.rope_frequencies(16, scaling=s)
+    np.testing.assert_array_equal(posenc.rope_frequencies(16, scaling=s, seq_len=64), short)
+    long = posenc.rope_frequencies(16, scaling=s, seq_len=65)
+    np.testing.assert_allclose(long, ref_longrope(16, 10000.0, LONG), rtol=1e-15)
+    # the table of n > L0 positions uses the long factors for every row (Hugging Face)
+    cos_long, _ = posenc.rope_cos_sin(65, 16, scaling=s)
+    cos_short, _ = posenc.rope_cos_sin(64, 16, scaling=s)
+    a = s.attention_scaling()
+    np.testing.assert_allclose(cos_long[:64, :8], a * np.cos(np.arange(64)[:, None] * long), atol=1e-13)
+    np.testing.assert_allclose(cos_short[:, :8], a * np.cos(np.arange(64)[:, None] * short), atol=1e-13)
+    # an array of positions uses seq_len as given (default: the short factors)
+    c2, _ = posenc.rope_cos_sin(np.arange(65), 16, scaling=s)
+    np.testing.assert_allclose(c2[:64], cos_short, atol=1e-13)
+    c3, _ = posenc.rope_cos_sin(np.arange(65), 16, scaling=s, seq_len=65)
+    np.testing.assert_allclose(c3, cos_long, atol=1e-13)
+    assert a == pytest.approx(math.sqrt(1 + math.log(4) / math.log(64)))
+    assert scaling.LongRoPE(SHORT, LONG, 64).attention_scaling() == 1.0
+    assert scaling.LongRoPE(SHORT, LONG, 64, factor=4.0, attention_factor=1.3).attention_scaling() == 1.3
+
+
+def test_dataclasses_are_frozen_hashable_and_normalised():
+    s = scaling.LongRoPE(np.array(SHORT), LONG, 64)
+    assert s.short_factor == tuple(SHORT) and isinstance(s.long_factor, tuple)
+    assert hash(s) == hash(scaling.LongRoPE(SHORT, LONG, 64))
+    y = scaling.YaRN(4, 128, beta_fast=16)
+    assert isinstance(y.factor, float) and y.beta_fast == 16.0
+    for obj in (y, s, scaling.Linear(2.0), scaling.Llama3(8.0, 64)):
+        assert isinstance(obj, scaling.Scaling)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            obj.factor = 3.0
+
+
+# ---------------------------------------------------------------- Hugging Face parity
+#: transformers computes base ** (2i / d) in float32: a relative error of
+#: about ln(base) * 2**-24 on each frequency
+RTOL_HF = 2e-6
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_golden_transformers_frequencies(name):
+    g = GOLDEN[name]
+    kw = scaling.from_hf(g["config"])
+    for seq_len, expected in g["inv_freq"].items():
+        seq = None if seq_len == "None" else int(seq_len)
+        got = posenc.rope_frequencies(**kw, seq_len=seq)
+        np.testing.assert_allclose(got, expected, rtol=RTOL_HF, err_msg=f"{name} seq_len={seq}")
+    attention = 1.0 if kw["scaling"] is None else kw["scaling"].attention_scaling()
+    assert attention == pytest.approx(g["attention"], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in GOLDEN.items() if "module" in v))
+def test_golden_transformers_module(name):
+    """The rotary module's cos / sin at positions 0..n-1: the dynamic base and
+    the LongRoPE long / short switch follow n."""
+    g = GOLDEN[name]
+    m = g["module"]
+    kw = scaling.from_hf(g["config"])
+    cos, sin = posenc.rope_cos_sin(m["n"], **kw, dtype=np.float32)
+    # transformers rounds the angle p * w to float32: up to ~n * 1.2e-7
+    atol = m["n"] * 1.5e-7 + 1e-6
+    np.testing.assert_allclose(cos[m["rows"]], m["cos"], atol=atol, err_msg=name)
+    np.testing.assert_allclose(sin[m["rows"]], m["sin"], atol=atol, err_msg=name)
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_rope_hf_golden", DATA / "make_rope_hf_golden.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_live_transformers(name):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    ref = _generator().hf_reference(name)
+    kw = scaling.from_hf(ref["config"])
+    for seq_len, expected in ref["inv_freq"].items():
+        seq = None if seq_len == "None" else int(seq_len)
+        np.testing.assert_allclose(posenc.rope_frequencies(**kw, seq_len=seq), expected, rtol=RTOL_HF)
+    attention = 1.0 if kw["scaling"] is None else kw["scaling"].attention_scaling()
+    assert attention == pytest.approx(ref["attention"], rel=1e-12)
+    if "module" in ref:
+        m = ref["module"]
+        cos, sin = posenc.rope_cos_sin(m["n"], **kw, dtype=np.float32)
+        atol = m["n"] * 1.5e-7 + 1e-6
+        np.testing.assert_allclose(cos[m["rows"]], m["cos"], atol=atol)
+        np.testing.assert_allclose(sin[m["rows"]], m["sin"], atol=atol)
+
+
+def test_live_transformers_config_object():
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=2,
+        max_position_embeddings=4096,
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+    )
+    kw = scaling.from_hf(cfg)
+    assert kw["dim"] == 32 and kw["base"] == 10000.0
+    assert kw["scaling"] == scaling.YaRN(4.0, 1024)
+
+
+# ---------------------------------------------------------------- from_hf
+def test_from_hf_keys():
+    base = {"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 4096}
+    assert scaling.from_hf(base) == {"dim": 64, "base": 10000.0, "scaling": None}
+    assert scaling.from_hf({**base, "head_dim": 128, "rope_theta": 1e6})["dim"] == 128
+    assert scaling.from_hf({**base, "rope_theta": 1e6})["base"] == 1e6
+    # rope_parameters' theta wins over the top level (transformers 5)
+    cfg = {**base, "rope_theta": 1e6, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}}
+    assert scaling.from_hf(cfg)["base"] == 5e5
+    # older rope_scaling with "type"
+    cfg = {**base, "rope_scaling": {"type": "linear", "factor": 2.0}}
+    assert scaling.from_hf(cfg)["scaling"] == scaling.Linear(2.0)
+    cfg = {**base, "rope_scaling": {"type": "dynamic", "factor": 2.0}}
+    assert scaling.from_hf(cfg)["scaling"] == scaling.DynamicNTK(2.0, 4096)
+    # partial rotary: partial_rotary_factor (top level or in the parameters), rotary_pct, rotary_dim
+    assert scaling.from_hf({**base, "partial_rotary_factor": 0.5})["dim"] == 32
+    cfg = {**base, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}}
+    assert scaling.from_hf(cfg)["dim"] == 16
+    assert scaling.from_hf({**base, "rotary_pct": 0.25})["dim"] == 16
+    assert scaling.from_hf({**base, "rotary_dim": 24})["dim"] == 24
+    # yarn: factor from the lengths when missing, Phi-3's top-level original length wins
+    cfg = {**base, "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 1024}}
+    assert scaling.from_hf(cfg)["scaling"] == scaling.YaRN(4.0, 1024)
+    cfg = {
+        **base,
+        "original_max_position_embeddings": 2048,
+        "rope_scaling": {"type": "su", "short_factor": [1.0] * 32, "long_factor": [2.0] * 32},
+    }
+    s = scaling.from_hf(cfg)["scaling"]
+    assert s == scaling.LongRoPE([1.0] * 32, [2.0] * 32, 2048, factor=2.0)
+    # a None rope_scaling is the default RoPE
+    assert scaling.from_hf({**base, "rope_scaling": None})["scaling"] is None
+
+
+def test_from_hf_layer_types():
+    cfg = {
+        "head_dim": 32,
+        "rope_parameters": {
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        },
+    }
+    assert scaling.from_hf(cfg, layer_type="full_attention") == {"dim": 32, "base": 1e6, "scaling": scaling.Linear(8.0)}
+    assert scaling.from_hf(cfg, layer_type="sliding_attention")["scaling"] is None
+    with pytest.raises(ValueError, match="layer_type"):
+        scaling.from_hf(cfg)
+    with pytest.raises(ValueError, match="layer_type"):
+        scaling.from_hf(cfg, layer_type="global")
+    with pytest.raises(ValueError, match="layer_type"):
+        scaling.from_hf({"head_dim": 8}, layer_type="full_attention")
+
+
+def test_from_hf_round_trip(xp):
+    cfg = {
+        "head_dim": 16,
+        "max_position_embeddings": 1024,
+        "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 256},
+    }
+    cos, sin = xp.call(posenc.rope_cos_sin, 10, **scaling.from_hf(cfg), xp=xp.ns, device=xp.device)
+    a = np.arange(10)[:, None] * np.array(ref_yarn(16, 10000.0, 4.0, 256))
+    a = np.concatenate([a, a], axis=-1)
+    att = ref_yarn_attention(4.0)
+    xp.assert_close(cos, att * np.cos(a), atol=4 * xp.tol())
+    xp.assert_close(sin, att * np.sin(a), atol=4 * xp.tol())
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("call", "exc", "name"),
+    [
+        (lambda: scaling.Linear(0.0), ValueError, "factor"),
+        (lambda: scaling.Linear(-2.0), ValueError, "factor"),
+        (lambda: scaling.Linear("2"), TypeError, "factor"),
+        (lambda: scaling.NTK(float("inf")), ValueError, "factor"),
+        (lambda: scaling.DynamicNTK(0.0, 10), ValueError, "factor"),
+        (lambda: scaling.DynamicNTK(2.0, 0), ValueError, "original_max_positions"),
+        (lambda: scaling.DynamicNTK(2.0, 10.5), TypeError, "original_max_positions"),
+        (lambda: scaling.YaRN(-1.0, 10), ValueError, "factor"),
+        (lambda: scaling.YaRN(2.0, 10, beta_fast=0), ValueError, "beta_fast"),
+        (lambda: scaling.YaRN(2.0, 10, beta_slow=-1), ValueError, "beta_slow"),
+        (lambda: scaling.YaRN(2.0, 10, attention_factor=0.0), ValueError, "attention_factor"),
+        (lambda: scaling.YaRN(2.0, 10, truncate=1), TypeError, "truncate"),
+        (lambda: scaling.YaRN(2.0, 10, mscale="1"), TypeError, "mscale"),
+        (lambda: scaling.Llama3(0.0, 10), ValueError, "factor"),
+        (lambda: scaling.Llama3(8.0, 10, low_freq_factor=4.0, high_freq_factor=4.0), ValueError, "high_freq_factor"),
+        (lambda: scaling.Llama3(8.0, 10, low_freq_factor=-1.0), ValueError, "low_freq_factor"),
+        (lambda: scaling.LongRoPE([1.0, 2.0], [1.0], 10), ValueError, "long_factor"),
+        (lambda: scaling.LongRoPE([], [], 10), ValueError, "short_factor"),
+        (lambda: scaling.LongRoPE([1.0, 0.0], [1.0, 2.0], 10), ValueError, "short_factor"),
+        (lambda: scaling.LongRoPE("ab", [1.0, 2.0], 10), TypeError, "short_factor"),
+        (lambda: scaling.LongRoPE([1.0], [1.0], 10, factor=0.0), ValueError, "factor"),
+        (lambda: scaling.LongRoPE([1.0], [1.0], 1, factor=2.0), ValueError, "original_max_positions"),
+        (lambda: posenc.rope_frequencies(16, scaling=scaling.LongRoPE([1.0] * 4, [1.0] * 4, 10)), ValueError, "short_factor"),
+        (lambda: posenc.rope_frequencies(16, scaling=scaling.YaRN(2.0, 10), base=1.0), ValueError, "base"),
+        (lambda: posenc.rope_frequencies(16, scaling=2.0), TypeError, "scaling"),
+        (lambda: posenc.rope_frequencies(16, scaling="linear"), TypeError, "scaling"),
+        (lambda: posenc.rope_frequencies(16, scaling=scaling.DynamicNTK(2.0, 8), seq_len=0), ValueError, "seq_len"),
+        (lambda: posenc.rope_frequencies(16, seq_len=2.5), TypeError, "seq_len"),
+        (lambda: scaling.Linear(2.0).attention_scaling(-1), ValueError, "seq_len"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "mrope"}}), ValueError, "mrope"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"type": "proportional"}}), ValueError, "rope_type"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "linear"}}), ValueError, "factor"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}), ValueError, "max_position_embeddings"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}), ValueError, "max_position_embeddings"),
+        (lambda: scaling.from_hf({"hidden_size": 64}), ValueError, "num_attention_heads"),
+        (lambda: scaling.from_hf({"head_dim": 9}), ValueError, "rotary"),
+        (lambda: scaling.from_hf({"head_dim": 10, "partial_rotary_factor": 0.5}), ValueError, "partial_rotary_factor"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_theta": -1.0}), ValueError, "rope_theta"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": [1, 2]}), TypeError, "rope_scaling"),
+        (lambda: scaling.from_hf("config.json"), TypeError, "config"),
+        (
+            lambda: scaling.from_hf(
+                {"head_dim": 8, "max_position_embeddings": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3}}
+            ),
+            ValueError,
+            "short_factor",
+        ),
+    ],
+)
+def test_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
