@@ -341,18 +341,40 @@ def test_axial_rope_relative_property(h, w, nd3, layout, seed):
     assert len({round(v, 9) for v in seen.values()}) > 1
 
 
-def test_axial_rope_with_apply_rope():
-    apply_rope = getattr(posenc, "apply_rope", None)
-    if apply_rope is None:
-        pytest.skip("posenc.apply_rope is not available")
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize(("shape", "dim"), [((3, 4), 16), ((2, 2, 3), 12)])
+def test_axial_rope_with_apply_rope(xp, layout, shape, dim):
     rng = np.random.default_rng(1)
-    shape, dim = (3, 4), 16
     x = rng.standard_normal((2, math.prod(shape), dim))
-    for layout in ("half", "interleaved"):
-        cos, sin = posenc.axial_rope_cos_sin(shape, dim, layout=layout)
-        got = apply_rope(x, cos, sin, layout=layout)
-        ang = rope_angles(shape, dim)
-        np.testing.assert_allclose(got, rotate_oracle(x, ang, layout), atol=1e-12)
+    xa = xp.asarray(x)
+
+    def rotate(xa):
+        cos, sin = posenc.axial_rope_cos_sin(shape, dim, layout=layout, dtype=xa.dtype, xp=xp.ns, device=xp.device)
+        return posenc.apply_rope(xa, cos, sin, layout=layout)
+
+    got = xp.call(rotate, xa)
+    want = rotate_oracle(x, rope_angles(shape, dim), layout)
+    xp.assert_close(got, want, atol=xp.tol() * 16)
+    if xp.name == "numpy":
+        # the relative property through apply_rope: scores depend on the offset only
+        q = np.broadcast_to(x[0, 0], x.shape[1:])
+        k = np.broadcast_to(x[1, 0], x.shape[1:])
+        s = posenc.apply_rope(q, *posenc.axial_rope_cos_sin(shape, dim, layout=layout), layout=layout)
+        t = posenc.apply_rope(k, *posenc.axial_rope_cos_sin(shape, dim, layout=layout), layout=layout)
+        scores = s @ t.T
+        pos = grid_coords(shape).reshape(len(q), -1)
+        for i in range(len(q)):
+            for j in range(len(q)):
+                ii, jj = _shift_both(pos, i, j)
+                if ii is not None:
+                    assert scores[i, j] == pytest.approx(scores[ii, jj], abs=1e-12)
+
+
+def _shift_both(pos, i, j):
+    """Token indices of pos[i] - pos[j] shifted so that the second is the origin, if on the grid."""
+    d = pos[i] - pos[j]
+    hits = np.nonzero((pos == d).all(axis=1))[0] if (d >= 0).all() else []
+    return (int(hits[0]), 0) if len(hits) else (None, None)
 
 
 def test_axial_rope_bad_input():
