@@ -166,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    except figures.OutputExistsError as exc:
+        subparser.error(f"{exc.summary()}; nothing was written; pass --force to overwrite")
     except (OSError, ValueError, TypeError) as exc:
         subparser.error(_one_line(exc))
     except KeyboardInterrupt:

@@ -22,7 +22,20 @@ from .similarity import plot_similarity, plot_similarity_by_offset
 from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths
 from .style import paper_style
 
-__all__ = ["figure_set", "FIGURES", "FORMATS"]
+__all__ = ["figure_set", "FIGURES", "FORMATS", "OutputExistsError"]
+
+
+class OutputExistsError(FileExistsError):
+    """Some of the files to write exist already (and ``force`` is false)."""
+
+    def __init__(self, folder: Path, paths: list[Path]) -> None:
+        self.folder = folder
+        self.paths = paths
+        super().__init__(f"{self.summary()}; pass force=True to overwrite")
+
+    def summary(self) -> str:
+        shown = ", ".join(p.name for p in self.paths[:3]) + (", ..." if len(self.paths) > 3 else "")
+        return f"{len(self.paths)} of the files exist in {str(self.folder)!r} ({shown})"
 
 FORMATS = ("pdf", "png", "svg")
 LAYOUTS = ("interleaved", "concat")
@@ -435,9 +448,7 @@ def figure_set(
     if not force:
         existing = [t for _, _, t in targets if t.exists()]
         if existing:
-            shown = ", ".join(t.name for t in existing[:3]) + (", ..." if len(existing) > 3 else "")
-            msg = f"{len(existing)} of the files exist in {str(out)!r} ({shown}); pass force=True (--force) to overwrite"
-            raise FileExistsError(msg)
+            raise OutputExistsError(out, existing)
     written: list[Path] = []
     for name in chosen:
         outputs = [(f, path) for n, f, path in targets if n == name]

@@ -44,7 +44,7 @@ def test_all_then_no_overwrite_then_force(tmp_path):
     stamp = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
 
     again = run("all", "--out", "figs/new", "--format", "png", *SMALL, cwd=tmp_path)
-    _usage_error(again, "--force")
+    _usage_error(again, "nothing was written; pass --force to overwrite")
     assert again.stdout == ""
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == stamp
 

@@ -59,8 +59,9 @@ def test_never_overwrites_without_force(tmp_path):
     first = posenc_viz.figure_set(tmp_path, **kw)
     (tmp_path / "wavelengths.png").write_bytes(b"mine")
     before = {p.name: p.read_bytes() for p in first}
-    with pytest.raises(FileExistsError, match=r"2 of the files exist .*force"):
+    with pytest.raises(figures.OutputExistsError, match=r"2 of the files exist .*force=True") as info:
         posenc_viz.figure_set(tmp_path, **kw)
+    assert [p.name for p in info.value.paths] == ["encoding.png", "wavelengths.png"]
     assert {p.name: p.read_bytes() for p in first} == before
     # one missing file is not written either: the check comes before any drawing
     (tmp_path / "encoding.png").unlink()
