@@ -30,6 +30,7 @@ matplotlib.use("Agg")
 HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("POSENC_DOCS_ROOT", HERE.parent)).resolve()
 sys.path.insert(0, str(HERE / "_ext"))
+sys.path.insert(0, str(ROOT))  # document the packages of this tree, whatever is installed
 
 import posenc  # noqa: E402
 
@@ -58,7 +59,9 @@ pygments_style = "sphinx"
 posenc_repo_root = str(ROOT)
 
 # -- autodoc / autosummary / numpydoc ------------------------------------------
-autosummary_generate = True
+# the API pages by name, so that a page added since the last build gets its
+# stubs in an incremental build too
+autosummary_generate = sorted(p.relative_to(HERE).as_posix() for p in (HERE / "api").glob("*.rst"))
 autosummary_generate_overwrite = True
 autodoc_typehints = "none"
 autodoc_default_options = {"member-order": "bysource"}

@@ -39,6 +39,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import nested_parse_with_titles
 
 __all__ = ["setup", "markdown_to_nodes", "rst_table"]
 
@@ -119,7 +120,7 @@ class PosencExec(SphinxDirective):
         elif mode == "rst" and out.strip():
             container = nodes.container(classes=["posenc-exec-rst"])
             lines = StringList(out.splitlines(), source=filename)
-            self.state.nested_parse(lines, self.content_offset, container)
+            nested_parse_with_titles(self.state, lines, container, self.content_offset)
             result.extend(container.children)
         return result
 
