@@ -161,10 +161,12 @@ def plot_encoding(
         mirror image).
     cbar : bool, default True
         Draw a colour bar.
-    cbar_label, xlabel, ylabel, title : str or None
-        Labels; ``None`` leaves them unset.
+    cbar_label : str or None, default "value"
+        Label of the colour bar.
     cbar_kws : dict, optional
         Keyword arguments for :meth:`matplotlib.figure.Figure.colorbar`.
+    xlabel, ylabel, title : str or None
+        Labels; ``None`` leaves them unset.
     **kwargs
         Passed to :meth:`matplotlib.axes.Axes.imshow` (``interpolation``,
         ``extent``, ``rasterized``, ...).

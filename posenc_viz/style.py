@@ -35,6 +35,11 @@ def figsize(column: str = "single", *, aspect: float = 0.75) -> tuple[float, flo
     aspect : float, default 0.75
         Height divided by width.
 
+    Returns
+    -------
+    tuple of float
+        ``(width, height)`` in inches.
+
     Examples
     --------
     >>> from posenc_viz import figsize
