@@ -261,7 +261,7 @@ def range_table(
     if cache and _cache.TABLES.max_bytes > 0:
         try:
             dev = _cache.device_key(ctx, numpy=backend == "numpy")
-            key = ("table", start, n, fkey, dim, layout, _compat.namespace_name(xp), dev, repr(ctx.dtype), fast)
+            key = ("table", start, n, fkey, dim, layout, xp, dev, ctx.dtype, fast)
             hash(key)
         except Exception:  # pragma: no cover - unhashable exotic device
             key = None

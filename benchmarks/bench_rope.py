@@ -1,0 +1,78 @@
+"""Section 2: applying RoPE against a plain copy and the Hugging Face formula."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import posenc
+
+from . import seeds
+from .harness import Config, Row, interleaved, median_ms, paired_ratio, verdict
+
+SHAPE = (1, 32, 4096, 128)
+QUICK_SHAPE = (1, 2, 64, 32)
+TARGET = 1.5
+
+
+def _truth(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """float64 RoPE of ``x`` (half layout), written from the paper."""
+    d = x.shape[-1]
+    h = d // 2
+    w = 10000.0 ** (-2.0 * np.arange(h) / d)
+    a = positions[:, None].astype(np.float64) * w
+    c, s = np.cos(a), np.sin(a)
+    x = x.astype(np.float64)
+    x1, x2 = x[..., :h], x[..., h:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def run(cfg: Config) -> list[Row]:
+    shape = QUICK_SHAPE if cfg.quick else SHAPE
+    case = "x".join(map(str, shape))
+    if not hasattr(posenc, "apply_rope") or not hasattr(posenc, "rope_cos_sin"):
+        return [Row("rope", case, "-", "-", status="SKIP", note="posenc.apply_rope is not available yet")]
+    rows: list[Row] = []
+    seq, d = shape[-2], shape[-1]
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(shape, dtype=np.float32)
+    truth = _truth(x_np, np.arange(seq))
+    cos_np, sin_np = posenc.rope_cos_sin(seq, d, dtype=np.float32)
+    backends = [("numpy", x_np, cos_np, sin_np, np.copy, seeds.hf_apply_rotary_numpy, lambda a: a)]
+    try:
+        import torch
+
+        x_t = torch.from_numpy(x_np.copy())
+        cos_t, sin_t = posenc.rope_cos_sin(seq, d, dtype=torch.float32, xp=torch)
+        backends.append(("torch-cpu", x_t, cos_t, sin_t, torch.clone, seeds.hf_apply_rotary_torch, lambda a: a.numpy()))
+    except ImportError:  # pragma: no cover
+        rows.append(Row("rope", case, "torch-cpu", "-", status="SKIP", note="torch not installed"))
+    for backend, x, cos, sin, copy, hf, to_np in backends:
+        contestants = {
+            "copy": lambda x=x, copy=copy: copy(x),
+            "posenc.apply_rope": lambda x=x, c=cos, s=sin: posenc.apply_rope(x, c, s),
+            "posenc.rope": lambda x=x: posenc.rope(x, seq),
+            "HF rotate_half": lambda x=x, c=cos, s=sin, hf=hf: hf(x, c, s),
+        }
+        errors = {name: float(np.abs(to_np(f()) - truth).max()) for name, f in contestants.items() if name != "copy"}
+        times = interleaved(contestants, cfg.rounds)
+        for name, ts in times.items():
+            row = Row("rope", case, backend, name, ms=median_ms(ts), error=errors.get(name))
+            if name != "copy":
+                row.reference = "copy"
+                row.ratio = paired_ratio(ts, times["copy"])
+            if name == "posenc.apply_rope":
+                row.target = f"<= {TARGET}x copy"
+                row.status = verdict(row.ratio <= TARGET)
+            rows.append(row)
+        rows.append(
+            Row(
+                "rope",
+                case,
+                backend,
+                "apply_rope vs HF",
+                reference="HF rotate_half",
+                ratio=paired_ratio(times["posenc.apply_rope"], times["HF rotate_half"]),
+                status="INFO",
+            )
+        )
+    return rows

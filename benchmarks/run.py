@@ -1,0 +1,103 @@
+"""Command line of ``python -m benchmarks``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import bench_cache, bench_gpu, bench_rope, bench_scale, bench_sinusoidal
+from .harness import Config, Row, header, markdown_table, text_table
+
+SECTIONS = {
+    "sinusoidal": (bench_sinusoidal, "Sinusoidal table, float32: posenc against the seeds' code and peers"),
+    "rope": (bench_rope, "RoPE: apply_rope / rope against a copy and the Hugging Face formula"),
+    "cache": (bench_cache, "Repeated calls: second identical call against the first; mutation safety"),
+    "scale": (bench_scale, "Scale: Dask table of 2**22 x 512 float32 (8 GiB), reduced chunk by chunk"),
+    "gpu": (bench_gpu, "GPU: tables and RoPE against a device copy"),
+}
+HERE = Path(__file__).resolve().parent
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="tiny sizes, few rounds (a smoke run; writes no files unless asked)")
+    p.add_argument("--only", nargs="+", choices=list(SECTIONS), help="run only these sections")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case (default 15, quick 3)")
+    p.add_argument("--json", type=Path, default=None, help="results file (default benchmarks/results.json)")
+    p.add_argument("--md", type=Path, default=None, help="Markdown table (default benchmarks/RESULTS.md)")
+    p.add_argument("--no-write", action="store_true", help="print only")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    return p
+
+
+def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]) -> str:
+    v = ", ".join(f"{k} {val}" for k, val in info["versions"].items())
+    out = [
+        "# Benchmark results",
+        "",
+        "Produced by `make bench` (`python -m benchmarks`); regenerate to update.",
+        "Ratios are measured side by side in one process: each round runs every",
+        "contestant of a case once, in a rotating order, and a ratio is the median",
+        "over rounds of the per-round ratio.  posenc tables are timed cold: its",
+        "caches are emptied (untimed) before every call.",
+        "",
+        f"- date: {info['date']}",
+        f"- command: `{info['command'].strip()}`",
+        f"- machine: {info['machine']}, {info['cpu']}, {info['cpu_count']} cores, {info['memory_gib']} GiB",
+        f"- versions: {v}",
+    ]
+    if "torch_threads" in info:
+        out.append(f"- torch threads: {info['torch_threads']}")
+    if "load_average_start" in info:
+        out.append(f"- load average (1, 5, 15 min) at start: {info['load_average_start']}, at end: {info.get('load_average_end')}")
+    out.append(f"- targets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP")
+    for name, rows in sections.items():
+        out += ["", f"## {SECTIONS[name][1]}", "", markdown_table(rows)]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    names = tuple(args.only or SECTIONS)
+    rounds = args.rounds or (3 if args.quick else 15)
+    cfg = Config(quick=args.quick, rounds=rounds, sections=names)
+    info = header(argv)
+    print(f"posenc benchmarks  {info['date']}")
+    print(f"{info['machine']}; {info['cpu']}; {info['cpu_count']} cores; {info['memory_gib']} GiB")
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
+    if "load_average_start" in info:
+        print(f"load average: {info['load_average_start']}")
+    results: dict[str, list[Row]] = {}
+    t_all = time.perf_counter()
+    for name in names:
+        module, title = SECTIONS[name]
+        t0 = time.perf_counter()
+        rows = module.run(cfg)
+        results[name] = rows
+        print(f"\n== {title}  ({time.perf_counter() - t0:.1f} s)")
+        print(text_table(rows))
+    try:
+        info["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    info["seconds"] = round(time.perf_counter() - t_all, 1)
+    counts: dict[str, int] = {}
+    for rows in results.values():
+        for r in rows:
+            if r.status in ("PASS", "FAIL", "SKIP"):
+                counts[r.status] = counts.get(r.status, 0) + 1
+    print(f"\ntargets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP  ({info['seconds']} s)")
+    write = not args.no_write and (not args.quick or args.json or args.md)
+    if write:
+        json_path = args.json or HERE / "results.json"
+        md_path = args.md or HERE / "RESULTS.md"
+        payload = {"header": info, "counts": counts, "sections": {k: [r.as_dict() for r in v] for k, v in results.items()}}
+        json_path.write_text(json.dumps(payload, indent=1) + "\n")
+        md_path.write_text(_markdown(info, results, counts))
+        print(f"wrote {json_path.name} and {md_path.name}")
+    return 1 if args.strict and counts.get("FAIL") else 0
