@@ -24,7 +24,7 @@ $(VENV)/.all: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.viz $@
 
 figures: $(VENV)/.viz
-	$(BIN)/posenc-viz all --out $(OUT)
+	$(BIN)/posenc-viz all --out $(OUT) --force
 
 test: $(VENV)/.all
 	$(BIN)/python -m pytest -n 2
