@@ -108,6 +108,14 @@ T5_CONFIGS = [
     (4, 3, True),
     (2, 2, False),
     (3, 2, False),
+    # configurations where float32 rounding moves a bucket boundary away from
+    # the real-number formula (a float64 evaluation gets them wrong)
+    (9, 128, False),
+    (20, 160, True),
+    (38, 288, True),
+    # thresholds beyond the lookup table: counted instead
+    (32, 10**6, True),
+    (16, 300_000, False),
 ]
 
 
@@ -350,7 +358,41 @@ def test_t5_bucket_bit_identical_to_transformers(nb, md, bidir):
     assert torch.equal(ours, hf)
 
 
-@pytest.mark.parametrize(("nb", "md", "bidir"), [(32, 128, True), (32, 128, False), (16, 50, True), (64, 1000, False)])
+@pytest.mark.parametrize(("nb", "md", "bidir"), [(34, 27, True), (17, 343, False), (96, 81, True)])
+def test_t5_bucket_exact_boundaries(nb, md, bidir):
+    """Where the real-number formula lands exactly on a bucket boundary, the
+    float32 result depends on the rounding of the platform's float32 log:
+    torch, NumPy and JAX disagree there.  posenc uses the correctly rounded
+    float32 log (the pure-Python oracle); transformers may differ from it at
+    those distances only."""
+    torch = pytest.importorskip("torch")
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    rp = np.arange(-5000, 5001)
+    ours = posenc.t5_bucket(rp, num_buckets=nb, max_distance=md, bidirectional=bidir)
+    np.testing.assert_array_equal(ours, [ref_bucket(int(r), nb, md, bidir) for r in rp])
+    hf = t5.T5Attention._relative_position_bucket(torch.from_numpy(rp), bidirectional=bidir, num_buckets=nb, max_distance=md)
+    nbe = nb // 2 if bidir else nb
+    me = nbe // 2
+    for r in rp[ours != hf.numpy()]:
+        n = abs(int(r))
+        # (n / me) ** (nbe - me) == (md / me) ** b for an integer b: an exact boundary
+        b = round(math.log(n / me) / math.log(md / me) * (nbe - me))
+        assert n ** (nbe - me) * me**b == md**b * me ** (nbe - me), f"distance {r} is no exact boundary"
+
+
+def test_t5_table_and_threshold_paths_agree(monkeypatch):
+    from posenc import bias
+
+    rp = np.concatenate([np.arange(-3000, 3001), [-(2**62), 2**62]])
+    for nb, md, bidir in T5_CONFIGS[:9]:
+        table = posenc.t5_bucket(rp, num_buckets=nb, max_distance=md, bidirectional=bidir)
+        monkeypatch.setattr(bias, "_TABLE_LIMIT", 0)
+        counted = posenc.t5_bucket(rp, num_buckets=nb, max_distance=md, bidirectional=bidir)
+        monkeypatch.setattr(bias, "_TABLE_LIMIT", 2**16)
+        np.testing.assert_array_equal(table, counted)
+
+
+@pytest.mark.parametrize(("nb", "md", "bidir"), [(32, 128, True), (32, 128, False), (16, 50, True), (64, 1000, False), (32, 10**6, False)])
 def test_t5_bucket_backends(xp, nb, md, bidir):
     rp = np.concatenate([np.arange(-300, 301), [-(10**6), -5000, 1999, 10**6]]).reshape(-1, 5)
     got = xp.call(posenc.t5_bucket, xp.asarray(rp), num_buckets=nb, max_distance=md, bidirectional=bidir)
