@@ -426,12 +426,10 @@ def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tu
         oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
         torch.mul(xc, torch.complex(c, s), out=oc)
     else:
-        x1, x2 = xb[..., :half], xb[..., half:rotary_dim]
-        o1, o2 = out[..., :half], out[..., half:rotary_dim]
-        torch.mul(x1, c, out=o1)
-        o1.addcmul_(x2, s, value=-1.0)
-        torch.mul(x2, c, out=o2)
-        o2.addcmul_(x1, s)
+        # out = x * [c, c] (one contiguous pass), then the cross terms in place
+        torch.mul(xb[..., :rotary_dim], torch.cat([c, c], dim=-1), out=out[..., :rotary_dim])
+        out[..., :half].addcmul_(xb[..., half:rotary_dim], s, value=-1.0)
+        out[..., half:rotary_dim].addcmul_(xb[..., :half], s)
     if rotary_dim < head_dim:
         out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
     return out
@@ -455,11 +453,17 @@ def _fast_kind(x: Any, c: Any, s: Any) -> str | None:
     return None
 
 
+def _complex_viewable(x: Any) -> bool:
+    """Whether torch can view ``x``'s feature pairs (and those of a fresh
+    output of its shape) as complex numbers: even strides and offset."""
+    return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
+
+
 def _rotate(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...], ctx: Context) -> Any:
     kind = _fast_kind(x, c, s)
     if kind == "numpy":
         return _rotate_numpy(x, c, s, layout, rotary_dim, lead)
-    if kind == "torch":
+    if kind == "torch" and (layout == "half" or _complex_viewable(x)):
         return _rotate_torch(x, c, s, layout, rotary_dim, lead)
     return _rotate_portable(x, c, s, layout, rotary_dim, lead, ctx.xp)
 

@@ -213,6 +213,8 @@ FAST_CASES = [
     ((3, 40, 16), (40, 16), "half", None, True),  # non-contiguous x
     ((3, 40, 16), (40, 16), "interleaved", None, True),
     ((5, 2**14 + 3, 4), (2**14 + 3, 2), "half", None, False),  # tiny rows, many of them
+    ((2, 9, 7), (9, 6), "half", 6, False),  # odd head_dim, partial rotary
+    ((2, 9, 7), (9, 6), "interleaved", 6, False),
 ]
 
 
