@@ -77,7 +77,7 @@ def run(cfg: Config) -> list[Row]:
                     speedup=speedup,
                     target=f">= {TARGET:.0f}x",
                     status=verdict(speedup >= TARGET),
-                    note="read-only view" if backend == "numpy" else "fresh copy",
+                    note="read-only view" if backend == "numpy" else "copy-on-write copy",
                 )
             )
             _cache.clear()

@@ -18,6 +18,7 @@ huge table should not pin memory for the rest of the process).  :func:`clear` em
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -151,8 +152,12 @@ def share(value: Any, kind: str, xp: Any) -> Any:
       it (whose ``WRITEABLE`` flag cannot be switched back on, because its
       base is read-only);
     * ``"immutable"`` (JAX): the array itself;
-    * ``"torch"``: a clone (a tensor cannot be made read-only, and
-      ``load_state_dict`` copies into registered buffers in place);
+    * ``"torch"``: a copy (a tensor cannot be made read-only, and
+      ``load_state_dict`` copies into registered buffers in place).  On the
+      CPU it is torch's copy-on-write clone (``torch._lazy_clone``, present
+      since torch 2.3): it shares the cached memory until the first write to
+      it (an in-place op, ``.numpy()``, ``data_ptr()``), which copies.  A
+      plain ``clone()`` where that is missing;
     * anything else: ``asarray(copy=True)`` in the array's namespace.
     """
     if kind == "numpy":
@@ -160,6 +165,10 @@ def share(value: Any, kind: str, xp: Any) -> Any:
     if kind == "immutable":
         return value
     if kind == "torch":
+        if value.device.type == "cpu":
+            lazy = getattr(sys.modules["torch"], "_lazy_clone", None)
+            if lazy is not None:
+                return lazy(value)  # copy-on-write: the first write copies
         return value.clone()
     return xp.asarray(value, copy=True)
 

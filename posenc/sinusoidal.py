@@ -259,9 +259,11 @@ def sinusoidal(
     * NumPy: the table is **read-only**, on the first call as on later ones
       (``pe.copy()`` gives a writable one);
     * JAX arrays are immutable and returned as they are;
-    * torch, CuPy and array-api-strict: each call returns a fresh copy
+    * torch, CuPy and array-api-strict: each call returns its own copy
       (tensors cannot be made read-only, and ``load_state_dict`` writes into
-      registered buffers in place).
+      registered buffers in place).  On the CPU that copy is torch's
+      copy-on-write clone: it shares memory with the cached table until it is
+      first written to, so a repeated call costs no copy either.
 
     Tables of array positions are computed on every call and are writable.
     On Dask an int ``positions`` gives a lazy table chunked along the rows

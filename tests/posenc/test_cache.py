@@ -109,6 +109,18 @@ def test_torch_copies_are_independent():
     assert float(b.abs().sum()) == 0.0
     c = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
     torch.testing.assert_close(c, a, rtol=0, atol=0)
+    # writes through NumPy, in-place ops and views of the tensor stay private too
+    c.numpy()[0, 1] = 5.0
+    d = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
+    d[1:3].mul_(0.0)
+    d.view(-1)[-1] = 9.0
+    e = posenc.sinusoidal(16, 8, xp=torch, dtype=torch.float32)
+    torch.testing.assert_close(e, a, rtol=0, atol=0)
+    assert float(c[0, 1]) == 5.0 and float(d[1].abs().sum()) == 0.0 and float(d[-1, -1]) == 9.0
+    # autograd on a returned table
+    e.requires_grad_(True)
+    (2.0 * e).sum().backward()
+    assert float(e.grad.sum()) == 2.0 * 16 * 8
 
 
 def test_add_sinusoidal_reuses_the_table_without_leaking_it(xp):
