@@ -95,7 +95,7 @@ sphinx_gallery_conf = {
     "examples_dirs": "examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "posenc_docs.GalleryOrder",
     "download_all_examples": False,
     "remove_config_comments": True,
     "doc_module": ("posenc", "posenc_viz"),

@@ -174,6 +174,14 @@ def test_gallery_examples_are_complete():
         assert m and len(m.group(2)) >= len(m.group(1)), f"{path.name}: needs a docstring with an rst title"
 
 
+def test_every_figure_has_a_gallery_example():
+    viz = pytest.importorskip("posenc_viz")
+    figures = [n for n in viz.__all__ if n.startswith("plot_") or n in ("paper_style", "figure_set")]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "examples").glob("plot_*.py"))
+    missing = [n for n in figures if f"posenc_viz.{n}(" not in text]
+    assert not missing, f"no gallery example calls {missing}"
+
+
 @pytest.mark.slow
 def test_sphinx_build(tmp_path):
     pytest.importorskip("sphinx")

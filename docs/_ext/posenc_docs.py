@@ -41,7 +41,7 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
-__all__ = ["setup", "markdown_to_nodes", "rst_table"]
+__all__ = ["setup", "markdown_to_nodes", "rst_table", "GalleryOrder"]
 
 #: one namespace per document, created when the document is read
 _NAMESPACES: dict[str, dict[str, Any]] = {}
@@ -73,6 +73,41 @@ def rst_table(
         for j, v in enumerate(r):
             lines.append(("   * - " if j == 0 else "     - ") + cell(v))
     return "\n".join(lines) + "\n"
+
+
+#: order of the gallery: the figures of posenc_viz, then the backends
+GALLERY_ORDER = (
+    "plot_encoding.py",
+    "plot_wavelengths.py",
+    "plot_dimensions.py",
+    "plot_similarity.py",
+    "plot_similarity_by_offset.py",
+    "plot_rope_scaling.py",
+    "plot_bias.py",
+    "plot_paper_style.py",
+    "plot_figure_set.py",
+    "plot_backend_numpy.py",
+    "plot_backend_torch.py",
+    "plot_backend_jax.py",
+    "plot_backend_dask.py",
+)
+
+
+class GalleryOrder:
+    """sphinx-gallery sort key (``within_subsection_order``): :data:`GALLERY_ORDER`,
+    then any other example by name."""
+
+    def __init__(self, src_dir: str) -> None:
+        self.src_dir = src_dir
+
+    def __call__(self, filename: str) -> tuple[int, str]:
+        try:
+            return (GALLERY_ORDER.index(filename), filename)
+        except ValueError:
+            return (len(GALLERY_ORDER), filename)
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
 
 
 def _output_choice(arg: str | None) -> str:

@@ -18,11 +18,15 @@ import posenc_viz
 # -----
 # Press et al.'s linear biases :math:`-m_h\,|i - j|`, one slope per head
 # (:func:`posenc.alibi_slopes`), here causal for a decoder.
+slopes = posenc.alibi_slopes(8)
+print(slopes)
 bias = posenc.alibi_bias(8, 16, causal=True)
-print(posenc.alibi_slopes(8))
 fig, axes = plt.subplots(1, 3, figsize=(8, 2.8), layout="constrained")
-for ax, h in zip(axes, (0, 3, 7)):
-    posenc_viz.plot_bias(bias, head=h, ax=ax, title=f"ALiBi head {h}", cbar=h == 7)
+for ax, h in zip(axes, (0, 1, 3)):
+    # one colour scale for every head, so that the slopes show
+    posenc_viz.plot_bias(
+        bias, head=h, ax=ax, vmin=-slopes[0] * 15, vmax=0.0, title=f"slope {slopes[h]:g}", cbar=h == 3
+    )
 
 # %%
 # T5 relative buckets
