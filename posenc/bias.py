@@ -496,13 +496,11 @@ def alibi_bias(
     idt = _default_int(ctx)
     if form == "paper":
         if q and k:
-            lo, hi = _rel_range(q, k, off)
-            _check_fits(lo, hi, idt, ctx, "relative positions")
-            # -|r| as integers, so the diagonal is +0.0, not -0.0
-            nd = _angles.cast(-xp_.abs(_arange(lo, hi + 1, ctx, idt)), ctx.work, xp_)
-            out = _toeplitz(m[:, None] * nd[None, :], q, k, ctx)
-        else:
-            out = _zeros((n, q, k), ctx, ctx.work)
+            _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
+        # -|r| as integers, so the diagonal is +0.0, not -0.0; one multiply
+        # per element (cheaper than gathering a Toeplitz vector)
+        nd = _angles.cast(-xp_.abs(_rel_matrix(q, k, off, ctx, idt)), ctx.work, xp_)
+        out = m[:, None, None] * nd[None, ...]
     else:
         start = 0 if form == "bloom" else -(k - 1)
         pos = _angles.cast(_arange(start, start + k, ctx, idt), ctx.work, xp_)
