@@ -519,11 +519,13 @@ def apply_rope(
     Notes
     -----
     On NumPy arrays and torch CPU tensors (float32 / float64, no autograd)
-    a fast path computes the same products with preallocated outputs: it
-    reads ``x`` and writes the result about once, where the textbook
-    ``x * cos + rotate_half(x) * sin`` makes five temporaries of the size of
-    ``x``.  Every other case (JAX, CuPy, Dask, array-api-strict, autograd)
-    uses the Array API formula above.
+    a fast path computes the same products into one preallocated output:
+    NumPy in cache-sized blocks, torch in three in-place passes, and both
+    with a single complex multiplication for the interleaved layout, where
+    the textbook ``x * cos + rotate_half(x) * sin`` makes five temporaries
+    the size of ``x``.  Every other case (JAX, CuPy, Dask, array-api-strict,
+    autograd) uses the Array API formula above; the fast paths are tested
+    equal to it.
 
     Examples
     --------
