@@ -151,6 +151,55 @@ def test_every_api_page_is_in_the_toctree():
     assert not missing, f"docs/api/index.rst does not list {missing}"
 
 
+def test_api_toctree_entries_exist():
+    index = (API / "index.rst").read_text(encoding="utf-8")
+    block = index.split(".. toctree::", 1)[1]
+    entries = [ln.strip() for ln in block.splitlines()[1:] if ln.strip() and not ln.strip().startswith(":")]
+    missing = [e for e in entries if not (API / f"{e}.rst").is_file()]
+    assert entries and not missing, f"docs/api/index.rst lists missing pages {missing}"
+
+
+def test_markdown_include_converts_the_benchmark_report():
+    pytest.importorskip("markdown_it")
+    pytest.importorskip("sphinx")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from posenc_docs import markdown_to_nodes
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    from docutils import nodes
+
+    md = """# Results
+
+Some *text* with `code` and a [link](https://example.org).
+
+- date: today
+- cores: 2
+
+## Section
+
+| case | ratio | note |
+|---|---|---|
+| (4096, 512) | 0.50x | cold \\| cache |
+| b | 1.00x |  |
+
+```text
+raw | output
+```
+"""
+    out = markdown_to_nodes(md)
+    kinds = [type(n).__name__ for n in out]
+    assert kinds == ["rubric", "paragraph", "bullet_list", "rubric", "table", "literal_block"]
+    table = out[4]
+    rows = list(table.findall(nodes.row))
+    assert len(rows) == 3
+    cells = [e.astext() for e in rows[1].findall(nodes.entry)]
+    assert cells == ["(4096, 512)", "0.50x", "cold | cache"]
+    assert out[5].astext() == "raw | output"
+    para = out[1]
+    assert [type(c).__name__ for c in para.children if not isinstance(c, nodes.Text)] == ["emphasis", "literal", "reference"]
+
+
 def test_every_public_function_has_an_example():
     without = []
     for name in public_names():

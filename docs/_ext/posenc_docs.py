@@ -358,6 +358,39 @@ class PosencMarkdown(SphinxDirective):
             return [nodes.literal_block(text, text, language="none")]
 
 
+def _data_docstring(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """Module constants re-exported by a package (``posenc_viz.FIGURES``) get
+    the ``#:`` comment of the submodule that defines them, not the docstring
+    of their type (``tuple``, ``dict``)."""
+    if what != "data":
+        return
+    import importlib
+    import inspect
+    import pkgutil
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    modname, _, attr = name.rpartition(".")
+    package = modname.split(".")[0]
+    if package not in ("posenc", "posenc_viz"):
+        return
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError:  # pragma: no cover
+        return
+    for info in pkgutil.iter_modules(pkg.__path__, package + "."):
+        try:
+            docs = ModuleAnalyzer.for_module(info.name).find_attr_docs()
+        except Exception:  # pragma: no cover - unreadable source
+            continue
+        if ("", attr) in docs:
+            lines[:] = [line for line in docs[("", attr)]]
+            return
+    type_doc = inspect.getdoc(type(obj)) or ""
+    if type_doc and "\n".join(lines).strip() == type_doc.strip():
+        lines[:] = []
+
+
 def _reset_namespace(app: Any, docname: str, source: list[str]) -> None:
     _NAMESPACES.pop(docname, None)
 
@@ -372,4 +405,5 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("posenc-markdown", PosencMarkdown)
     app.connect("source-read", _reset_namespace)
     app.connect("env-purge-doc", _forget)
+    app.connect("autodoc-process-docstring", _data_docstring)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
