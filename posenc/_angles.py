@@ -26,6 +26,15 @@ avoids that error in three ways:
 
 Frequencies are always host float64 NumPy arrays: they depend only on
 arguments such as ``dim``, ``base`` and a RoPE scaling.
+
+Finished tables of ranges (:func:`range_table`, behind ``sinusoidal(n, ...)``
+and ``add_sinusoidal``) are produced directly in their layout as
+``U[q] * X[r] + V[q] * Y[r]`` (see the comment above :func:`range_table`), by
+the portable Array API path, by a NumPy fast path that writes into one
+preallocated output in cache-sized steps (also used for torch CPU tensors,
+through their NumPy view, and for each chunk of a Dask table), and are
+cached per namespace, device and dtype (:mod:`posenc._cache`).  All paths
+perform the same floating-point operations, so they agree bit for bit.
 """
 
 from __future__ import annotations
