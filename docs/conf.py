@@ -140,6 +140,9 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": [], "getting_started": [], "performance": []}
+# single pages: no section navigation, more room for code and tables
+html_sidebars = {
+    page: [] for page in ("index", "getting_started", "conventions", "backends", "cli", "performance")
+}
 html_show_sourcelink = False
 html_copy_source = False
