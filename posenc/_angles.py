@@ -124,10 +124,12 @@ def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np
     if got is not None:
         return got
     w = np.frombuffer(freqs_key, dtype=np.float64)[None, :]
-    # start + q*block are exact integers in float64 (|p| < 2**53)
-    coarse = reduced_angle((start + np.arange(nq, dtype=np.float64) * block)[:, None], w, np)
-    fine = reduced_angle(np.arange(block, dtype=np.float64)[:, None], w, np)
-    got = _readonly(np.sin(coarse), np.cos(coarse), np.sin(fine), np.cos(fine))
+    # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
+    # and fine positions r, reduced in one pass
+    p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
+    a = reduced_angle(p[:, None], w, np)
+    s, c = np.sin(a), np.cos(a)
+    got = _readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
@@ -192,9 +194,10 @@ def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[A
 # the NumPy / torch-CPU fast path and the Dask blocks -- evaluates exactly these
 # operations in the same order, so they agree bit for bit.
 
-#: bytes of one step of the fast path's row loop (the output rows of a step
-#: and their temporary stay in the L2 cache)
-FAST_STEP_BYTES = 64 * 2**10
+#: bytes of one step of the fast path's row loop: the output rows of a step
+#: and their temporary (twice this) stay in a core's L2 cache (measured on a
+#: 1 MiB L2: 256 KiB steps beat 16, 64 and 512 KiB ones)
+FAST_STEP_BYTES = 256 * 2**10
 
 
 def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
