@@ -153,7 +153,7 @@ def header(argv: list[str]) -> dict[str, Any]:
     info: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python -m benchmarks " + " ".join(argv),
-        "machine": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "machine": f"{platform.system()} {platform.machine()}",
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "memory_gib": _mem_total_gib(),
@@ -193,7 +193,7 @@ COLUMNS = (
     ("speedup", "speed-up", "x"),
     ("error", "max abs err", "err"),
     ("target", "target", ""),
-    ("status", "", ""),
+    ("status", "status", ""),
     ("note", "note", ""),
 )
 
