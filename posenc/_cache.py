@@ -21,7 +21,6 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -75,12 +74,9 @@ class LRU:
             _, (_, nb) = self._data.popitem(last=False)
             self._bytes -= nb
 
-    def get_or_compute(self, key: Any, compute: Callable[[], Any], nbytes: Callable[[Any], int]) -> Any:
-        value = self.get(key)
-        if value is None:
-            value = compute()
-            self.put(key, value, nbytes(value))
-        return value
+    def fits(self, nbytes: int) -> bool:
+        """Whether an entry of ``nbytes`` would be stored."""
+        return 0 < int(nbytes) <= self.max_bytes * self.max_entry_fraction
 
     def clear(self) -> None:
         with self._lock:
@@ -168,7 +164,10 @@ def share(value: Any, kind: str, xp: Any) -> Any:
         if value.device.type == "cpu":
             lazy = getattr(sys.modules["torch"], "_lazy_clone", None)
             if lazy is not None:
-                return lazy(value)  # copy-on-write: the first write copies
+                try:
+                    return lazy(value)  # copy-on-write: the first write copies
+                except RuntimeError:  # storage torch cannot share (not torch-allocated)
+                    pass
         return value.clone()
     return xp.asarray(value, copy=True)
 

@@ -186,6 +186,20 @@ def test_lru_budget_and_eviction():
     assert len(lru) == 0 and lru.nbytes == 0
 
 
+def test_torch_tables_too_large_for_the_cache():
+    torch = pytest.importorskip("torch")
+    old = _cache.TABLES.max_bytes
+    try:
+        _cache.set_max_bytes(4 * 50 * 8 * 4 - 4)  # a 50 x 8 float32 table is just too large
+        a = posenc.sinusoidal(50, 8, xp=torch, dtype=torch.float32)
+        b = posenc.sinusoidal(50, 8, xp=torch, dtype=torch.float32)
+        assert len(_cache.TABLES) == 0 and a.data_ptr() != b.data_ptr()
+        a.add_(1.0)
+        torch.testing.assert_close(b, torch.from_numpy(ref_table(np.arange(50), 8).astype(np.float32)), rtol=0, atol=2.5e-7)
+    finally:
+        _cache.set_max_bytes(old)
+
+
 def test_large_tables_are_not_kept():
     old = _cache.TABLES.max_bytes
     try:
@@ -241,14 +255,15 @@ def test_fast_path_equals_portable_path(monkeypatch, layout, start, n, dim, step
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "concat"])
-def test_torch_fast_path_equals_portable_path(layout):
+@pytest.mark.parametrize("cache", [True, False])  # torch-allocated (cached) / NumPy-allocated tables
+def test_torch_fast_path_equals_portable_path(layout, cache):
     torch = pytest.importorskip("torch")
     for dt in (torch.float32, torch.float64):
         ctx = _compat.resolve(xp=torch, dtype=dt)
         w = posenc.frequencies(37)
-        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False)
+        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=cache)
         slow = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False, fast=False)
-        assert fast.dtype == slow.dtype == dt
+        assert fast.dtype == slow.dtype == dt and fast.device.type == "cpu"
         torch.testing.assert_close(fast, slow, rtol=0, atol=0)
         ref = _angles.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
         np.testing.assert_array_equal(fast.numpy(), ref)
