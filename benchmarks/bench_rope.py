@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 import posenc
 
 from . import seeds
-from .harness import Config, Row, interleaved, median_ms, paired_ratio, verdict
+from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
 
 SHAPE = (1, 32, 4096, 128)
 QUICK_SHAPE = (1, 2, 64, 32)
@@ -46,33 +48,50 @@ def run(cfg: Config) -> list[Row]:
         backends.append(("torch-cpu", x_t, cos_t, sin_t, torch.clone, seeds.hf_apply_rotary_torch, lambda a: a.numpy()))
     except ImportError:  # pragma: no cover
         rows.append(Row("rope", case, "torch-cpu", "-", status="SKIP", note="torch not installed"))
+    runs = []
     for backend, x, cos, sin, copy, hf, to_np in backends:
-        contestants = {
-            "copy": lambda x=x, copy=copy: copy(x),
-            "posenc.apply_rope": lambda x=x, c=cos, s=sin: posenc.apply_rope(x, c, s),
-            "posenc.rope": lambda x=x: posenc.rope(x, seq),
-            "HF rotate_half": lambda x=x, c=cos, s=sin, hf=hf: hf(x, c, s),
-        }
-        errors = {name: float(np.abs(to_np(f()) - truth).max()) for name, f in contestants.items() if name != "copy"}
-        times = interleaved(contestants, cfg.rounds)
-        for name, ts in times.items():
-            row = Row("rope", case, backend, name, ms=median_ms(ts), error=errors.get(name))
-            if name != "copy":
-                row.reference = "copy"
-                row.ratio = paired_ratio(ts, times["copy"])
-            if name == "posenc.apply_rope":
-                row.target = f"<= {TARGET}x copy"
-                row.status = verdict(row.ratio <= TARGET)
-            rows.append(row)
-        rows.append(
-            Row(
-                "rope",
-                case,
-                backend,
-                "apply_rope vs HF",
-                reference="HF rotate_half",
-                ratio=paired_ratio(times["posenc.apply_rope"], times["HF rotate_half"]),
-                status="INFO",
-            )
+        if backend == "numpy":
+            runs.append((backend, None, x, cos, sin, copy, hf, to_np))
+        else:
+            for label, threads in torch_thread_settings(torch):
+                runs.append((label, threads, x, cos, sin, copy, hf, to_np))
+    for backend, threads, x, cos, sin, copy, hf, to_np in runs:
+        with contextlib.ExitStack() as stack:
+            if threads is not None:
+                stack.enter_context(torch_threads(torch, threads))
+            rows += _run_one(case, backend, seq, x, cos, sin, copy, hf, to_np, truth, cfg)
+    return rows
+
+
+def _run_one(case, backend, seq, x, cos, sin, copy, hf, to_np, truth, cfg) -> list[Row]:
+    """The four contestants of one backend, interleaved."""
+    rows: list[Row] = []
+    contestants = {
+        "copy": lambda x=x, copy=copy: copy(x),
+        "posenc.apply_rope": lambda x=x, c=cos, s=sin: posenc.apply_rope(x, c, s),
+        "posenc.rope": lambda x=x: posenc.rope(x, seq),
+        "HF rotate_half": lambda x=x, c=cos, s=sin, hf=hf: hf(x, c, s),
+    }
+    errors = {name: float(np.abs(to_np(f()) - truth).max()) for name, f in contestants.items() if name != "copy"}
+    times = interleaved(contestants, cfg.rounds)
+    for name, ts in times.items():
+        row = Row("rope", case, backend, name, ms=median_ms(ts), error=errors.get(name))
+        if name != "copy":
+            row.reference = "copy"
+            row.ratio = paired_ratio(ts, times["copy"])
+        if name == "posenc.apply_rope":
+            row.target = f"<= {TARGET}x copy"
+            row.status = verdict(row.ratio <= TARGET)
+        rows.append(row)
+    rows.append(
+        Row(
+            "rope",
+            case,
+            backend,
+            "apply_rope vs HF",
+            reference="HF rotate_half",
+            ratio=paired_ratio(times["posenc.apply_rope"], times["HF rotate_half"]),
+            status="INFO",
         )
+    )
     return rows

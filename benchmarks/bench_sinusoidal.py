@@ -8,7 +8,7 @@ import posenc
 from posenc import _cache
 
 from . import seeds
-from .harness import Config, Row, interleaved, median_ms, paired_ratio, verdict
+from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
 
 SIZES = ((4096, 512), (65536, 128), (2**20, 64))
 QUICK_SIZES = ((1000, 32),)
@@ -115,7 +115,9 @@ def run(cfg: Config) -> list[Row]:
         targets = [("posenc", "seed000 exp", 1.0), ("posenc", "seed002 pow", 1.0)]
         if have_pe:
             targets.append(("posenc", "positional-encodings", None))
-        rows += _rows("sinusoidal", case, "torch-cpu", contestants, "seed000 exp", rounds, errors, targets)
+        for backend, threads in torch_thread_settings(torch):
+            with torch_threads(torch, threads):
+                rows += _rows("sinusoidal", case, backend, contestants, "seed000 exp", rounds, errors, targets)
         if not have_pe:
             rows.append(Row("sinusoidal", case, "torch-cpu", "positional-encodings", status="SKIP", note="not installed"))
     return rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gc
 import os
@@ -86,6 +87,29 @@ def interleaved(
             del out
             times[name].append(t1 - t0)
     return times
+
+
+def torch_thread_settings(torch: Any) -> list[tuple[str, int]]:
+    """``(backend label, threads)``: torch's default intra-op threads and, when
+    that is more than one, a single thread as well.  On a machine whose cores
+    are shared, multi-threaded torch kernels wait for descheduled threads
+    (milliseconds per call); the single-thread rows show the comparison
+    without that penalty."""
+    n = torch.get_num_threads()
+    out = [("torch-cpu", n)]
+    if n > 1:
+        out.append(("torch-cpu 1 thread", 1))
+    return out
+
+
+@contextlib.contextmanager
+def torch_threads(torch: Any, n: int):
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def median_ms(ts: list[float]) -> float:
