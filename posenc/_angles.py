@@ -162,8 +162,17 @@ def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[A
     if n == 0 or m == 0:
         z = xp.zeros((n, m), dtype=ctx.work, device=ctx.device) if ctx.device is not None else xp.zeros((n, m), dtype=ctx.work)
         return z, z
-    if _is_dask(xp):
+    backend = _backend(xp)
+    if backend == "dask":
         return _dask_sincos_range(int(start), n, freqs, ctx)
+    if backend == "torch" and _torch_on_cpu(ctx):
+        # torch CPU: the same operations in NumPy (single-threaded: torch's
+        # intra-op threads cost more than they save on tables this small)
+        import torch
+
+        dtype = np.dtype(str(ctx.work).removeprefix("torch."))
+        s, c = _numpy_sincos(int(start), n, _key(freqs), 0, n, dtype)
+        return torch.from_numpy(s), torch.from_numpy(c)
     sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(int(start), nq, block, _key(freqs)))
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
@@ -390,6 +399,14 @@ def _numpy_table(
     return out
 
 
+def _torch_on_cpu(ctx: Context) -> bool:
+    if ctx.device is not None:
+        return getattr(ctx.device, "type", None) == "cpu"
+    import torch
+
+    return torch.get_default_device().type == "cpu"
+
+
 def _torch_cpu_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context, *, cached: bool) -> Any:
     """torch CPU fast path: the NumPy fast path writing into the tensor's memory.
 
@@ -458,9 +475,9 @@ def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Con
     return da.map_blocks(chunk, chunks=(sizes, (dim,)), dtype=dtype, meta=meta, name=name)
 
 
-def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> np.ndarray:
-    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)`` as one (rows, m, 2)
-    NumPy array, with the operations of the portable path."""
+def _numpy_sincos(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)`` in NumPy, with the
+    operations of the portable path (so bit-identical to it)."""
     block, nq = _range_split(n)
     sq, cq, sr, cr = (a.astype(dtype) for a in _range_tables(start, nq, block, fkey))
     qa, qb = lo // block, (lo + rows - 1) // block + 1
@@ -468,7 +485,14 @@ def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtyp
     s = (sq * cr[None] + cq * sr[None]).reshape(-1, sr.shape[1])
     c = (cq * cr[None] - sq * sr[None]).reshape(-1, sr.shape[1])
     a = lo - qa * block
-    return np.stack([s[a : a + rows], c[a : a + rows]], axis=-1)
+    if a == 0 and rows == s.shape[0]:
+        return s, c
+    return s[a : a + rows], c[a : a + rows]
+
+
+def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> np.ndarray:
+    """:func:`_numpy_sincos` stacked as one (rows, m, 2) array (a Dask chunk)."""
+    return np.stack(_numpy_sincos(start, n, fkey, lo, rows, dtype), axis=-1)
 
 
 def _dask_sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:

@@ -338,3 +338,22 @@ def test_dask_float16_and_add_sinusoidal():
     x = da.zeros((3, 50, 8), chunks=(1, 25, 8), dtype=np.float32)
     y = posenc.add_sinusoidal(x, offset=2)
     np.testing.assert_allclose(y.compute()[1], ref_table(np.arange(2, 52), 8), atol=2.5e-7)
+
+
+def test_torch_cpu_sincos_range_equals_the_portable_formula():
+    torch = pytest.importorskip("torch")
+    w = posenc.frequencies(48)
+    for start, n in ((0, 4096), (7, 1000), (10**6, 333)):
+        block, nq = _angles._range_split(n)
+        tabs = _angles._range_tables(start, nq, block, _angles._key(w))
+        for dt in (torch.float32, torch.float64):
+            s, c = _angles.sincos_range(start, n, w, _compat.resolve(xp=torch, dtype=dt))
+            sq, cq, sr, cr = (torch.as_tensor(np.array(t), dtype=dt) for t in tabs)
+            s0 = (sq[:, None, :] * cr[None] + cq[:, None, :] * sr[None]).reshape(-1, w.shape[0])[:n]
+            c0 = (cq[:, None, :] * cr[None] - sq[:, None, :] * sr[None]).reshape(-1, w.shape[0])[:n]
+            assert s.dtype == dt and s.shape == (n, w.shape[0])
+            torch.testing.assert_close(s, s0, rtol=0, atol=0)
+            torch.testing.assert_close(c, c0, rtol=0, atol=0)
+    with torch.device("meta"):  # not on the CPU: the portable path, on that device
+        s, _ = _angles.sincos_range(0, 10, w, _compat.resolve(xp=torch))
+    assert s.device.type == "meta"
