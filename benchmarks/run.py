@@ -31,7 +31,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--md", type=Path, default=None, help="Markdown table (default benchmarks/RESULTS.md)")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--render", type=Path, default=None, metavar="JSON", help="rewrite the Markdown from a results file and exit")
     return p
+
+
+def _render(json_path: Path, md_path: Path) -> None:
+    payload = json.loads(json_path.read_text())
+    sections = {k: [Row(**r) for r in rows] for k, rows in payload["sections"].items()}
+    md_path.write_text(_markdown(payload["header"], sections, payload["counts"]))
 
 
 def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]) -> str:
@@ -43,7 +50,14 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
         "Ratios are measured side by side in one process: each round runs every",
         "contestant of a case once, in a rotating order, and a ratio is the median",
         "over rounds of the per-round ratio.  posenc tables are timed cold: its",
-        "caches are emptied (untimed) before every call.",
+        "caches are emptied (untimed) before every call.  Errors are max absolute",
+        "differences from the float64 truth.",
+        "",
+        "torch rows are measured with torch's default intra-op threads and with one",
+        "thread.  On a machine whose cores are busy with other work, multi-threaded",
+        "kernels wait for descheduled threads and idle OpenMP threads keep spinning",
+        "after each parallel region, which slows whatever runs next (the contestants",
+        "are interleaved); the one-thread rows are the cleaner comparison there.",
         "",
         f"- date: {info['date']}",
         f"- command: `{info['command'].strip()}`",
@@ -63,6 +77,9 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    if args.render is not None:
+        _render(args.render, args.md or HERE / "RESULTS.md")
+        return 0
     names = tuple(args.only or SECTIONS)
     rounds = args.rounds or (3 if args.quick else 15)
     cfg = Config(quick=args.quick, rounds=rounds, sections=names)

@@ -42,6 +42,10 @@ def test_quick_run_writes_results(tmp_path, capsys):
     assert all(r["status"] == "PASS" for r in scale), scale
     md = out_md.read_text()
     assert md.startswith("# Benchmark results") and "| case |" in md
+    # the Markdown can be re-rendered from the JSON alone
+    again = tmp_path / "again.md"
+    assert main(["--render", str(out_json), "--md", str(again)]) == 0
+    assert again.read_text() == md
     # --quick never overwrites the committed results
     after = (ROOT / "benchmarks" / "RESULTS.md").read_bytes() if committed is not None else None
     assert after == committed
