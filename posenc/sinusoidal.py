@@ -127,7 +127,7 @@ def frequencies(
     >>> posenc.frequencies(8)
     array([1.   , 0.1  , 0.01 , 0.001])
     >>> posenc.frequencies(8, convention="fairseq")
-    array([1.        , 0.04641589, 0.00215443, 0.0001    ])
+    array([1.00000000e+00, 4.64158883e-02, 2.15443469e-03, 1.00000000e-04])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
@@ -735,7 +735,7 @@ def similarity(a: Any, b: Any = None) -> Any:
     >>> import posenc
     >>> pe = posenc.sinusoidal(4, 8)
     >>> posenc.similarity(pe).round(3)[0]
-    array([4.   , 3.501, 2.568, 1.993])
+    array([4.   , 3.535, 2.564, 1.965])
     """
     if not _compat.is_array(a):
         msg = f"`a` must be an array of shape (..., n, dim), got {type(a).__name__}"
@@ -799,7 +799,7 @@ def similarity_by_offset(
     --------
     >>> import numpy as np, posenc
     >>> posenc.similarity_by_offset(np.array([-3, 0, 3]), 8).round(3)
-    array([1.993, 4.   , 1.993])
+    array([1.965, 4.   , 1.965])
     """
     ctx = _compat.resolve({"offsets": offsets}, xp=xp, device=device, dtype=dtype)
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
