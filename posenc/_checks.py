@@ -15,6 +15,7 @@ from . import _compat
 
 __all__ = [
     "MAX_ELEMENTS",
+    "show",
     "check_int",
     "check_dim",
     "check_float",
@@ -30,40 +31,85 @@ __all__ = [
 #: before anything is allocated (a table of 2**40 float32 values is 4 TiB).
 MAX_ELEMENTS = 2**40
 
+_SHOW_LIMIT = 80
 
-def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
-    """Return ``value`` as a Python int, or raise naming ``name``."""
+
+def show(value: Any) -> str:
+    """A short description of ``value`` for an error message.
+
+    Arrays are described by shape and dtype (their repr can run to thousands
+    of lines); other reprs are cut to about 80 characters.
+    """
+    if _compat.is_array(value) and hasattr(value, "shape") and not isinstance(value, type):
+        try:
+            shape = tuple(value.shape)
+        except Exception:  # pragma: no cover - exotic lazy shapes
+            shape = "?"
+        if shape == ():
+            try:
+                return f"a 0-d array {_cut(repr(value))}"
+            except Exception:  # pragma: no cover - traced values
+                pass
+        return f"an array of shape {shape} and dtype {value.dtype}"
+    try:
+        text = repr(value)
+    except Exception:  # pragma: no cover - a broken __repr__
+        text = f"<{type(value).__name__} object>"
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as a Python int, or raise naming ``name``.
+
+    Python and NumPy integers and 0-d integer arrays are accepted; bools,
+    floats (even integral ones) and strings are a :class:`TypeError`.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         # 0-d integer arrays are accepted through __index__
         if isinstance(value, bool) or not hasattr(value, "__index__") or _compat.is_array(value) and getattr(value, "ndim", 1) != 0:
-            msg = f"`{name}` must be an integer, got {value!r}"
+            msg = f"`{name}` must be an integer, got {show(value)}"
             raise TypeError(msg)
         try:
             value = operator.index(value)
         except TypeError:
-            msg = f"`{name}` must be an integer, got {value!r}"
+            msg = f"`{name}` must be an integer, got {show(value)}"
             raise TypeError(msg) from None
     value = int(value)
     if minimum is not None and value < minimum:
         msg = f"`{name}` must be an integer >= {minimum}, got {value!r}"
         raise ValueError(msg)
+    if maximum is not None and value > maximum:
+        msg = f"`{name}` must be an integer <= {maximum}, got {value!r}"
+        raise ValueError(msg)
     return value
 
 
 def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int = 1) -> int:
-    """A feature dimension: a positive integer (even when ``even``)."""
+    """A feature dimension: a positive integer (even when ``even``), at most
+    :data:`MAX_ELEMENTS` (every output holds at least ``dim`` values, and the
+    host tables of a larger ``dim`` could not be allocated)."""
     kind = "positive even integer" if even else "positive integer"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if not (hasattr(value, "__index__") and not isinstance(value, bool)):
-            msg = f"`{name}` must be a {kind}, got {value!r}"
+        if not (hasattr(value, "__index__") and not isinstance(value, bool)) or (
+            _compat.is_array(value) and getattr(value, "ndim", 1) != 0
+        ):
+            msg = f"`{name}` must be a {kind}, got {show(value)}"
             raise TypeError(msg)
     try:
         value = int(operator.index(value))
     except TypeError:
-        msg = f"`{name}` must be a {kind}, got {value!r}"
+        msg = f"`{name}` must be a {kind}, got {show(value)}"
         raise TypeError(msg) from None
     if value < minimum or (even and value % 2):
         msg = f"`{name}` must be a {kind}, got {value!r}"
+        raise ValueError(msg)
+    if value > MAX_ELEMENTS:
+        msg = f"`{name}` must be at most posenc's limit of 2**40 elements, got {value!r}"
         raise ValueError(msg)
     return value
 
@@ -78,7 +124,7 @@ def check_float(
 ) -> float:
     """Return ``value`` as a Python float (ints accepted, bools and arrays refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        msg = f"`{name}` must be a real number, got {value!r}"
+        msg = f"`{name}` must be a real number, got {show(value)}"
         raise TypeError(msg)
     value = float(value)
     if finite and not math.isfinite(value):
@@ -97,7 +143,7 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
         listed = ", ".join(repr(c) for c in choices)
-        msg = f"`{name}` must be one of {listed}, got {value!r}"
+        msg = f"`{name}` must be one of {listed}, got {show(value)}"
         if isinstance(value, str):
             raise ValueError(msg)
         raise TypeError(msg)
@@ -142,7 +188,7 @@ def _as_array(x: Any, name: str, ctx: _compat.Context) -> Any:
                 return ctx.xp.asarray(x)
             return ctx.xp.asarray(x, device=ctx.device)
         except Exception as exc:
-            msg = f"`{name}` must be an array or a (nested) list of numbers, got {x!r}"
+            msg = f"`{name}` must be an array or a (nested) list of numbers, got {show(x)}"
             raise TypeError(msg) from exc
     msg = f"`{name}` must be an array, got {type(x).__name__}"
     raise TypeError(msg)
@@ -158,23 +204,40 @@ def check_all_finite(x: Any, name: str, ctx: _compat.Context) -> None:
     xp = ctx.xp
     if not _compat.is_real_float_dtype(xp, x.dtype) or not _compat.is_concrete(x):
         return
+    # the scan allocates a boolean array of x's size: refuse what no output may hold
+    check_size(tuple(x.shape), f"`{name}` array")
     if x.ndim == 0 or math.prod(x.shape) > 0:
         if not bool(xp.all(xp.isfinite(x))):
             msg = f"`{name}` must be finite: it contains NaN or infinite values"
             raise ValueError(msg)
 
 
-def check_positions(positions: Any, name: str, ctx: _compat.Context) -> Any:
+def check_positions(
+    positions: Any,
+    name: str,
+    ctx: _compat.Context,
+    *,
+    out_tail: tuple[int, ...] | None = None,
+    what: str = "table",
+) -> Any:
     """``positions``: a non-negative int n (meaning 0..n-1) or a real array.
 
     Returns the Python int or the (validated) array.  Boolean and complex
     arrays are refused; lists are converted in ``ctx``'s namespace.
+
+    With ``out_tail``, the output of shape ``positions.shape + out_tail`` is
+    checked against :data:`MAX_ELEMENTS` (as :func:`check_size` with
+    ``what``) *before* the values are scanned for NaN: a huge (for example
+    zero-stride broadcast) array is refused without reading it.
     """
     if isinstance(positions, bool):
-        msg = f"`{name}` must be an int or an array of positions, got {positions!r}"
+        msg = f"`{name}` must be an int or an array of positions, got {show(positions)}"
         raise TypeError(msg)
     if isinstance(positions, numbers.Integral) and not _compat.is_array(positions):
-        return check_int(positions, name, minimum=0)
+        n = check_int(positions, name, minimum=0)
+        if out_tail is not None:
+            check_size((n, *out_tail), what)
+        return n
     if isinstance(positions, float):
         msg = (
             f"`{name}` must be an int n (meaning 0..n-1) or an array of positions, "
@@ -186,5 +249,7 @@ def check_positions(positions: Any, name: str, ctx: _compat.Context) -> Any:
     if not (_compat.is_real_float_dtype(xp, x.dtype) or _compat.is_integer_dtype(xp, x.dtype)):
         msg = f"`{name}` must be an array of integer or real floating dtype, got dtype {x.dtype}"
         raise TypeError(msg)
+    if out_tail is not None:
+        check_size((*tuple(x.shape), *out_tail), what)
     check_all_finite(x, name, ctx)
     return x

@@ -21,6 +21,7 @@ Rules (see the design notes, section 3):
 from __future__ import annotations
 
 import functools
+import numbers
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,12 @@ __all__ = [
 
 
 def is_array(x: Any) -> bool:
-    """True for an array of any supported backend (NumPy scalars included)."""
-    return _aac.is_array_api_obj(x)
+    """True for an array of any supported backend (NumPy scalars included).
+
+    Classes are not arrays, even those whose instances are (``numpy.float32``
+    has an ``__array_namespace__`` attribute).
+    """
+    return not isinstance(x, type) and _aac.is_array_api_obj(x)
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,7 +75,7 @@ def _normalize_cached(xp: Any) -> Any:
         return ns
     if hasattr(xp, "__array_api_version__") and hasattr(xp, "asarray"):
         return xp
-    msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+    msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
     raise TypeError(msg)
 
 
@@ -81,13 +86,13 @@ def normalize_namespace(xp: Any) -> Any:
     to their :mod:`array_api_compat` wrappers (or themselves where they comply).
     """
     if not hasattr(xp, "__name__") or isinstance(xp, str):
-        msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+        msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
         raise TypeError(msg)
     try:
         return _normalize_cached(xp)
     except TypeError as exc:  # unhashable objects
         if "unhashable" in str(exc):
-            msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {xp!r}"
+            msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
             raise TypeError(msg) from None
         raise
 
@@ -125,15 +130,57 @@ def _same_device(xp: Any, a: Any, b: Any) -> bool:
 def _normalize_device(xp: Any, device: Any) -> Any:
     if device is None:
         return None
-    if _aac.is_torch_namespace(xp) and isinstance(device, str):
+    if _aac.is_torch_namespace(xp) and not isinstance(device, bool):
         import torch
 
+        if isinstance(device, torch.device):
+            return device
+        if not isinstance(device, (str, numbers.Integral)):
+            msg = f"`device` must be a torch device, got {_short(device)}"
+            raise TypeError(msg)
         try:
-            return torch.device(device)
-        except RuntimeError:
-            msg = f"`device` must be a torch device, got {device!r}"
+            return torch.device(device if isinstance(device, str) else int(device))
+        except (RuntimeError, ValueError, TypeError):
+            msg = f"`device` must be a torch device, got {_short(device)}"
             raise ValueError(msg) from None
     return device
+
+
+#: (namespace, device type, device repr) -> whether arrays can be made there
+_DEVICE_OK: dict[tuple[str, str, str], bool] = {}
+
+
+def _check_device(xp: Any, device: Any) -> None:
+    """Refuse a ``device=`` that the namespace cannot create arrays on.
+
+    Tried once per device with an empty array (cached): an unknown device
+    (``device=0`` for NumPy, ``"cuda"`` without a GPU) is a :class:`ValueError`
+    naming ``device`` instead of a backend error from deep inside a call.
+    """
+    if isinstance(device, bool) or isinstance(device, (float, complex, bytes)):
+        msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
+        raise TypeError(msg)
+    try:
+        key = (namespace_name(xp), type(device).__name__, repr(device))
+    except Exception:  # pragma: no cover - a device without repr
+        key = None
+    ok = _DEVICE_OK.get(key) if key is not None else None
+    if ok is None:
+        try:
+            xp.empty((0,), device=device)
+            ok = True
+        except Exception:
+            ok = False
+        if key is not None and len(_DEVICE_OK) < 1024:
+            _DEVICE_OK[key] = ok
+    if not ok:
+        msg = f"`device` must be a device of {namespace_name(xp)} that is available here, got {_short(device)}"
+        raise ValueError(msg)
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _real_float_dtypes(xp: Any, device: Any) -> dict[str, Any]:
@@ -177,6 +224,10 @@ def is_integer_dtype(xp: Any, dtype: Any) -> bool:
 
 
 def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
+    if is_array(dtype) or isinstance(dtype, (bool, int, float, complex, bytes)) or dtype is np:
+        # a value, not a dtype (``np.float64(2.0)`` would pass for float64)
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
+        raise TypeError(msg)
     if isinstance(dtype, str):
         obj = getattr(xp, dtype, None)
         if obj is None and _aac.is_jax_namespace(xp):
@@ -188,11 +239,11 @@ def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
     if _aac.is_numpy_namespace(xp) or _aac.is_dask_namespace(xp):
         try:
             dtype = np.dtype(dtype)
-        except TypeError:
-            msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
+        except (TypeError, ValueError):
+            msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
             raise TypeError(msg) from None
     if not is_real_float_dtype(xp, dtype):
-        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
         raise TypeError(msg)
     return dtype
 
@@ -286,6 +337,8 @@ def resolve(
             msg = f"`{k}` is on device {d!r} but `{arr_device_name}` is on {arr_device!r}"
             raise ValueError(msg)
     device = _normalize_device(xp, device)
+    if device is not None and arr_device_name is None:
+        _check_device(xp, device)
     if device is not None and arr_device_name is not None and not _same_device(xp, device, arr_device):
         msg = (
             f"`device` is {device!r} but `{arr_device_name}` is on {arr_device!r}; "
@@ -311,8 +364,16 @@ def resolve(
 
 def _is(xp: Any, dtype: Any, name: str) -> bool:
     try:
-        return dtype == getattr(xp, name)
+        if dtype == getattr(xp, name):
+            return True
     except Exception:  # pragma: no cover
+        return False
+    if _aac.is_torch_namespace(xp):
+        return False
+    # NumPy-like namespaces: ``np.float64`` and ``jnp.float64`` name one dtype
+    try:
+        return np.dtype(dtype) == np.dtype(name)
+    except Exception:
         return False
 
 
