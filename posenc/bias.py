@@ -51,14 +51,27 @@ KERPLE_KINDS = ("log", "power")
 #: above this ``max_distance``-sized bound T5 buckets count thresholds instead
 #: of looking them up in a table of ``2 * top + 1`` entries
 _TABLE_LIMIT = 2**16
+#: head counts up to this get correctly rounded slopes from Python's ``**``
+_SLOPES_EXACT = 2**16
 
 
 # --------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------
+def _bounded(value: Any, name: str, minimum: int) -> int:
+    """An integer in ``[minimum, MAX_ELEMENTS]``: a length or a head count
+    (every output has an axis of that length, so an empty output of a larger
+    one is refused too, not only a large one)."""
+    n = _checks.check_int(value, name, minimum=minimum)
+    if n > _checks.MAX_ELEMENTS:
+        msg = f"`{name}` must be at most posenc's limit of 2**40, got {n!r}"
+        raise ValueError(msg)
+    return n
+
+
 def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
-    q = _checks.check_int(query_len, "query_len", minimum=0)
-    k = q if key_len is None else _checks.check_int(key_len, "key_len", minimum=0)
+    q = _bounded(query_len, "query_len", 0)
+    k = q if key_len is None else _bounded(key_len, "key_len", 0)
     return q, k
 
 
@@ -70,7 +83,7 @@ def _offset(offset: Any, q: int, k: int) -> int:
 
 def _check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        msg = f"`{name}` must be a bool, got {value!r}"
+        msg = f"`{name}` must be a bool, got {_checks.show(value)}"
         raise TypeError(msg)
     return bool(value)
 
@@ -89,19 +102,19 @@ def _int_dtype(dtype: Any, ctx: Context, kind: str = "integral") -> Any:
     if dtype is None:
         return _default_int(ctx, kind)
     given = dtype
+    msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {_checks.show(given)}"
+    if _compat.is_array(dtype):  # an array is not a dtype (np.dtype(<tensor>) raises ValueError)
+        raise TypeError(msg)
     if isinstance(dtype, str):
         dtype = getattr(xp, dtype, None)
         if dtype is None:
-            msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
             raise ValueError(msg)
     if _compat.namespace_name(xp) in _NUMPY_LIKE:
         try:
             dtype = np.dtype(dtype)
-        except TypeError:
-            msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
+        except (TypeError, ValueError):
             raise TypeError(msg) from None
     if not _compat.is_integer_dtype(xp, dtype):
-        msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {given!r}"
         raise TypeError(msg)
     return dtype
 
@@ -166,7 +179,7 @@ def _float_param(x: Any, name: str, ctx: Context) -> Any:
         try:
             host = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
-            msg = f"`{name}` must be an array or a list of numbers, got {x!r}"
+            msg = f"`{name}` must be an array or a list of numbers, got {_checks.show(x)}"
             raise TypeError(msg) from None
         return _compat.from_host(host, ctx, ctx.work)
     if not _compat.is_real_float_dtype(xp, x.dtype):
@@ -210,6 +223,8 @@ def _check_positive(x: Any, name: str, ctx: Context, *, upper: float | None = No
 
 
 def _compat_repr(x: Any) -> str:
+    if math.prod(x.shape) > 16:
+        return _checks.show(x)
     try:
         return repr(np.asarray(x).tolist())
     except Exception:  # pragma: no cover - devices that refuse a host copy
@@ -292,9 +307,10 @@ def relative_positions(
         max_distance = _checks.check_int(max_distance, "max_distance", minimum=0)
     out_t = _int_dtype(dtype, ctx)
     _checks.check_size((q, k), "matrix")
-    if q and k:
-        _check_fits(off, off + q - 1, out_t, ctx, "query positions")
-        _check_fits(*_rel_range(q, k, off), out_t, ctx, "relative positions")
+    if q == 0 or k == 0:
+        return _zeros((q, k), ctx, out_t)
+    _check_fits(off, off + q - 1, out_t, ctx, "query positions")
+    _check_fits(*_rel_range(q, k, off), out_t, ctx, "relative positions")
     rel = _rel_matrix(q, k, off, ctx, out_t)
     if max_distance is not None and q and k:
         lo, hi = _rel_range(q, k, off)
@@ -306,12 +322,24 @@ def relative_positions(
 # --------------------------------------------------------------------------
 # ALiBi (Press et al.)
 # --------------------------------------------------------------------------
-def _host_slopes(n: int, max_bias: float) -> list[float]:
-    """Press et al.'s ``get_slopes`` in float64, generalised to ``max_bias``."""
-    if n & (n - 1) == 0:  # a power of two: the geometric sequence 2^(-max_bias * h / n)
-        return [2.0 ** (-max_bias * (h + 1) / n) for h in range(n)]
-    closest = 1 << (n.bit_length() - 1)
-    return _host_slopes(closest, max_bias) + _host_slopes(2 * closest, max_bias)[0::2][: n - closest]
+def _host_slopes(n: int, max_bias: float) -> np.ndarray:
+    """Press et al.'s ``get_slopes`` in float64, generalised to ``max_bias``.
+
+    With ``c`` the largest power of two ``<= n``: the ``c`` slopes
+    ``2^(-max_bias * h / c)``, ``h = 1 .. c``, then the first ``n - c`` of
+    the odd-numbered slopes of ``2c`` heads, ``2^(-max_bias * h / (2c))``,
+    ``h = 1, 3, 5, ...``.  Up to ``_SLOPES_EXACT`` heads each slope is one
+    correctly rounded Python power; beyond, NumPy's vectorised power (within
+    an ulp) keeps the cost linear in C, not in Python.
+    """
+    c = 1 << (n.bit_length() - 1)
+    if n <= _SLOPES_EXACT:
+        slopes = [2.0 ** (-max_bias * h / c) for h in range(1, c + 1)]
+        slopes += [2.0 ** (-max_bias * h / (2 * c)) for h in range(1, 2 * (n - c), 2)]
+        return np.asarray(slopes, dtype=np.float64)
+    first = np.arange(1, c + 1, dtype=np.float64)
+    extra = np.arange(1, 2 * (n - c), 2, dtype=np.float64)
+    return np.power(2.0, np.concatenate([(-max_bias * first) / c, (-max_bias * extra) / (2 * c)]))
 
 
 def _check_max_bias(max_bias: Any) -> float:
@@ -367,9 +395,9 @@ def alibi_slopes(
     array([0.70711, 0.35355, 0.17678, 0.08839])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    n = _checks.check_int(num_heads, "num_heads", minimum=1)
+    n = _bounded(num_heads, "num_heads", 1)
     max_bias = _check_max_bias(max_bias)
-    host = np.asarray(_host_slopes(n, max_bias), dtype=np.float64)
+    host = _host_slopes(n, max_bias)
     return _angles.cast(_compat.from_host(host, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -474,7 +502,7 @@ def alibi_bias(
     """
     form = _checks.check_choice(form, "form", ALIBI_FORMS)
     causal = _check_bool(causal, "causal")
-    n = _checks.check_int(num_heads, "num_heads", minimum=1)
+    n = _bounded(num_heads, "num_heads", 1)
     q, k = _lengths(query_len, key_len)
     off = _offset(offset, q, k)
     if slopes is not None and max_bias is not None:
@@ -484,15 +512,18 @@ def alibi_bias(
         dtype = _float_dtype_of({"slopes": slopes}, xp, device)
     ctx = _compat.resolve({"slopes": slopes}, xp=xp, device=device, dtype=dtype)
     xp_ = ctx.xp
+    rows = q if (form == "paper" or causal) else 1
     if slopes is None:
-        host = np.asarray(_host_slopes(n, 8.0 if max_bias is None else _check_max_bias(max_bias)))
-        m = _compat.from_host(host, ctx, ctx.work)
+        max_bias = 8.0 if max_bias is None else _check_max_bias(max_bias)
+        _checks.check_size((n, rows, k), "bias")
+        m = _compat.from_host(_host_slopes(n, max_bias), ctx, ctx.work)
     else:
         m = _float_param(slopes, "slopes", ctx)
         _check_heads(m, "slopes", n)
+        _checks.check_size((n, rows, k), "bias")
         m = _angles.cast(m, ctx.work, xp_)
-    rows = q if (form == "paper" or causal) else 1
-    _checks.check_size((n, rows, k), "bias")
+    if rows == 0 or k == 0:
+        return _zeros((n, rows, k), ctx, ctx.dtype)
     idt = _default_int(ctx)
     if form == "paper":
         if q and k:
@@ -716,6 +747,7 @@ def t5_bucket(
     ctx = _compat.resolve({"relative_positions": relative_positions}, xp=xp, device=device, dtype=dtype, float_output=False)
     nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
     rel = _checks.check_int_array(relative_positions, "relative_positions", ctx)
+    _checks.check_size(tuple(rel.shape), "buckets")
     out_t = _int_dtype(dtype, ctx, "indexing")
     _check_bucket_dtype(out_t, nb, ctx)
     return _t5_core(rel, nb, md, bidirectional, ctx, out_t)
@@ -832,7 +864,10 @@ def relative_sinusoidal(
         Also encode the negative distances down to ``-(query_len - 1)``:
         rows for ``key_len - 1, ..., 0, ..., -(query_len - 1)``, the distances
         a query attending to later keys needs (XLNet's ``attn_type="bi"``
-        table without its first row, which its relative shift discards).
+        table, distances ``key_len`` down to ``-(query_len - 1)``, without
+        its first row, which its relative shift discards).  The row count
+        is ``key_len + query_len - 1`` for all lengths, as in XLNet, even
+        when one of them is 0 (no rows only when both are).
     dtype, device, xp
         Output floating dtype, device and namespace.
 
@@ -864,8 +899,11 @@ def relative_sinusoidal(
     bidirectional = _check_bool(bidirectional, "bidirectional")
     if clamp_len is not None:
         clamp_len = _checks.check_int(clamp_len, "clamp_len", minimum=0)
+    # distances k - 1 down to lo: XLNet's table (``arange(klen, end, -1)``,
+    # end = -qlen bidirectional, -1 otherwise) without its first row, for
+    # every q and k (its row count does not depend on whether pairs exist)
     hi, lo = k - 1, (-(q - 1) if bidirectional else 0)
-    rows = (k + q - 1 if q and k else 0) if bidirectional else k
+    rows = max(hi - lo + 1, 0)
     _checks.check_size((rows, dim), "table")
     xp_ = ctx.xp
     if rows == 0:
@@ -873,16 +911,21 @@ def relative_sinusoidal(
     w = np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim)
     c_hi, c_lo = hi, lo
     if clamp_len is not None:
-        c_hi, c_lo = min(hi, clamp_len), max(lo, -clamp_len)  # lo <= 0 <= hi
+        c_hi, c_lo = (min(max(d, -clamp_len), clamp_len) for d in (hi, lo))
     s, c = _angles.sincos_range(c_lo, c_hi - c_lo + 1, w, ctx)
     table = xp_.flip(xp_.concat([s, c], axis=-1), axis=0)  # distances c_hi .. c_lo
-    parts = []
-    if hi > c_hi:
-        parts.append(xp_.broadcast_to(table[:1, ...], (hi - c_hi, dim)))
-    parts.append(table)
-    if c_lo > lo:
-        parts.append(xp_.broadcast_to(table[-1:, ...], (c_lo - lo, dim)))
-    if len(parts) > 1:
+    if c_hi == c_lo:  # one distinct (clamped) distance: every row is that one
+        if rows > 1:  # concat: a new array, not a read-only broadcast view
+            table = xp_.concat([xp_.broadcast_to(table, (rows - 1, dim)), table], axis=0)
+    elif c_hi != hi or c_lo != lo:
+        # c_hi > c_lo: the range crosses (-clamp_len, clamp_len), so the
+        # distances above and below it are the clamped first and last rows
+        parts = []
+        if hi > c_hi:
+            parts.append(xp_.broadcast_to(table[:1, ...], (hi - c_hi, dim)))
+        parts.append(table)
+        if c_lo > lo:
+            parts.append(xp_.broadcast_to(table[-1:, ...], (c_lo - lo, dim)))
         table = xp_.concat(parts, axis=0)
     return _angles.cast(table, ctx.dtype, xp_)
 

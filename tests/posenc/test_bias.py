@@ -520,6 +520,41 @@ def test_relative_sinusoidal_matches_transformer_xl_and_xlnet():
     torch.testing.assert_close(posenc.relative_sinusoidal(3, k, dim=d, xp=torch, dtype=torch.float64), txl, atol=1e-14, rtol=0)
 
 
+@pytest.mark.parametrize(("q", "k"), [(2, 0), (3, 0), (0, 3), (1, 0), (0, 1), (4, 1)])
+@pytest.mark.parametrize("clamp", [None, 0, 1])
+def test_relative_sinusoidal_bidirectional_any_lengths(xp, q, k, clamp):
+    # XLNet's attn_type="bi" table holds the distances klen .. -(qlen - 1)
+    # (``arange(klen, -qlen, -1)``) whatever the lengths; posenc's is that
+    # table without its first row: k + q - 1 rows, k - 1 down to -(q - 1)
+    got = xp.call(posenc.relative_sinusoidal, q, k, dim=4, bidirectional=True, clamp_len=clamp, xp=xp.ns, device=xp.device)
+    dist = np.arange(k, -q, -1.0)[1:]
+    if clamp is not None:
+        dist = np.clip(dist, -clamp, clamp)
+    ang = dist[:, None] * 10000.0 ** (-np.arange(0.0, 4.0, 2.0) / 4)
+    exp = np.concatenate([np.sin(ang), np.cos(ang)], axis=-1).reshape(k + q - 1, 4)
+    xp.assert_close(got, exp, atol=xp.tol(), dtype=xp.default_float)
+
+
+def test_relative_sinusoidal_empty_lengths_match_xlnet():
+    torch = pytest.importorskip("torch")
+    xlnet = pytest.importorskip("transformers.models.xlnet.modeling_xlnet")
+    m = xlnet.XLNetModel
+    for q, k, attn in ((2, 0, "bi"), (0, 3, "bi"), (3, 0, "uni"), (0, 3, "uni")):
+        self = types.SimpleNamespace(d_model=8, attn_type=attn, bi_data=False, clamp_len=-1, positional_embedding=m.positional_embedding)
+        hf = m.relative_positional_encoding(self, q, k)[:, 0, :]
+        ours = posenc.relative_sinusoidal(q, k, dim=8, bidirectional=attn == "bi", xp=torch)
+        assert ours.shape == hf[1:].shape
+        torch.testing.assert_close(ours, hf[1:], atol=1e-6, rtol=0)
+    assert posenc.relative_sinusoidal(0, 0, dim=4, bidirectional=True).shape == (0, 4)
+
+
+def test_relative_sinusoidal_clamped_rows_are_writable():
+    # every row one clamped distance: still a new array, not a broadcast view
+    t = posenc.relative_sinusoidal(0, 5, dim=4, clamp_len=0)
+    assert t.shape == (5, 4) and t.flags.writeable
+    np.testing.assert_array_equal(t, np.tile([0.0, 0.0, 1.0, 1.0], (5, 1)))
+
+
 def test_relative_sinusoidal_rows_match_sinusoidal():
     # row r is the concat sinusoidal code of distance key_len - 1 - r
     t = posenc.relative_sinusoidal(4, 9, dim=8, bidirectional=True)
@@ -702,6 +737,59 @@ def test_torch_meta_and_strict_devices():
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=f"`{name}`"):
         call()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: posenc.alibi_slopes(2**41),
+        lambda: posenc.alibi_bias(2**41, 0),
+        lambda: posenc.alibi_bias(2**64, 2),
+        lambda: posenc.relative_positions(2**41, 0),
+        lambda: posenc.relative_positions(0, 2**41),
+        lambda: posenc.t5_buckets(2**41, 0),
+        lambda: posenc.kerple_bias(0, 2**41, r1=np.ones(1), r2=np.ones(1)),
+        lambda: posenc.relative_sinusoidal(2**41, 0, dim=2, bidirectional=True),
+    ],
+)
+def test_counts_above_the_limit_are_refused_at_once(call):
+    # even when the output would be empty, lengths and head counts above
+    # 2**40 are refused before any loop or allocation of that length
+    with pytest.raises(ValueError, match=r"2\*\*40"):
+        call()
+
+
+def test_huge_bucket_input_is_refused_without_reading():
+    view = np.broadcast_to(np.zeros(1, np.int64), (2**41,))
+    with pytest.raises(ValueError, match=r"2\*\*40"):
+        posenc.t5_bucket(view)
+
+
+def test_empty_outputs_allocate_nothing_long():
+    # an empty output at the limit is made directly, without an arange of 2**40
+    assert posenc.relative_positions(2**40, 0).shape == (2**40, 0)
+    assert posenc.t5_buckets(0, 2**40).shape == (0, 2**40)
+    assert posenc.alibi_bias(2, 2**40, 0).shape == (2, 2**40, 0)
+    assert posenc.alibi_bias(2, 0, 2**40, form="bloom", causal=True).shape == (2, 0, 2**40)
+
+
+def test_alibi_slopes_many_heads():
+    # above the exact (Python) range the slopes come from NumPy, within an ulp
+    n = 2**16 + 37
+    got = posenc.alibi_slopes(n)
+    c = 2**16
+    expo = np.concatenate([8.0 * np.arange(1, c + 1) / c, 8.0 * np.arange(1, 2 * (n - c), 2) / (2 * c)])
+    np.testing.assert_allclose(got, [2.0**-e for e in expo], rtol=2.3e-16, atol=0)
+
+
+@pytest.mark.parametrize("fn", ["t5_bucket", "t5_buckets", "relative_positions"])
+def test_integer_dtype_given_an_array(fn):
+    torch = pytest.importorskip("torch")
+    args = (np.array([1, -2]),) if fn == "t5_bucket" else (3, 4)
+    for bad in (torch.zeros(3), np.zeros(3, np.int64)):
+        with pytest.raises(TypeError, match="`dtype`") as info:
+            getattr(posenc, fn)(*args, dtype=bad, xp=np)
+        assert "array of shape (3,)" in str(info.value)
 
 
 def test_bad_input_torch_parameters():
