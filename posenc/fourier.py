@@ -16,12 +16,24 @@ __all__ = ["fourier_features", "gaussian_fourier_features", "gaussian_matrix"]
 
 #: on float32-only devices, up to this many input dimensions the projection is an explicit sum
 _LOOP_MAX_IN_DIM = 16
+#: largest ``max_log2_freq``: higher frequencies resolve nothing in float64
+#: coordinates, and their products would overflow float32
+_MAX_LOG2_FREQ = 64.0
 
 
-def _coords_array(coords: Any, ctx: _compat.Context) -> Any:
+def _coords_array(coords: Any, ctx: _compat.Context, out_width: Any = None) -> Any:
+    """``coords`` as a real array of shape (..., in_dim).
+
+    ``out_width(in_dim)``: the last axis of the output.  For an array, the
+    output size is checked from the shape alone, before the values are
+    scanned for NaN (a huge broadcast view is refused without reading it).
+    """
     if isinstance(coords, (bool, numbers.Number)) and not _compat.is_array(coords):
         msg = f"`coords` must be an array of shape (..., in_dim), got {type(coords).__name__}"
         raise TypeError(msg)
+    if out_width is not None and _compat.is_array(coords) and getattr(coords, "ndim", 0) >= 1:
+        shape = tuple(int(n) for n in coords.shape)
+        _checks.check_size(shape[:-1] + (out_width(shape[-1]),), "output")
     coords = _checks.check_positions(coords, "coords", ctx)
     if coords.ndim < 1 or int(coords.shape[-1]) < 1:
         msg = f"`coords` must have shape (..., in_dim) with in_dim >= 1, got shape {tuple(coords.shape)}"
@@ -82,7 +94,8 @@ def fourier_features(
         Number of frequencies ``L`` (NeRF's ``multires``); 0 leaves only the
         input.
     max_log2_freq : float, optional
-        :math:`\log_2` of the highest frequency; default ``num_bands - 1``.
+        :math:`\log_2` of the highest frequency; default ``num_bands - 1``,
+        at most 64.
     include_input : bool, default True
         Put ``coords`` itself first, as the reference code does.
     log_sampling : bool, default True
@@ -125,18 +138,22 @@ def fourier_features(
         max_log2_freq = float(max(nb - 1, 0))
     else:
         max_log2_freq = _checks.check_float(max_log2_freq, "max_log2_freq")
+        if max_log2_freq > _MAX_LOG2_FREQ:
+            msg = f"`max_log2_freq` must be at most {_MAX_LOG2_FREQ:g} (a frequency of 2**64), got {max_log2_freq!r}"
+            raise ValueError(msg)
     for flag, fname in ((include_input, "include_input"), (log_sampling, "log_sampling"), (scale_pi, "scale_pi")):
         if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {flag!r}"
+            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
             raise TypeError(msg)
     if nb == 0 and not include_input:
         msg = "`num_bands` must be >= 1 when `include_input` is False (the output would be empty)"
         raise ValueError(msg)
-    coords = _coords_array(coords, ctx)
+    per = int(include_input) + 2 * nb  # output features per input dimension
+    coords = _coords_array(coords, ctx, lambda d: d * per)
     xp_ = ctx.xp
     lead = tuple(coords.shape[:-1])
     d = int(coords.shape[-1])
-    width = d * (int(include_input) + 2 * nb)
+    width = d * per
     _checks.check_size(lead + (width,), "output")
     parts = []
     if include_input:
@@ -208,7 +225,8 @@ def gaussian_fourier_features(
     (5, 512)
     """
     ctx = _compat.resolve({"coords": coords, "B": B}, dtype=dtype)
-    coords = _coords_array(coords, ctx)
+    nf_of_b = int(B.shape[0]) if _compat.is_array(B) and getattr(B, "ndim", 0) == 2 else None
+    coords = _coords_array(coords, ctx, None if nf_of_b is None else lambda d: 2 * nf_of_b)
     xp_ = ctx.xp
     if not _compat.is_array(B) and not isinstance(B, (list, tuple)):
         msg = f"`B` must be an array of shape (num_features, in_dim), got {type(B).__name__}"

@@ -66,13 +66,13 @@ def _grid_shape(value: Any, name: str, *, max_ndim: int = 3, square_int: bool = 
         kind = "1 to 3 axes" if max_ndim == 3 else f"{max_ndim} axes"
         if max_ndim == 2:
             kind = "2 axes (height, width)"
-        msg = f"`{name}` must have {kind}, got {shape!r}"
+        msg = f"`{name}` must have {kind}, got {_checks.show(shape)}"
         raise ValueError(msg)
     if max_ndim == 2 and len(shape) != 2:
-        msg = f"`{name}` must have 2 axes (height, width), got {shape!r}"
+        msg = f"`{name}` must have 2 axes (height, width), got {_checks.show(shape)}"
         raise ValueError(msg)
     if any(n < 1 for n in shape):
-        msg = f"`{name}` must hold positive integers, got {shape!r}"
+        msg = f"`{name}` must hold positive integers, got {_checks.show(shape)}"
         raise ValueError(msg)
     return shape
 
@@ -255,7 +255,7 @@ def sincos_grid(
     dim, base, order = _order_args(dim, base, order)
     for flag, fname in ((cls_token, "cls_token"), (flatten, "flatten")):
         if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {flag!r}"
+            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
             raise TypeError(msg)
     nd = len(shape)
     m = _pairs_per_axis(dim, nd, order)
@@ -336,6 +336,9 @@ def sincos_coords(
     if isinstance(coords, (bool, numbers.Number)) and not _compat.is_array(coords):
         msg = f"`coords` must be an array of shape (..., ndim), got {type(coords).__name__}"
         raise TypeError(msg)
+    if _compat.is_array(coords) and getattr(coords, "ndim", 0) >= 1:
+        # the output size from the shape alone, before the values are scanned
+        _checks.check_size(tuple(int(n) for n in coords.shape[:-1]) + (dim,), "table")
     coords = _checks.check_positions(coords, "coords", ctx)
     if coords.ndim < 1 or not 1 <= int(coords.shape[-1]) <= 3:
         msg = f"`coords` must have shape (..., ndim) with ndim 1, 2 or 3, got shape {tuple(coords.shape)}"
@@ -425,7 +428,7 @@ def axial_rope_cos_sin(
     base = _checks.check_float(base, "base", positive=True)
     layout = _checks.check_choice(layout, "layout", ROPE_LAYOUTS)
     if not isinstance(reverse_axes, bool):
-        msg = f"`reverse_axes` must be a bool, got {reverse_axes!r}"
+        msg = f"`reverse_axes` must be a bool, got {_checks.show(reverse_axes)}"
         raise TypeError(msg)
     nd = len(shape)
     if dim % (2 * nd):
@@ -627,7 +630,7 @@ def resample_grid(
     method = _checks.check_choice(method, "method", METHODS)
     for flag, fname in ((align_corners, "align_corners"), (antialias, "antialias")):
         if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {flag!r}"
+            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
             raise TypeError(msg)
     if antialias and align_corners:
         msg = "`antialias=True` supports `align_corners=False` only"

@@ -168,6 +168,41 @@ def test_fourier_bad_input():
         posenc.fourier_features(np.zeros((2, 2), dtype=complex), 3)
 
 
+@pytest.mark.parametrize("m", [64.5, 1e300, 2**41])
+def test_fourier_max_log2_freq_is_bounded(m):
+    # 2**1e300 overflows: a ValueError naming the argument, never a RuntimeWarning and inf
+    with pytest.raises(ValueError, match="`max_log2_freq` must be at most 64"):
+        posenc.fourier_features(np.zeros((2, 1)), 2, max_log2_freq=m)
+
+
+@pytest.mark.parametrize("scale_pi", [False, True])
+@pytest.mark.parametrize("log_sampling", [False, True])
+def test_fourier_highest_frequency_is_finite(xp, scale_pi, log_sampling):
+    # the bound itself (and tiny or very negative exponents) give finite tables on every device
+    x = xp.asarray(np.array([[0.375, -2.0], [1.0, 0.0]]))
+    for m in (64.0, 1e-300, -1e300):
+        got = xp.call(posenc.fourier_features, x, 3, max_log2_freq=m, scale_pi=scale_pi, log_sampling=log_sampling)
+        xp.check_array(got, shape=(2, 14))
+        if xp.has_values:
+            v = xp.to_numpy(got)
+            assert np.isfinite(v).all() and np.abs(v[..., 2:]).max() <= 1.0
+
+
+def test_fourier_features_huge_views_are_refused_without_reading():
+    # the output size is checked from the shape before the NaN scan of the values
+    import time
+
+    calls = [
+        lambda: posenc.fourier_features(np.broadcast_to(np.zeros((1, 3)), (2**30, 3)), 2**10),
+        lambda: posenc.gaussian_fourier_features(np.broadcast_to(np.zeros((1, 2)), (2**30, 2)), np.ones((2**10, 2))),
+    ]
+    for call in calls:
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError, match=r"2\*\*40"):
+            call()
+        assert time.perf_counter() - t0 < 0.5
+
+
 # ---------------------------------------------------------------- Gaussian Fourier features
 @pytest.mark.parametrize("in_dim", [1, 2, 20])
 def test_gaussian_fourier_features(xp, in_dim):

@@ -218,6 +218,26 @@ def test_bad_grid_shape(shape, exc):
         posenc.axial_rope_cos_sin(shape, 12)
 
 
+def test_messages_describe_arrays_briefly():
+    # an array where a flag belongs is described by shape and dtype, not printed whole
+    for call in (
+        lambda: posenc.sincos_grid((3, 3), 8, cls_token=np.zeros(1000)),
+        lambda: posenc.axial_rope_cos_sin((3, 3), 8, reverse_axes=np.zeros(1000)),
+    ):
+        with pytest.raises(TypeError, match=r"array of shape \(1000,\)") as info:
+            call()
+        assert len(str(info.value)) < 200
+
+
+def test_sincos_coords_huge_view_is_refused_without_reading():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"2\*\*40"):
+        posenc.sincos_coords(np.broadcast_to(np.zeros((1, 2)), (2**30, 2)), 2**12)
+    assert time.perf_counter() - t0 < 0.5
+
+
 def test_bad_sincos_args():
     with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 4"):
         posenc.sincos_grid((3, 3), 6)
