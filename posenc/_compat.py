@@ -35,6 +35,7 @@ __all__ = [
     "resolve",
     "from_host",
     "is_array",
+    "array_kind",
     "is_concrete",
     "is_integer_dtype",
     "is_real_float_dtype",
@@ -49,6 +50,35 @@ def is_array(x: Any) -> bool:
     has an ``__array_namespace__`` attribute).
     """
     return not isinstance(x, type) and _aac.is_array_api_obj(x)
+
+
+def array_kind(x: Any) -> str:
+    """The backend an array belongs to, as a short name.
+
+    One of ``"numpy"`` (arrays and NumPy scalars), ``"torch"``, ``"jax"``
+    (concrete and traced arrays), ``"dask"``, ``"cupy"``, ``"strict"``
+    (array-api-strict) or ``"other"``: any other array-API object, and any
+    object that is not an array (:func:`is_array` is false: classes, dtype
+    objects, lists).  For the few places that must leave the array API, such
+    as reading values on the host; computations use the namespace instead.
+    """
+    if not is_array(x):
+        return "other"
+    if _aac.is_numpy_array(x):
+        return "numpy"
+    if _aac.is_torch_array(x):
+        return "torch"
+    if _aac.is_jax_array(x):
+        return "jax"
+    if _aac.is_dask_array(x):
+        return "dask"
+    if _aac.is_cupy_array(x):
+        return "cupy"
+    try:
+        strict = _aac.is_array_api_strict_namespace(_aac.array_namespace(x))
+    except Exception:  # noqa: BLE001 - an array-like without a usable namespace
+        strict = False
+    return "strict" if strict else "other"
 
 
 @functools.lru_cache(maxsize=None)
@@ -130,6 +160,9 @@ def _same_device(xp: Any, a: Any, b: Any) -> bool:
 def _normalize_device(xp: Any, device: Any) -> Any:
     if device is None:
         return None
+    if isinstance(device, (bool, float, complex, bytes)):
+        msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
+        raise TypeError(msg)
     if _aac.is_torch_namespace(xp) and not isinstance(device, bool):
         import torch
 
