@@ -27,6 +27,14 @@ avoids that error in three ways:
 Frequencies are always host float64 NumPy arrays: they depend only on
 arguments such as ``dim``, ``base`` and a RoPE scaling.
 
+Extreme magnitudes never overflow: frequencies are used with magnitudes of
+at most ``MAX_FREQUENCY`` (2**900) and array positions of at most
+``MAX_POSITION`` (2**64), so every intermediate of the float64 angle
+stays finite; on devices without float64 the frequencies of the fractional
+part are limited to the float32 range.  Angles at such magnitudes are not
+resolved by float64 anyway (one ulp of 2**64 is 4096): the rows are finite,
+not meaningful.
+
 Finished tables of ranges (:func:`range_table`, behind ``sinusoidal(n, ...)``
 and ``add_sinusoidal``) are produced directly in their layout as
 ``U[q] * X[r] + V[q] * Y[r]`` (see the comment above :func:`range_table`), by
@@ -49,22 +57,31 @@ import numpy as np
 from . import _cache, _compat
 from ._compat import Context
 
-__all__ = ["sincos", "sincos_range", "range_table", "cast"]
+__all__ = ["sincos", "sincos_range", "host_sincos", "range_table", "cast"]
 
 _DIGIT = 256
 _LEVELS = 4
+
+#: largest frequency magnitude used in an angle (larger ones are clipped):
+#: with |p| <= MAX_POSITION every product and split of reduced_angle is finite
+MAX_FREQUENCY = 2.0**900
+#: largest position magnitude of array positions used in a float64 angle
+MAX_POSITION = 2.0**64
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _two_pi_parts() -> tuple[float, float, float]:
     """2*pi as C1 + C2 + C3: C1 and C2 with 20 significant bits (so ``k * C1``
     and ``k * C2`` are exact for ``|k| < 2**33``), C3 the float64 rest."""
-    from decimal import Decimal, getcontext
+    from decimal import Decimal, localcontext
 
-    getcontext().prec = 60
-    two_pi = Decimal("6.283185307179586476925286766559005768394338798750211641949889")
-    c1 = math.ldexp(math.floor(math.ldexp(float(two_pi), 17)), -17)
-    c2 = math.ldexp(math.floor(math.ldexp(float(two_pi - Decimal(c1)), 37)), -37)
-    c3 = float(two_pi - Decimal(c1) - Decimal(c2))
+    # a local context: the importing thread's decimal settings stay as they were
+    with localcontext() as dec:
+        dec.prec = 60
+        two_pi = Decimal("6.283185307179586476925286766559005768394338798750211641949889")
+        c1 = math.ldexp(math.floor(math.ldexp(float(two_pi), 17)), -17)
+        c2 = math.ldexp(math.floor(math.ldexp(float(two_pi - Decimal(c1)), 37)), -37)
+        c3 = float(two_pi - Decimal(c1) - Decimal(c2))
     return c1, c2, c3
 
 
@@ -147,6 +164,14 @@ def _key(freqs: np.ndarray) -> bytes:
     return np.ascontiguousarray(freqs, dtype=np.float64).tobytes()
 
 
+def _clip_freqs(freqs: np.ndarray) -> np.ndarray:
+    """Host float64 frequencies with magnitudes of at most :data:`MAX_FREQUENCY`."""
+    f = np.asarray(freqs, dtype=np.float64)
+    if f.size and not float(np.max(np.abs(f))) <= MAX_FREQUENCY:
+        f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
+    return f
+
+
 def _range_split(n: int) -> tuple[int, int]:
     """``(block, nq)``: the positions ``start .. start+n-1`` are
     ``start + q*block + r`` with ``0 <= q < nq`` and ``0 <= r < block``."""
@@ -157,6 +182,7 @@ def _range_split(n: int) -> tuple[int, int]:
 def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m)."""
     xp = ctx.xp
+    freqs = _clip_freqs(freqs)
     m = int(freqs.shape[0])
     block, nq = _range_split(n)
     if n == 0 or m == 0:
@@ -271,6 +297,7 @@ def range_table(
     """
     xp = ctx.xp
     start, n, dim = int(start), int(n), int(dim)
+    freqs = _clip_freqs(freqs)
     m = int(freqs.shape[0])
     if n == 0 or m == 0:
         return _zeros((n, dim), ctx.dtype, ctx)
@@ -522,6 +549,7 @@ def sincos(positions: int | Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, 
 
     ``positions`` is a Python int n (meaning 0..n-1) or a validated real array.
     """
+    freqs = _clip_freqs(freqs)
     if isinstance(positions, int):
         return sincos_range(0, positions, freqs, ctx)
     if ctx.float64:
@@ -529,10 +557,24 @@ def sincos(positions: int | Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, 
     return _sincos_digits(positions, freqs, ctx)
 
 
+def host_sincos(p: float, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
+
+    The float64 array path of :func:`sincos` on the host (same clipping of
+    ``p`` and ``freqs``): for positions given as Python numbers, whose angles
+    do not depend on the device's precision.
+    """
+    p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
+    a = reduced_angle(np.float64(p), _clip_freqs(freqs), np)
+    return np.sin(a), np.cos(a)
+
+
 def _sincos_f64(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
     xp = ctx.xp
     w = _compat.from_host(freqs, ctx, xp.float64)
-    a = reduced_angle(cast(p, xp.float64, xp)[..., None], w, xp)
+    # |p| <= 2**64 keeps every intermediate of reduced_angle finite
+    p = xp.clip(cast(p, xp.float64, xp), min=-MAX_POSITION, max=MAX_POSITION)
+    a = reduced_angle(p[..., None], w, xp)
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
 
 
@@ -555,11 +597,17 @@ def _sincos_digits(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
     neg = flat < 0
     frac = None
     if _compat.is_integer_dtype(xp, flat.dtype):
+        bits = _bits(xp, flat.dtype)
+        if bits < 32:
+            # 8- and 16-bit integers hold neither the divisors 256**level nor
+            # abs(-128): their digits are taken in int32
+            flat = xp.astype(flat, xp.int32)
         a = xp.abs(flat)
         digits = []
         for level in range(_LEVELS):
-            digits.append(xp.astype((a // _DIGIT**level) % _DIGIT, idx_t) if level < 4 else None)
-        overflow = (a // _DIGIT**_LEVELS) > 0 if _bits(xp, flat.dtype) > 32 else None
+            digits.append(xp.astype((a // _DIGIT**level) % _DIGIT, idx_t))
+        # |p| >= 2**32, and abs() of the most negative int64 (which stays negative)
+        overflow = ((a // _DIGIT**_LEVELS) > 0) | (a < 0) if bits > 32 else None
     else:
         x = xp.abs(cast(flat, f32, xp))
         k = xp.floor(x)
@@ -581,7 +629,8 @@ def _sincos_digits(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
         else:
             s, c = s * dc + c * ds, c * dc - s * ds
     if frac is not None:
-        w32 = _compat.from_host(freqs, ctx, f32)
+        # frequencies beyond float32 determine no angle of a float32 fraction
+        w32 = _compat.from_host(np.clip(freqs, -_F32_MAX, _F32_MAX), ctx, f32)
         fa = frac[:, None] * w32
         fs, fc = xp.sin(fa), xp.cos(fa)
         s, c = s * fc + c * fs, c * fc - s * fs

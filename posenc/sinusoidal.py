@@ -41,19 +41,64 @@ def _host_frequencies(
     min_timescale: float | None,
     max_timescale: float | None,
 ) -> np.ndarray:
-    """The dim // 2 angular frequencies in float64 on the host."""
+    """The dim // 2 angular frequencies in float64 on the host (extreme
+    arguments may give inf or 0; :func:`_freq_args` checks)."""
     half = dim // 2
     i = np.arange(half, dtype=np.float64)
-    if convention == "paper":
-        return np.power(base, -2.0 * i / dim)
-    if convention == "fairseq":
-        step = math.log(base) / max(half - 1, 1)
-        return np.exp(-i * step)
-    # tensor2tensor's get_timing_signal_1d
-    lo = 1.0 if min_timescale is None else min_timescale
-    hi = base if max_timescale is None else max_timescale
-    step = math.log(hi / lo) / max(half - 1, 1)
-    return lo * np.exp(-i * step)
+    with np.errstate(all="ignore"):
+        if convention == "paper":
+            return np.power(base, -2.0 * i / dim)
+        if convention == "fairseq":
+            step = math.log(base) / max(half - 1, 1)
+            return np.exp(-i * step)
+        # tensor2tensor's get_timing_signal_1d (log(hi / lo) without forming hi / lo)
+        lo = 1.0 if min_timescale is None else min_timescale
+        hi = base if max_timescale is None else max_timescale
+        step = (math.log(hi) - math.log(lo)) / max(half - 1, 1)
+        return lo * np.exp(-i * step)
+
+
+def _freq_source(
+    base: float,
+    convention: str,
+    min_timescale: float | None,
+    max_timescale: float | None,
+) -> str:
+    """The arguments that set the frequencies, for error messages."""
+    if convention != "tensor2tensor":
+        return f"`base` = {base!r}"
+    parts = [f"`max_timescale` = {max_timescale!r}" if max_timescale is not None else f"`base` = {base!r}"]
+    if min_timescale is not None:
+        parts.insert(0, f"`min_timescale` = {min_timescale!r}")
+    return " with ".join(parts)
+
+
+def _largest(ctx: Context, *dtypes: Any) -> tuple[float, Any]:
+    """The largest finite value of the narrowest of ``dtypes`` (and that dtype)."""
+    out = None
+    for t in dtypes:
+        top = float(ctx.xp.finfo(t).max)
+        if out is None or top < out[0]:
+            out = (top, t)
+    return out
+
+
+def _check_fits(values: np.ndarray, ctx: Context, what: str, source: str) -> None:
+    """Refuse host values that would overflow the output (or working) dtype."""
+    if not values.size:
+        return
+    top = float(np.max(np.abs(values)))
+    limit, dt = _largest(ctx, ctx.dtype, ctx.work)
+    if not top <= limit:
+        msg = (
+            f"{source} gives {what} up to {top:.3g}, which overflow {_dtype_name(dt)} "
+            f"(largest {limit:.3g}); request a wider dtype or less extreme arguments"
+        )
+        raise ValueError(msg)
+
+
+def _dtype_name(dt: Any) -> str:
+    return str(dt).removeprefix("torch.")
 
 
 def _freq_args(
@@ -78,9 +123,12 @@ def _freq_args(
         min_timescale = _checks.check_float(min_timescale, "min_timescale", positive=True)
     if max_timescale is not None:
         max_timescale = _checks.check_float(max_timescale, "max_timescale", positive=True)
-    if base == 1.0 and convention != "tensor2tensor":
-        pass  # all frequencies equal 1: legal, if useless
-    return dim, _host_frequencies(dim, base, convention, min_timescale, max_timescale)
+    w = _host_frequencies(dim, base, convention, min_timescale, max_timescale)
+    if not np.isfinite(w).all():
+        source = _freq_source(base, convention, min_timescale, max_timescale)
+        msg = f"{source} gives frequencies beyond the float64 range"
+        raise ValueError(msg)
+    return dim, w
 
 
 def frequencies(
@@ -121,6 +169,12 @@ def frequencies(
     array
         Shape ``(dim // 2,)``.
 
+    Raises
+    ------
+    ValueError
+        If the frequencies overflow the requested dtype (or float64), as a
+        ``base`` far below 1 makes them do: the error names the argument.
+
     Examples
     --------
     >>> import posenc
@@ -131,6 +185,7 @@ def frequencies(
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    _check_fits(w, ctx, "frequencies", _freq_source(base, convention, min_timescale, max_timescale))
     return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -148,7 +203,9 @@ def wavelengths(
     r"""The wavelengths :math:`2\pi / \omega_i` of the sinusoidal table.
 
     They form a geometric progression from :math:`2\pi` up to (just below)
-    :math:`\mathrm{base} \cdot 2\pi`.  Parameters as in :func:`frequencies`.
+    :math:`\mathrm{base} \cdot 2\pi`.  Parameters as in :func:`frequencies`;
+    wavelengths that overflow the requested dtype (a huge ``base`` with
+    ``dtype="float32"``) are a :class:`ValueError` naming the argument.
 
     Examples
     --------
@@ -158,7 +215,14 @@ def wavelengths(
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    return _angles.cast(_compat.from_host(2.0 * math.pi / w, ctx, ctx.work), ctx.dtype, ctx.xp)
+    with np.errstate(all="ignore"):  # a frequency of 0 (underflow) has no finite wavelength
+        lam = 2.0 * math.pi / w
+    source = _freq_source(base, convention, min_timescale, max_timescale)
+    if not np.isfinite(lam).all():
+        msg = f"{source} gives wavelengths beyond the float64 range"
+        raise ValueError(msg)
+    _check_fits(lam, ctx, "wavelengths", source)
+    return _angles.cast(_compat.from_host(lam, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
 # --------------------------------------------------------------------------
@@ -180,10 +244,6 @@ def _assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
         zeros = xp.zeros(lead + (1,), dtype=out.dtype, device=ctx.device) if ctx.device is not None else xp.zeros(lead + (1,), dtype=out.dtype)
         out = xp.concat([out, zeros], axis=-1)
     return _angles.cast(out, ctx.dtype, xp)
-
-
-def _shape_of(positions: Any) -> tuple[int, ...]:
-    return (positions,) if isinstance(positions, int) else tuple(positions.shape)
 
 
 def sinusoidal(
@@ -248,7 +308,11 @@ def sinusoidal(
     formulas in the output precision.  For arrays of positions the angle is
     formed in float64 where the device has it; without float64 (JAX without
     x64, MPS) a digit decomposition keeps the error below 5e-7 for
-    :math:`|p| < 2^{32}` (larger magnitudes give NaN rows).
+    :math:`|p| < 2^{32}` (larger magnitudes give NaN rows).  With float64,
+    positions beyond :math:`2^{64}` in magnitude, whose angles float64 no
+    longer resolves, are taken as :math:`\pm 2^{64}`, and frequencies (of a
+    ``base`` far below 1) are capped at :math:`2^{900}`: extreme arguments
+    give finite rows, never an overflow.
 
     For an int ``positions`` the table depends only on the arguments, so it
     is built once and cached per namespace, device and dtype (a
@@ -290,8 +354,8 @@ def sinusoidal(
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    positions = _checks.check_positions(positions, "positions", ctx)
-    _checks.check_size(_shape_of(positions) + (dim,), "table")
+    # the output size is checked before the positions are scanned for NaN
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
     if isinstance(positions, int):
         # a range: cached, NumPy / torch-CPU fast path, row-chunked on Dask
         return _angles.range_table(0, positions, w, dim, layout, ctx)
@@ -339,15 +403,15 @@ def sines(
            [0.141, 0.997, 0.565]])
     """
     ctx = _compat.resolve({"positions": positions, "frequencies": frequencies}, xp=xp, device=device, dtype=dtype)
-    positions = _checks.check_positions(positions, "positions", ctx)
     if _compat.is_array(frequencies):
         f = _checks.check_float_array(frequencies, "frequencies", ctx)
         if f.ndim != 1:
             msg = f"`frequencies` must be one-dimensional, got shape {tuple(f.shape)}"
             raise ValueError(msg)
+        # output size first, then the NaN scans
+        positions = _checks.check_positions(positions, "positions", ctx, out_tail=(int(f.shape[0]),), what="table")
         _checks.check_all_finite(f, "frequencies", ctx)
         xp_ = ctx.xp
-        _checks.check_size(_shape_of(positions) + (int(f.shape[0]),), "table")
         p = positions
         if isinstance(p, int):
             p = xp_.arange(p, device=ctx.device) if ctx.device is not None else xp_.arange(p)
@@ -357,7 +421,7 @@ def sines(
         msg = f"`frequencies` must be a sequence of numbers or an array, got {type(frequencies).__name__}"
         raise TypeError(msg)
     w = np.asarray([_checks.check_float(v, "frequencies") for v in frequencies], dtype=np.float64)
-    _checks.check_size(_shape_of(positions) + (w.shape[0],), "table")
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(int(w.shape[0]),), what="table")
     s, _ = _angles.sincos(positions, w, ctx)
     return _angles.cast(s, ctx.dtype, ctx.xp)
 
@@ -418,10 +482,11 @@ def binary(
         if dim < 63 and n > 2**dim:
             msg = f"`positions` must be at most 2**dim = {2**dim} for dim={dim}, got {n}"
             raise ValueError(msg)
+        _checks.check_size((n, dim), "table")  # before the positions are made
         p = xp_.arange(n, device=ctx.device) if ctx.device is not None else xp_.arange(n)
     else:
         p = _checks.check_int_array(positions, "positions", ctx)
-    _checks.check_size(tuple(p.shape) + (dim,), "table")
+        _checks.check_size(tuple(p.shape) + (dim,), "table")
     width = int(xp_.iinfo(p.dtype).bits)
     limit = dim if dim < width - 1 else None
     if limit is not None:
@@ -470,7 +535,7 @@ def add_sinusoidal(
         Real floating embeddings ``(..., seq, dim)``.  The output has the
         dtype and device of ``x``; the table is computed in at least float32.
     offset : int, default 0
-        Position of the first row.
+        Position of the first row, at most ``2**64`` in magnitude.
     input_scale : float, default 1.0
         Factor applied to ``x`` first; Vaswani et al. multiply the embeddings
         by :math:`\sqrt{d}`: pass ``input_scale=math.sqrt(dim)``.
@@ -501,9 +566,16 @@ def add_sinusoidal(
     if x.ndim < 2:
         msg = f"`x` must have shape (..., seq, dim), got shape {tuple(x.shape)}"
         raise ValueError(msg)
+    # the output has x's shape (x may be a zero-stride view of a huge shape)
+    _checks.check_size(tuple(x.shape), "output")
     ctx = _compat.resolve({"x": x}, dtype=x.dtype)
-    offset = _checks.check_int(offset, "offset")
+    bound = int(_angles.MAX_POSITION)
+    offset = _checks.check_int(offset, "offset", minimum=-bound, maximum=bound)
     input_scale = _checks.check_float(input_scale, "input_scale")
+    limit, _ = _largest(ctx, x.dtype)
+    if not abs(input_scale) <= limit:
+        msg = f"`input_scale` = {input_scale!r} overflows the dtype {_dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
+        raise ValueError(msg)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq, dim = int(x.shape[-2]), int(x.shape[-1])
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
@@ -537,12 +609,20 @@ def learned_table(
     std : float, default 0.02
         Standard deviation (BERT and GPT-2 use 0.02).
     truncate : float, optional
-        Redraw values beyond ``truncate * std`` (timm's ``trunc_normal_``
-        with bounds ``±2 * std`` is ``truncate=2``).
+        Draw from the normal distribution truncated to ``±truncate * std``
+        (timm's ``trunc_normal_`` with bounds ``±2 * std`` is
+        ``truncate=2``).  Values beyond the bounds are redrawn; below
+        ``truncate=0.5`` the draws come from a uniform proposal accepted with
+        the normal density's weight, so any positive ``truncate`` is fast.
     seed : int or numpy.random.Generator, optional
         Seed for reproducible tables.
     dtype, device, xp
         Output dtype, device and namespace.
+
+    Raises
+    ------
+    ValueError
+        If the drawn values overflow the output dtype (``std`` too large).
 
     Examples
     --------
@@ -561,13 +641,41 @@ def learned_table(
     if seed is not None and not isinstance(seed, np.random.Generator):
         seed = _checks.check_int(seed, "seed", minimum=0)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    t = rng.standard_normal((n, dim))
-    if truncate is not None:
-        bad = np.abs(t) > truncate
+    if truncate is None:
+        t = rng.standard_normal((n, dim))
+    else:
+        t = _truncated_normal(rng, (n, dim), truncate)
+    top = float(np.max(np.abs(t))) * std if t.size else 0.0  # a Python float: inf, never a warning
+    limit, dt = _largest(ctx, ctx.dtype, ctx.work)
+    if not top <= limit:
+        msg = (
+            f"`std` = {std!r} gives values up to {top:.3g}, which overflow {_dtype_name(dt)} "
+            f"(largest {limit:.3g}); request a smaller `std` or a wider dtype"
+        )
+        raise ValueError(msg)
+    return _angles.cast(_compat.from_host(t * std, ctx, ctx.work), ctx.dtype, ctx.xp)
+
+
+def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], c: float) -> np.ndarray:
+    """Standard normal values truncated to ``[-c, c]`` (exact rejection sampling)."""
+    if c >= 0.5:
+        # normal proposals outside [-c, c] redrawn: at least 38 % are kept
+        t = rng.standard_normal(shape)
+        bad = np.abs(t) > c
         while bad.any():
             t[bad] = rng.standard_normal(int(bad.sum()))
-            bad = np.abs(t) > truncate
-    return _angles.cast(_compat.from_host(t * std, ctx, ctx.work), ctx.dtype, ctx.xp)
+            bad = np.abs(t) > c
+        return t
+    # uniform proposals on [-c, c] kept with probability exp(-t**2 / 2), the
+    # normal density relative to its peak: at least 88 % are kept, for any c > 0
+    t = np.zeros(shape)
+    todo = np.arange(t.size)
+    while todo.size:
+        u = rng.uniform(-c, c, todo.size)
+        keep = rng.random(todo.size) < np.exp(-0.5 * u * u)
+        t.flat[todo[keep]] = u[keep]
+        todo = todo[~keep]
+    return t
 
 
 def resample_table(
@@ -670,7 +778,10 @@ def shift_matrix(
     Parameters
     ----------
     offset : int, float or array
-        The shift k; an array of offsets gives ``offset.shape + (dim, dim)``.
+        The shift k; an array of offsets gives ``offset.shape + (dim, dim)``
+        (a 0-d array, like a number or a NumPy scalar, gives ``(dim, dim)``).
+        The angles of a number are computed on the host in float64, so they
+        do not depend on the device's precision.
     dim, base, layout, convention, min_timescale, max_timescale
         As in :func:`sinusoidal`.
     dtype, device, xp
@@ -684,21 +795,23 @@ def shift_matrix(
     >>> bool(np.allclose(pe[2:17] @ m.T, pe[5:]))
     True
     """
+    if isinstance(offset, np.generic):
+        offset = offset.item()  # a NumPy scalar is a number, not an array of NumPy's
     ctx = _compat.resolve({"offset": offset}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
     xp_ = ctx.xp
     if _compat.is_array(offset):
-        k = _checks.check_positions(offset, "offset", ctx)
+        # the output size is checked before the offsets are scanned for NaN
+        k = _checks.check_positions(offset, "offset", ctx, out_tail=(dim, dim), what="matrix")
         lead = tuple(k.shape)
+        s, c = _angles.sincos(k, w, ctx)  # lead + (m,)
     else:
         off = _checks.check_float(offset, "offset")
         lead = ()
-        k = _compat.from_host(np.asarray([off]), ctx, ctx.wide)
-    _checks.check_size(lead + (dim, dim), "matrix")
-    s, c = _angles.sincos(k, w, ctx)
-    if not lead:
-        s, c = s[0, ...], c[0, ...]
+        _checks.check_size((dim, dim), "matrix")
+        hs, hc = _angles.host_sincos(off, w)
+        s, c = _compat.from_host(hs, ctx, ctx.work), _compat.from_host(hc, ctx, ctx.work)
     m = int(w.shape[0])
     eye = _compat.from_host(np.eye(m), ctx, ctx.work)
     if layout == "interleaved":
@@ -759,8 +872,25 @@ def similarity(a: Any, b: Any = None) -> Any:
         raise ValueError(msg)
     out_t = xp_.result_type(a, b)
     work = out_t if out_t in (xp_.float32, getattr(xp_, "float64", None)) else xp_.float32
+    _check_similarity_size(a, b, work)
     res = xp_.matmul(_angles.cast(a, work, xp_), xp_.matrix_transpose(_angles.cast(b, work, xp_)))
     return _angles.cast(res, out_t, xp_)
+
+
+def _check_similarity_size(a: Any, b: Any, work: Any) -> None:
+    """Refuse a similarity matrix (or a cast input) above posenc's size limit."""
+    shapes = [tuple(a.shape), tuple(b.shape)]
+    if not all(isinstance(d, int) for sh in shapes for d in sh):
+        return  # unknown (lazy) sizes: nothing to check before computing
+    try:
+        lead = np.broadcast_shapes(shapes[0][:-2], shapes[1][:-2])
+    except ValueError:
+        msg = f"the leading axes of `a` {shapes[0][:-2]} and `b` {shapes[1][:-2]} do not broadcast"
+        raise ValueError(msg) from None
+    _checks.check_size(tuple(lead) + (shapes[0][-2], shapes[1][-2]), "similarity matrix")
+    for name, v, sh in (("a", a, shapes[0]), ("b", b, shapes[1])):
+        if v.dtype != work:  # the cast copies the input
+            _checks.check_size(sh, f"`{name}` array")
 
 
 def similarity_by_offset(
@@ -806,8 +936,14 @@ def similarity_by_offset(
     if not isinstance(normalize, bool):
         msg = f"`normalize` must be a bool, got {normalize!r}"
         raise TypeError(msg)
-    k = _checks.check_positions(offsets, "offsets", ctx)
-    _checks.check_size(_shape_of(k) + (dim // 2,), "intermediate")
+    # the (offsets, dim // 2) cosines are the largest array (and the offsets
+    # themselves when dim < 4): checked before the offsets are made or scanned
+    k = _checks.check_positions(offsets, "offsets", ctx, out_tail=(max(dim // 2, 1),), what="intermediate")
+    top = 1.0 if normalize else float(dim // 2)
+    limit, dt = _largest(ctx, ctx.dtype)
+    if not top <= limit:
+        msg = f"`dtype` {_dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} (largest {limit:.3g})"
+        raise ValueError(msg)
     _, c = _angles.sincos(k, w, ctx)
     out = ctx.xp.sum(c, axis=-1)
     if normalize:

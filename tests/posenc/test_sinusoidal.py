@@ -406,6 +406,87 @@ def test_jax_grad_of_positions():
     np.testing.assert_allclose(np.asarray(g), np.cos([0.0, 1.0]), atol=1e-6)
 
 
+# ---------------------------------------------------------------- extreme arguments
+def test_huge_positions_give_finite_rows(xp):
+    """Positions far beyond float64's resolution: finite rows, no overflow
+    (a warning would fail the test); beyond 2**64 they are taken as +-2**64."""
+    if not xp.float64:
+        pytest.skip("without float64 the digit path gives NaN rows beyond 2**32 (documented)")
+    pos = np.array([1e305, -1e305, 2.0**64, -(2.0**64), 3.5])
+    got = xp.call(posenc.sinusoidal, xp.asarray(pos), 8)
+    xp.check_array(got, shape=(5, 8))
+    if xp.has_values:
+        a = xp.to_numpy(got)
+        assert np.isfinite(a).all() and np.abs(a).max() <= 1.0
+        np.testing.assert_array_equal(a[:2], a[2:4])
+        np.testing.assert_allclose(a[4], ref_table([3.5], 8)[0], atol=1e-12)
+
+
+def test_extreme_frequencies_give_finite_rows(xp):
+    """A base far below 1 (frequencies up to 1e305) and a huge sine frequency:
+    finite rows on every backend; the first frequency (1) is still exact."""
+    kw = {"base": 1e-305, "convention": "fairseq"}
+    for pos in (4, xp.asarray(np.array([0.0, 1.0, 2.0, 3.0]))):
+        extra = {"xp": xp.ns, "device": xp.device} if isinstance(pos, int) else {}
+        got = xp.call(posenc.sinusoidal, pos, 4, **kw, **extra)
+        xp.check_array(got, shape=(4, 4))
+        if xp.has_values:
+            a = xp.to_numpy(got)
+            assert np.isfinite(a).all() and np.abs(a).max() <= 1.0 + 1e-6
+            np.testing.assert_allclose(a[:, :2], ref_table(np.arange(4), 2), atol=2 * xp.tol())
+            np.testing.assert_allclose(a[0], [0.0, 1.0, 0.0, 1.0], atol=xp.tol())
+    got = xp.call(posenc.sines, 3, [1e305, 1.0], xp=xp.ns, device=xp.device)
+    if xp.has_values:
+        a = xp.to_numpy(got)
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a[:, 1], np.sin(np.arange(3.0)), atol=2 * xp.tol())
+
+
+def test_shift_matrix_of_numbers_on_every_backend(xp):
+    """Numbers (and NumPy scalars) give a (dim, dim) matrix in the requested
+    namespace, computed in float64 on the host: finite for any finite offset,
+    also on devices without float64."""
+    w = ref_freqs(4)
+    for k in (1e6 + 0.25, np.float64(-3.5), np.int64(7)):
+        m = xp.call(posenc.shift_matrix, k, 4, xp=xp.ns, device=xp.device)
+        xp.check_array(m, shape=(4, 4))
+        c, s = np.cos(float(k) * w), np.sin(float(k) * w)
+        exp = np.array([[c[0], s[0], 0, 0], [-s[0], c[0], 0, 0], [0, 0, c[1], s[1]], [0, 0, -s[1], c[1]]])
+        if xp.has_values:
+            xp.assert_close(m, exp, atol=2 * xp.tol())
+    m = xp.call(posenc.shift_matrix, 1e300, 4, xp=xp.ns, device=xp.device)
+    if xp.has_values:
+        a = xp.to_numpy(m).astype(np.float64)
+        np.testing.assert_allclose(a @ a.T, np.eye(4), atol=8 * xp.tol())  # a rotation
+
+
+@pytest.mark.parametrize("c", [0.3, 1e-300])
+def test_learned_table_small_truncation(c):
+    """Small truncations terminate (uniform proposals) and follow the
+    truncated normal: std from its variance 1 - 2c phi(c) / (2 Phi(c) - 1)."""
+    t = posenc.learned_table(20000, 4, std=1.0, truncate=c, seed=1)
+    assert np.abs(t).max() <= c
+    np.testing.assert_array_equal(t, posenc.learned_table(20000, 4, std=1.0, truncate=c, seed=1))
+    if c > 1e-3:
+        phi = math.exp(-c * c / 2) / math.sqrt(2 * math.pi)
+        want = math.sqrt(1 - 2 * c * phi / math.erf(c / math.sqrt(2)))
+    else:  # the limit: uniform on [-c, c]
+        want = c / math.sqrt(3)
+    assert t.std() == pytest.approx(want, rel=0.02)
+
+
+def test_digit_path_integer_extremes():
+    """Without float64: |p| >= 2**32 (also the most negative int64, whose
+    abs() stays negative) give NaN rows; int32's most negative value is exact."""
+    xs = pytest.importorskip("array_api_strict")
+    from posenc_viz import to_numpy
+
+    p = xs.asarray(np.array([-(2**63), 2**32, -(2**31), 7], dtype=np.int64), device=xs.Device("no_float64"))
+    got = to_numpy(posenc.sinusoidal(p, 8))
+    assert np.isnan(got[:2]).all()
+    np.testing.assert_allclose(got[2:], ref_table([-(2**31), 7], 8), atol=1e-6)
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("call", "exc", "name"),
@@ -450,6 +531,20 @@ def test_jax_grad_of_positions():
         (lambda: posenc.similarity(np.zeros((2, 3)), np.zeros((2, 4))), ValueError, "last axis"),
         (lambda: posenc.similarity(np.zeros(3)), ValueError, "a"),
         (lambda: posenc.similarity_by_offset(4, 8, normalize="yes"), TypeError, "normalize"),
+        # extreme arguments: a ValueError naming them, never inf values
+        (lambda: posenc.frequencies(8, base=5e-324, convention="fairseq"), ValueError, "`base`"),
+        (lambda: posenc.wavelengths(4, base=1e308, convention="fairseq"), ValueError, "`base`"),
+        (
+            lambda: posenc.wavelengths(8, convention="tensor2tensor", min_timescale=1e-300, max_timescale=1e300),
+            ValueError,
+            "`min_timescale` = 1e-300 with `max_timescale`",
+        ),
+        (lambda: posenc.wavelengths(8, base=1e20, dtype="float16"), ValueError, "`base`.*float16"),
+        (lambda: posenc.learned_table(4, 4, std=1e6, dtype="float16"), ValueError, "`std`"),
+        (lambda: posenc.add_sinusoidal(np.zeros((2, 4), np.float32), input_scale=1e39), ValueError, "input_scale"),
+        (lambda: posenc.add_sinusoidal(np.zeros((2, 4)), offset=2**65), ValueError, "offset"),
+        (lambda: posenc.similarity_by_offset(2, 2**18, dtype="float16"), ValueError, "`dtype`"),
+        (lambda: posenc.similarity(np.zeros((2, 3, 4)), np.zeros((3, 3, 4))), ValueError, "`a`.*`b`"),
     ],
 )
 def test_bad_input(call, exc, name):
