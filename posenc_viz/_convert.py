@@ -5,8 +5,10 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import array_api_compat as _aac
 import numpy as np
+
+from posenc import _compat
+from posenc._checks import show
 
 __all__ = ["to_numpy"]
 
@@ -42,8 +44,9 @@ def to_numpy(x: Any, *, name: str = "x") -> np.ndarray:
         For arrays without values: PyTorch ``meta`` tensors and arrays traced
         under ``jax.jit``.
     TypeError
-        For objects that are neither arrays nor sequences of numbers, and for
-        complex, string or object data.
+        For objects that are neither arrays nor sequences of numbers (dtype
+        objects and classes included), for complex, string or object data,
+        and for a ``name`` that is not a str.
 
     Examples
     --------
@@ -56,6 +59,9 @@ def to_numpy(x: Any, *, name: str = "x") -> np.ndarray:
     array([[0, 1],
            [2, 3]])
     """
+    if not isinstance(name, str):
+        msg = f"`name` must be a str, got {show(name)}"
+        raise TypeError(msg)
     out = _read(x, name)
     if out.dtype.kind not in _PLOTTABLE_KINDS:
         if out.dtype.kind == "V" or str(out.dtype) == "bfloat16":
@@ -73,31 +79,25 @@ def _read(x: Any, name: str) -> np.ndarray:
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
-    if _aac.is_torch_array(x):
-        return _from_torch(x, name)
-    if _aac.is_jax_array(x):
-        return _from_jax(x, name)
-    if _aac.is_dask_array(x):
-        return _read(x.compute(), name)
-    if _aac.is_cupy_array(x):
-        return x.get()
-    if _is_strict(x):
-        import array_api_strict as st
+    # backends are told apart by posenc._compat (the one module that knows
+    # array_api_compat); dtype objects and classes are not arrays there
+    if _compat.is_array(x):
+        kind = _compat.array_kind(x)
+        if kind == "numpy":
+            return np.asarray(x)
+        if kind == "torch":
+            return _from_torch(x, name)
+        if kind == "jax":
+            return _from_jax(x, name)
+        if kind == "dask":
+            return _read(x.compute(), name)
+        if kind == "cupy":
+            return x.get()
+        if kind == "strict":
+            import array_api_strict as st
 
-        return np.from_dlpack(x.to_device(st.Device("CPU_DEVICE")))
-    if _aac.is_array_api_obj(x):
-        to_device = getattr(x, "to_device", None)
-        if to_device is not None:
-            try:
-                x = to_device("cpu")
-            except Exception:  # noqa: BLE001 - device names are not standardised
-                pass
-        if hasattr(x, "__dlpack__"):
-            try:
-                return np.from_dlpack(x)
-            except Exception:  # noqa: BLE001 - fall back to the buffer protocol
-                pass
-        return np.asarray(x)
+            return np.from_dlpack(x.to_device(st.Device("CPU_DEVICE")))
+        return _from_other(x)
     if isinstance(x, (list, tuple)) or (isinstance(x, numbers.Real) and not isinstance(x, bool)):
         try:
             out = np.asarray(x)
@@ -111,8 +111,20 @@ def _read(x: Any, name: str) -> np.ndarray:
     raise TypeError(msg)
 
 
-def _is_strict(x: Any) -> bool:
-    return type(x).__module__.startswith("array_api_strict")
+def _from_other(x: Any) -> np.ndarray:
+    """Any other array-API object: to the CPU if it can say so, then DLPack."""
+    to_device = getattr(x, "to_device", None)
+    if to_device is not None:
+        try:
+            x = to_device("cpu")
+        except Exception:  # noqa: BLE001 - device names are not standardised
+            pass
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except Exception:  # noqa: BLE001 - fall back to the buffer protocol
+            pass
+    return np.asarray(x)
 
 
 def _from_torch(x: Any, name: str) -> np.ndarray:
@@ -135,7 +147,7 @@ def _from_torch(x: Any, name: str) -> np.ndarray:
 def _from_jax(x: Any, name: str) -> np.ndarray:
     import jax
 
-    if isinstance(x, jax.core.Tracer):
+    if not _compat.is_concrete(x):
         msg = f"`{name}` is a traced JAX array (inside jax.jit or grad): plot concrete arrays"
         raise ValueError(msg)
     out = np.asarray(jax.device_get(x))

@@ -101,3 +101,93 @@ def test_torch_complex_refused():
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="`pe` must hold real numbers"):
         to_numpy(torch.ones(2, dtype=torch.complex64), name="pe")
+
+
+# the backend each fixture name stands for (``array_kind`` of its arrays)
+_KINDS = {"numpy": "numpy", "strict": "strict", "torch": "torch", "jax": "jax", "dask": "dask", "cupy": "cupy"}
+
+
+def _expected_kind(backend_name: str) -> str:
+    return _KINDS[backend_name.split("-")[0]]
+
+
+def test_array_kind_of_every_backend(xp):
+    from posenc._compat import array_kind
+
+    arr = xp.asarray(np.arange(3.0))
+    assert array_kind(arr) == _expected_kind(xp.name)
+    assert array_kind(arr[:1] * 2) == _expected_kind(xp.name)  # results of operations too
+
+
+def test_array_kind_of_jax_tracers():
+    jax = pytest.importorskip("jax")
+    from posenc._compat import array_kind
+
+    seen = []
+
+    def f(x):
+        seen.append(array_kind(x))
+        return x
+
+    jax.jit(f)(jax.numpy.ones(2))
+    assert seen == ["jax"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.float32(1.0), np.array(2), np.ma.masked_array([1.0, 2.0])],
+    ids=["numpy-scalar", "0-d", "masked"],
+)
+def test_array_kind_of_numpy_objects(value):
+    from posenc._compat import array_kind
+
+    assert array_kind(value) == "numpy"
+
+
+def test_array_kind_of_non_arrays():
+    from posenc._compat import array_kind
+
+    xs = pytest.importorskip("array_api_strict")
+    for value in ([1.0, 2.0], 3.0, None, "abc", np.float32, np.dtype("float32"), xs.int64, xs.Device("device1")):
+        assert array_kind(value) == "other", value
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "bool"])
+def test_dtype_objects_are_not_arrays(dtype):
+    xs = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError, match="`x` must be an array, got DType"):
+        to_numpy(getattr(xs, dtype))
+
+
+def test_dtype_and_class_objects_of_other_backends():
+    torch = pytest.importorskip("torch")
+    for value in (torch.float32, torch.Tensor, np.float32, np.dtype("int8")):
+        with pytest.raises(TypeError, match="`pe` must be an array"):
+            to_numpy(value, name="pe")
+
+
+@pytest.mark.parametrize("name", [0, None, b"x", ("x",)])
+def test_name_must_be_a_str(name):
+    with pytest.raises(TypeError, match="`name` must be a str"):
+        to_numpy(np.zeros(2), name=name)
+
+
+def test_only_posenc_compat_imports_array_api_compat():
+    """posenc_viz tells backends apart through posenc._compat (design notes, layout)."""
+    import ast
+    from pathlib import Path
+
+    import posenc_viz
+
+    offenders = []
+    for path in sorted(Path(posenc_viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                mods = [node.module or ""]
+            else:
+                continue
+            if any(m.split(".")[0] == "array_api_compat" for m in mods):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
