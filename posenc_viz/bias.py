@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from posenc._checks import show
+
 from . import _mpl
 from ._convert import to_numpy
 from .heatmap import _labels, draw_matrix
@@ -86,7 +88,7 @@ def plot_bias(
         msg = f"`bias` must have shape (query, key) or (heads, query, key), got shape {tuple(arr.shape)}"
         raise ValueError(msg)
     if head is not None and (isinstance(head, bool) or not isinstance(head, numbers.Integral)):
-        msg = f"`head` must be an int or None, got {head!r}"
+        msg = f"`head` must be an int or None, got {show(head)}"
         raise TypeError(msg)
     if arr.ndim == 3:
         heads = arr.shape[0]
@@ -109,7 +111,7 @@ def plot_bias(
         arr = arr.astype(np.int8)
     if isinstance(center, str):
         if center != "auto":
-            msg = f"`center` must be a number, None or 'auto', got {center!r}"
+            msg = f"`center` must be a number, None or 'auto', got {show(center)}"
             raise ValueError(msg)
         finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
         both = finite.size > 0 and float(finite.min()) < 0.0 < float(finite.max())

@@ -59,6 +59,13 @@ def _base(text: str) -> float:
     return value
 
 
+def _folder(text: str) -> str:
+    if not text:
+        # an unset shell variable ("--out $DIR"): never the current folder by accident
+        raise argparse.ArgumentTypeError("expected a folder name, got an empty string (use '.' for the current folder)")
+    return text
+
+
 def _formats(text: str) -> tuple[str, ...]:
     parts = tuple(p.strip().lower().lstrip(".") for p in text.split(",") if p.strip())
     bad = [p for p in parts if p not in figures.FORMATS]
@@ -72,7 +79,9 @@ def _formats(text: str) -> tuple[str, ...]:
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("options")
-    g.add_argument("--out", metavar="DIR", default="figures", help="output folder, created if missing (default: figures)")
+    g.add_argument(
+        "--out", metavar="DIR", type=_folder, default="figures", help="output folder, created if missing (default: figures)"
+    )
     g.add_argument(
         "--dim", type=_int_in(2, figures.MAX_DIM, even=True), default=512, help="model dimension, even (default: 512)"
     )

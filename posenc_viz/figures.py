@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import os
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import posenc
+from posenc._checks import show
 
 from . import _mpl
 from .bias import plot_bias
@@ -205,7 +207,7 @@ def available_figures() -> tuple[str, ...]:
 
 def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"`{name}` must be an integer, got {value!r}"
+        msg = f"`{name}` must be an integer, got {show(value)}"
         raise TypeError(msg)
     value = int(value)
     if not lo <= value <= hi:
@@ -225,14 +227,14 @@ def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) 
         msg = f"`head_dim` must be a positive even integer, got {head_dim}"
         raise ValueError(msg)
     if isinstance(base, bool) or not isinstance(base, numbers.Real):
-        msg = f"`base` must be a real number, got {base!r}"
+        msg = f"`base` must be a real number, got {show(base)}"
         raise TypeError(msg)
     base = float(base)
     if not (math.isfinite(base) and 1.0 < base <= 1e12):
-        msg = f"`base` must be a finite number in (1, 1e12], got {base!r}"
+        msg = f"`base` must be a finite number in (1, 1e12], got {show(base)}"
         raise ValueError(msg)
     if not isinstance(layout, str) or layout not in LAYOUTS:
-        msg = f"`layout` must be 'interleaved' or 'concat', got {layout!r}"
+        msg = f"`layout` must be 'interleaved' or 'concat', got {show(layout)}"
         raise (ValueError if isinstance(layout, str) else TypeError)(msg)
     return Params(dim, length, base, layout, head_dim)
 
@@ -242,17 +244,14 @@ def _check_names(names: Any) -> tuple[str, ...]:
         return available_figures()
     if isinstance(names, str):
         names = (names,)
-    if not isinstance(names, Iterable):
-        msg = f"`names` must be a figure name or a sequence of them, got {type(names).__name__}"
-        raise TypeError(msg)
-    names = tuple(names)
+    names = _as_tuple(names, "names", "a figure name or a sequence of them")
     for n in names:
         if not isinstance(n, str) or n not in _SPECS:
             listed = ", ".join(_SPECS)
-            msg = f"`names` must be figure names ({listed}), got {n!r}"
-            raise ValueError(msg)
+            msg = f"`names` must be figure names ({listed}), got {show(n)}"
+            raise (ValueError if isinstance(n, str) else TypeError)(msg)
         if not _SPECS[n].available():
-            msg = f"figure {n!r} needs posenc functions that this installation lacks"
+            msg = f"figure {show(n)} needs posenc functions that this installation lacks"
             raise ValueError(msg)
     if not names:
         msg = "`names` must name at least one figure"
@@ -260,17 +259,28 @@ def _check_names(names: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _as_tuple(value: Any, name: str, what: str) -> tuple:
+    """The items of a collection argument; bytes, mappings and objects that
+    do not iterate (0-d arrays, numbers) are a TypeError naming ``name``."""
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        msg = f"`{name}` must be {what}, got {show(value)}"
+        raise TypeError(msg)
+    try:
+        return tuple(value)
+    except TypeError:  # iterable in type only: a 0-d array
+        msg = f"`{name}` must be {what}, got {show(value)}"
+        raise TypeError(msg) from None
+
+
 def _check_formats(formats: Any) -> tuple[str, ...]:
     if isinstance(formats, str):
         formats = (formats,)
-    if not isinstance(formats, Iterable):
-        msg = f"`formats` must be a sequence of {FORMATS}, got {type(formats).__name__}"
-        raise TypeError(msg)
+    formats = _as_tuple(formats, "formats", f"a sequence of {', '.join(FORMATS)}")
     out = []
     for f in formats:
         if not isinstance(f, str) or f.lower().lstrip(".") not in FORMATS:
-            msg = f"`formats` must contain only {', '.join(FORMATS)}, got {f!r}"
-            raise ValueError(msg)
+            msg = f"`formats` must contain only {', '.join(FORMATS)}, got {show(f)}"
+            raise (ValueError if isinstance(f, str) else TypeError)(msg)
         out.append(f.lower().lstrip("."))
     if not out:
         msg = "`formats` must name at least one format"
@@ -278,10 +288,33 @@ def _check_formats(formats: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _check_progress(progress: Any) -> None:
+    """A function of one path, refused before anything is drawn or written."""
+    if not callable(progress):
+        msg = f"`progress` must be callable, got {type(progress).__name__}"
+        raise TypeError(msg)
+    if isinstance(progress, type):  # np.int64 is callable, but not a callback
+        msg = f"`progress` must be a function called with each path, got {show(progress)}"
+        raise TypeError(msg)
+    try:
+        sig = inspect.signature(progress)
+    except (TypeError, ValueError):  # builtins without a signature: trust them
+        return
+    try:
+        sig.bind(Path("."))
+    except TypeError:
+        msg = f"`progress` must accept one argument (the path written), got a callable with signature {sig}"
+        raise TypeError(msg) from None
+
+
 def _prepare_dir(out_dir: Any) -> Path:
     if not isinstance(out_dir, (str, os.PathLike)):
         msg = f"`out_dir` must be a path, got {type(out_dir).__name__}"
         raise TypeError(msg)
+    if os.fspath(out_dir) == "":
+        # Path("") is the current folder: an unset variable must not write there
+        msg = "`out_dir` must not be empty (pass '.' for the current folder)"
+        raise ValueError(msg)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         msg = f"output folder {str(out)!r} exists and is not a folder"
@@ -430,14 +463,13 @@ def figure_set(
     fmts = _check_formats(formats)
     dpi = _check_int(dpi, "dpi", *DPI_RANGE)
     if column is not None and (not isinstance(column, str) or column not in COLUMNS):
-        msg = f"`column` must be 'single', 'double' or None, got {column!r}"
-        raise ValueError(msg)
+        msg = f"`column` must be 'single', 'double' or None, got {show(column)}"
+        raise (ValueError if isinstance(column, str) else TypeError)(msg)
     if not isinstance(force, bool):
-        msg = f"`force` must be a bool, got {force!r}"
+        msg = f"`force` must be a bool, got {show(force)}"
         raise TypeError(msg)
-    if progress is not None and not callable(progress):
-        msg = f"`progress` must be callable, got {type(progress).__name__}"
-        raise TypeError(msg)
+    if progress is not None:
+        _check_progress(progress)
     _mpl.require("matplotlib.figure")  # fail before touching the file system
     out = _prepare_dir(out_dir)
     targets = [(n, f, out / f"{n}.{f}") for n in chosen for f in fmts]

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from posenc._checks import show
+
 from . import _mpl
 from ._convert import to_numpy
 
@@ -35,11 +37,11 @@ def _real_or_none(value: Any, name: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        msg = f"`{name}` must be a real number or None, got {value!r}"
+        msg = f"`{name}` must be a real number or None, got {show(value)}"
         raise TypeError(msg)
     value = float(value)
     if not math.isfinite(value):
-        msg = f"`{name}` must be finite, got {value!r}"
+        msg = f"`{name}` must be finite, got {show(value)}"
         raise ValueError(msg)
     return value
 
@@ -70,7 +72,10 @@ def draw_matrix(
     vmin = _real_or_none(vmin, "vmin")
     vmax = _real_or_none(vmax, "vmax")
     if not isinstance(cbar, bool):
-        msg = f"`cbar` must be a bool, got {cbar!r}"
+        msg = f"`cbar` must be a bool, got {show(cbar)}"
+        raise TypeError(msg)
+    if cbar_label is not None and not isinstance(cbar_label, str):
+        msg = f"`cbar_label` must be a str or None, got {type(cbar_label).__name__}"
         raise TypeError(msg)
     if cbar_kws is not None and not isinstance(cbar_kws, dict):
         msg = f"`cbar_kws` must be a dict, got {type(cbar_kws).__name__}"
@@ -100,7 +105,7 @@ def draw_matrix(
         try:
             cmap = mpl.colormaps[cmap]
         except KeyError:
-            msg = f"`cmap` must be a matplotlib colormap or its name, got {cmap!r}"
+            msg = f"`cmap` must be a matplotlib colormap or its name, got {show(cmap)}"
             raise ValueError(msg) from None
     if not isinstance(cmap, mcolors.Colormap):
         msg = f"`cmap` must be a matplotlib colormap or its name, got {type(cmap).__name__}"

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 import posenc
+from posenc._checks import show
 
 from . import _mpl
 from ._convert import to_numpy
@@ -83,7 +84,7 @@ def plot_similarity(
     >>> plt.close(fig)
     """
     if not isinstance(normalize, bool):
-        msg = f"`normalize` must be a bool, got {normalize!r}"
+        msg = f"`normalize` must be a bool, got {show(normalize)}"
         raise TypeError(msg)
     data = _matrix_2d(pe, "pe").astype(np.float64)
     sim = np.asarray(posenc.similarity(data))
@@ -118,7 +119,7 @@ def _offsets(offsets: Any) -> np.ndarray:
             raise ValueError(msg)
         return np.arange(-n, n + 1)
     if isinstance(offsets, (bool, float, str)):
-        msg = f"`offsets` must be an int n (offsets -n..n) or a 1-D array, got {offsets!r}"
+        msg = f"`offsets` must be an int n (offsets -n..n) or a 1-D array, got {show(offsets)}"
         raise TypeError(msg)
     k = to_numpy(offsets, name="offsets")
     if k.ndim != 1 or k.size == 0:
@@ -207,10 +208,10 @@ def plot_similarity_by_offset(
     >>> plt.close(fig)
     """
     if not isinstance(kind, str) or kind not in KINDS:
-        msg = f"`kind` must be 'sinusoidal' or 'rope_bound', got {kind!r}"
+        msg = f"`kind` must be 'sinusoidal' or 'rope_bound', got {show(kind)}"
         raise (ValueError if isinstance(kind, str) else TypeError)(msg)
     if not isinstance(normalize, bool):
-        msg = f"`normalize` must be a bool, got {normalize!r}"
+        msg = f"`normalize` must be a bool, got {show(normalize)}"
         raise TypeError(msg)
     k = _offsets(offsets)
     if kind == "sinusoidal":
@@ -222,7 +223,7 @@ def plot_similarity_by_offset(
     else:
         freqs = np.asarray(posenc.frequencies(dim, base=base, convention=convention), dtype=np.float64)
         if freqs.size == 0:
-            msg = f"`dim` must be at least 2 for kind='rope_bound', got {dim!r}"
+            msg = f"`dim` must be at least 2 for kind='rope_bound', got {show(dim)}"
             raise ValueError(msg)
         y = rope_decay_bound(k, freqs)
         if normalize:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 import posenc
+from posenc._checks import show
 
 from . import _mpl
 from ._convert import to_numpy
@@ -26,7 +27,7 @@ _YLABEL = {
 
 def _check_quantity(quantity: Any) -> str:
     if not isinstance(quantity, str) or quantity not in QUANTITIES:
-        msg = f"`quantity` must be 'wavelength' or 'frequency', got {quantity!r}"
+        msg = f"`quantity` must be 'wavelength' or 'frequency', got {show(quantity)}"
         raise (ValueError if isinstance(quantity, str) else TypeError)(msg)
     return quantity
 
@@ -116,14 +117,14 @@ def plot_wavelengths(
     """
     quantity = _check_quantity(quantity)
     if not isinstance(bounds, bool):
-        msg = f"`bounds` must be a bool, got {bounds!r}"
+        msg = f"`bounds` must be a bool, got {show(bounds)}"
         raise TypeError(msg)
     if quantity == "wavelength":
         y = np.asarray(posenc.wavelengths(dim, base=base, convention=convention), dtype=np.float64)
     else:
         y = np.asarray(posenc.frequencies(dim, base=base, convention=convention), dtype=np.float64)
     if y.size == 0:
-        msg = f"`dim` must be at least 2 to have a sin/cos pair, got {dim!r}"
+        msg = f"`dim` must be at least 2 to have a sin/cos pair, got {show(dim)}"
         raise ValueError(msg)
     ax = _mpl.get_ax(ax)
     opts: dict[str, Any] = {"marker": "o" if y.size <= 32 else None}
@@ -160,7 +161,7 @@ def _check_dims(dims: Any, width: int) -> list[int]:
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-            msg = f"`dims` must contain integers, got {d!r}"
+            msg = f"`dims` must contain integers, got {show(d)}"
             raise TypeError(msg)
         d = int(d)
         if not 0 <= d < width:
@@ -238,21 +239,44 @@ def plot_dimensions(
             raise ValueError(msg)
     if labels is None:
         labels = [f"dim {d}" for d in cols]
-    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence) or len(labels) != len(cols):
-        msg = f"`labels` must be a sequence of {len(cols)} strings (one per column), got {labels!r}"
+    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence):
+        msg = f"`labels` must be a sequence of {len(cols)} strings (one per column), got {show(labels)}"
+        raise TypeError(msg)
+    elif len(labels) != len(cols):
+        msg = f"`labels` must be a sequence of {len(cols)} strings (one per column), got {len(labels)} entries"
         raise ValueError(msg)
+    elif not all(isinstance(lab, str) for lab in labels):
+        bad = next(lab for lab in labels if not isinstance(lab, str))
+        msg = f"`labels` must contain strings, got {show(bad)}"
+        raise TypeError(msg)
     if not isinstance(legend, bool):
-        msg = f"`legend` must be a bool, got {legend!r}"
+        msg = f"`legend` must be a bool, got {show(legend)}"
         raise TypeError(msg)
     ax = _mpl.get_ax(ax)
+    opts: dict[str, Any] = {"marker": "o"} if n == 1 else {}  # one row: a point, not an invisible line
+    opts.update(kwargs)
     for d, lab in zip(cols, labels):
-        ax.plot(x, data[:, d], label=str(lab), **kwargs)
-    if x.size:
-        ax.set_xlim(float(np.min(x)), float(np.max(x)))
+        ax.plot(x, data[:, d], label=lab, **opts)
+    limits = _position_limits(x)
+    if limits is not None:
+        ax.set_xlim(*limits)
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
     _labels(ax, xlabel, ylabel, title)
     return ax
+
+
+def _position_limits(x: np.ndarray) -> tuple[float, float] | None:
+    """x-limits that span the finite positions; half a position either side of
+    a single one (matplotlib warns about identical limits)."""
+    finite = x[np.isfinite(x)] if x.dtype.kind == "f" else x
+    if finite.size == 0:
+        return None
+    lo, hi = float(np.min(finite)), float(np.max(finite))
+    if lo == hi:
+        half = max(0.5, abs(lo) * 1e-3)  # still a gap at huge positions
+        lo, hi = lo - half, hi + half
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def _scaling_label(s: Any) -> str:
@@ -270,7 +294,7 @@ def _scaling_items(scalings: Any) -> list[tuple[str, Any]]:
         items = []
         for k, v in scalings.items():
             if not isinstance(k, str):
-                msg = f"`scalings` keys must be str labels, got {k!r}"
+                msg = f"`scalings` keys must be str labels, got {show(k)}"
                 raise TypeError(msg)
             items.append((k, v))
     elif isinstance(scalings, (list, tuple)):
@@ -280,6 +304,17 @@ def _scaling_items(scalings: Any) -> list[tuple[str, Any]]:
     if not items:
         msg = "`scalings` must hold at least one scaling"
         raise ValueError(msg)
+    from posenc.scaling import Scaling
+
+    for _, s in items:
+        if s is not None and not isinstance(s, Scaling):
+            msg = (
+                "`scalings` must be a posenc.scaling object (Linear, NTK, DynamicNTK, YaRN, Llama3, "
+                f"LongRoPE), a sequence of them or a dict of them by label, got {show(s)}"
+            )
+            if isinstance(s, numbers.Number) and not isinstance(s, bool):
+                msg += "; for a plain factor use posenc.scaling.Linear(factor)"
+            raise TypeError(msg)
     return items
 
 
@@ -359,7 +394,7 @@ def plot_rope_scaling(
     quantity = _check_quantity(quantity)
     for name, flag in (("original", original), ("context", context), ("legend", legend)):
         if not isinstance(flag, bool):
-            msg = f"`{name}` must be a bool, got {flag!r}"
+            msg = f"`{name}` must be a bool, got {show(flag)}"
             raise TypeError(msg)
     items = _scaling_items(scalings)
     curves = []

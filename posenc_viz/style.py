@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
+
+from posenc._checks import show
 
 from . import _mpl
 
@@ -10,7 +13,9 @@ __all__ = ["COLUMN_WIDTHS", "paper_style", "figsize"]
 
 #: Figure widths in inches of a paper's single column and full text width
 #: (two-column journals and conference templates: about 3.3 in and 7 in).
-COLUMN_WIDTHS = {"single": 3.3, "double": 7.0}
+#: Read-only: pass ``rc={"figure.figsize": ...}`` to :func:`paper_style` for
+#: other sizes.
+COLUMN_WIDTHS = MappingProxyType({"single": 3.3, "double": 7.0})
 
 _FONT = {"single": 8.0, "double": 9.0}
 
@@ -20,7 +25,7 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "
 
 def _check_column(column: Any) -> str:
     if not isinstance(column, str) or column not in COLUMN_WIDTHS:
-        msg = f"`column` must be 'single' or 'double', got {column!r}"
+        msg = f"`column` must be 'single' or 'double', got {show(column)}"
         raise (ValueError if isinstance(column, str) else TypeError)(msg)
     return column
 
@@ -48,10 +53,10 @@ def figsize(column: str = "single", *, aspect: float = 0.75) -> tuple[float, flo
     """
     column = _check_column(column)
     if isinstance(aspect, bool) or not isinstance(aspect, (int, float)):
-        msg = f"`aspect` must be a number, got {aspect!r}"
+        msg = f"`aspect` must be a number, got {show(aspect)}"
         raise TypeError(msg)
     if not 0 < aspect <= 10:
-        msg = f"`aspect` must be in (0, 10], got {aspect!r}"
+        msg = f"`aspect` must be in (0, 10], got {show(aspect)}"
         raise ValueError(msg)
     width = COLUMN_WIDTHS[column]
     return (width, round(width * float(aspect), 4))

@@ -81,6 +81,17 @@ def test_bad_arguments_in_process(tmp_path, capsys, args, needle):
     assert not (tmp_path / "o").exists()
 
 
+def test_empty_out_is_refused(tmp_path, capsys, monkeypatch):
+    """``--out "$UNSET"`` must not write into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["wavelengths", "--out", "", *SMALL])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "argument --out: expected a folder name, got an empty string" in last
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_argument_subprocess_has_no_traceback(tmp_path):
     _usage_error(run("similarity", "--dim", "-4", cwd=tmp_path), "--dim")
     assert not (tmp_path / "figures").exists()

@@ -134,10 +134,21 @@ def test_layout_and_dimensions_follow_the_table(tmp_path):
         ({"formats": []}, ValueError, "`formats` must name at least one format"),
         ({"dpi": 10}, ValueError, r"`dpi` must be an integer in \[50, 1200\]"),
         ({"column": "wide"}, ValueError, "`column` must be 'single', 'double' or None"),
+        ({"column": 1}, TypeError, "`column` must be 'single', 'double' or None, got 1"),
+        ({"formats": np.array(3)}, TypeError, "`formats` must be a sequence of pdf, png, svg, got a 0-d array"),
+        ({"formats": b"png"}, TypeError, "`formats` must be a sequence"),
+        ({"formats": 3}, TypeError, "`formats` must be a sequence"),
+        ({"formats": {"png": 1}}, TypeError, "`formats` must be a sequence"),
+        ({"formats": ["png", 3]}, TypeError, "`formats` must contain only pdf, png, svg, got 3"),
+        ({"names": np.array(3)}, TypeError, "`names` must be a figure name or a sequence of them, got a 0-d array"),
+        ({"names": [None]}, TypeError, "`names` must be figure names"),
         ({"names": ["heatmap"]}, ValueError, "`names` must be figure names"),
         ({"names": []}, ValueError, "`names` must name at least one figure"),
         ({"force": "yes"}, TypeError, "`force` must be a bool"),
         ({"progress": 1}, TypeError, "`progress` must be callable"),
+        ({"progress": np.int64}, TypeError, "`progress` must be a function called with each path, got <class"),
+        ({"progress": lambda: None}, TypeError, r"`progress` must accept one argument \(the path written\)"),
+        ({"progress": lambda a, b: None}, TypeError, "`progress` must accept one argument"),
     ],
 )
 def test_bad_arguments_write_nothing(tmp_path, kwargs, kind, match):
@@ -145,6 +156,29 @@ def test_bad_arguments_write_nothing(tmp_path, kwargs, kind, match):
     with pytest.raises(kind, match=match):
         posenc_viz.figure_set(out, **kwargs)
     assert not out.exists()
+
+
+def test_empty_out_dir_is_not_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="`out_dir` must not be empty"):
+        posenc_viz.figure_set("", names="wavelengths", formats="svg")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_formats_and_names_from_arrays_and_generators(tmp_path):
+    files = posenc_viz.figure_set(
+        tmp_path, dim=16, length=8, dpi=50, names=(n for n in ["wavelengths"]), formats=np.array(["svg"])
+    )
+    assert [f.name for f in files] == ["wavelengths.svg"]
+
+
+def test_progress_callables(tmp_path):
+    seen = []
+    kwargs = {"dim": 16, "length": 8, "dpi": 50, "formats": "svg", "names": "wavelengths"}
+    posenc_viz.figure_set(tmp_path / "a", progress=seen.append, **kwargs)  # a bound builtin
+    posenc_viz.figure_set(tmp_path / "b", progress=lambda *paths: seen.extend(paths), **kwargs)
+    posenc_viz.figure_set(tmp_path / "c", progress=print, **kwargs)  # a builtin with *args
+    assert [p.parent.name for p in seen] == ["a", "b"]
 
 
 def test_bad_out_dir_type():

@@ -115,9 +115,21 @@ def test_equals_plain_imshow(fig_test, fig_ref):
         (np.eye(2), {"cbar": 1}, TypeError, "`cbar` must be a bool"),
         (np.eye(2), {"cbar_kws": 1}, TypeError, "`cbar_kws` must be a dict"),
         (np.eye(2), {"xlabel": 5}, TypeError, "`xlabel` must be a str"),
+        (np.eye(2), {"cbar_label": 0}, TypeError, "`cbar_label` must be a str or None, got int"),
+        (np.eye(2), {"cbar_label": b"v"}, TypeError, "`cbar_label` must be a str or None, got bytes"),
+        (np.eye(2), {"cbar_label": 0, "cbar": False}, TypeError, "`cbar_label` must be a str or None"),
         (np.eye(2), {"ax": "left"}, TypeError, "`ax` must be a matplotlib Axes"),
     ],
 )
 def test_bad_input(pe, kwargs, kind, match):
     with pytest.raises(kind, match=match):
         plot_encoding(pe, **kwargs)
+
+
+def test_messages_describe_arrays_briefly(ax):
+    """An array passed for a number is described by shape and dtype, not printed."""
+    with pytest.raises(TypeError, match="`center` must be a real number or None") as info:
+        plot_encoding(np.eye(2), center=np.zeros((100, 100)), ax=ax)
+    msg = str(info.value)
+    assert "shape (100, 100)" in msg and len(msg) < 200
+    assert not ax.images  # refused before drawing

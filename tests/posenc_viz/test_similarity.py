@@ -73,6 +73,16 @@ def test_similarity_bad_input(ax):
         plot_similarity(np.zeros(3), ax=ax)
     with pytest.raises(TypeError, match="`normalize` must be a bool"):
         plot_similarity(np.eye(2), normalize=1, ax=ax)
+    with pytest.raises(TypeError, match="`cbar_label` must be a str or None, got int"):
+        plot_similarity(np.eye(2), cbar_label=0, ax=ax)
+    for normalize in (np.zeros((50, 50), dtype=bool), np.array(True)):
+        with pytest.raises(TypeError, match="`normalize` must be a bool, got a") as info:
+            plot_similarity(np.eye(2), normalize=normalize, ax=ax)
+        assert len(str(info.value)) < 200
+    with pytest.raises(TypeError, match="`normalize` must be a bool") as info:
+        plot_similarity_by_offset(8, 4, normalize=np.zeros(1000), ax=ax)
+    assert "shape (1000,)" in str(info.value) and len(str(info.value)) < 200
+    assert not ax.images and not ax.lines
 
 
 # -------------------------------------------------------------------- offset

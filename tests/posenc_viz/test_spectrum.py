@@ -122,6 +122,34 @@ def test_dimensions_options(ax):
     assert len(ax.lines) == 3
 
 
+@pytest.mark.parametrize("position", [None, 7.0, -3.25, 1e12])
+def test_dimensions_of_one_row(ax, position):
+    """One position: a marker (a one-point line is invisible) and x-limits
+    half a position either side, with no matplotlib warning."""
+    positions = None if position is None else np.array([position])
+    pe = posenc.sinusoidal(1 if positions is None else positions, 4)
+    plot_dimensions(pe, [0, 1], positions=positions, ax=ax)  # warnings are errors here
+    p = 0.0 if position is None else position
+    half = max(0.5, abs(p) * 1e-3)
+    assert ax.get_xlim() == (p - half, p + half)
+    assert [line.get_marker() for line in ax.lines] == ["o", "o"]
+    assert [line.get_ydata().tolist() for line in ax.lines] == [[float(pe[0, 0])], [float(pe[0, 1])]]
+
+
+def test_dimensions_repeated_or_nonfinite_positions(ax):
+    pe = posenc.sinusoidal(3, 4)
+    plot_dimensions(pe, 0, positions=np.array([2.0, 2.0, 2.0]), ax=ax)
+    assert ax.get_xlim() == (1.5, 2.5)
+    assert ax.lines[0].get_marker() == "None"  # several rows: a plain line
+    plot_dimensions(pe, 0, positions=np.array([0.0, np.inf, 4.0]), ax=ax)
+    assert ax.get_xlim() == (0.0, 4.0)  # the limits follow the finite positions
+
+
+def test_dimensions_one_row_marker_can_be_overridden(ax):
+    plot_dimensions(posenc.sinusoidal(1, 4), 0, ax=ax, marker="s")
+    assert ax.lines[0].get_marker() == "s"
+
+
 @check_figures_equal(extensions=["png"])
 def test_dimensions_equal_plain_plot(fig_test, fig_ref):
     pe = posenc.sinusoidal(50, 16)
@@ -146,6 +174,9 @@ def test_dimensions_equal_plain_plot(fig_test, fig_ref):
         (np.array([0.5]), {}, TypeError, "`dims` must be a 1-D array of integers"),
         ([0], {"positions": np.arange(3)}, ValueError, "`positions` must be 1-D with 10 entries"),
         ([0, 1], {"labels": ["a"]}, ValueError, "`labels` must be a sequence of 2 strings"),
+        ([0], {"labels": "a"}, TypeError, "`labels` must be a sequence of 1 strings"),
+        ([0, 1], {"labels": ["a", 2]}, TypeError, "`labels` must contain strings, got 2"),
+        ([0], {"labels": [None]}, TypeError, "`labels` must contain strings, got None"),
         ([0], {"legend": "no"}, TypeError, "`legend` must be a bool"),
     ],
 )
@@ -201,3 +232,16 @@ def test_rope_scaling_bad_input(ax):
         plot_rope_scaling(32, sc.Linear(2.0), original=None, ax=ax)
     with pytest.raises(ValueError, match="`quantity`"):
         plot_rope_scaling(32, sc.Linear(2.0), quantity="period", ax=ax)
+
+
+@pytest.mark.parametrize(
+    "scalings",
+    [0, 4.0, "Linear", [None, 2.0], {"x": "NTK"}, True],
+    ids=["int", "float", "str", "list-with-float", "dict-of-str", "bool"],
+)
+def test_rope_scaling_names_its_own_parameter(ax, scalings):
+    _needs_rope()
+    with pytest.raises(TypeError, match="`scalings` must be a posenc.scaling object") as info:
+        plot_rope_scaling(32, scalings, ax=ax)
+    assert "`scaling`" not in str(info.value)
+    assert not ax.lines  # refused before anything is drawn

@@ -15,6 +15,16 @@ def test_column_widths():
     assert figsize("double", aspect=0.5) == (7.0, 3.5)
 
 
+def test_column_widths_are_read_only():
+    # a shared mutable constant would change every later figure
+    with pytest.raises(TypeError):
+        COLUMN_WIDTHS["single"] = 9.0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        del COLUMN_WIDTHS["double"]  # type: ignore[attr-defined]
+    assert not hasattr(COLUMN_WIDTHS, "update")
+    assert figsize("single") == (3.3, round(3.3 * 0.75, 4))
+
+
 @pytest.mark.parametrize("column", ["single", "double"])
 def test_settings_apply_inside_only(column):
     before = dict(matplotlib.rcParams)
