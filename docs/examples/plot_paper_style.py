@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import posenc
 import posenc_viz
 
-print(posenc_viz.COLUMN_WIDTHS, posenc_viz.figsize("single"))
+print(dict(posenc_viz.COLUMN_WIDTHS), posenc_viz.figsize("single"))
 
 with posenc_viz.paper_style("single"):
     fig, ax = plt.subplots()
