@@ -46,15 +46,47 @@ def _seq_len(seq_len: Any) -> int | None:
     return _checks.check_int(seq_len, "seq_len", minimum=1)
 
 
+def _freq_source(base: float, scaling: Scaling | None) -> str:
+    return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_checks.show(scaling)}"
+
+
 def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tuple[int, float, Scaling | None, np.ndarray]:
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     scaling = check_scaling(scaling)
-    if scaling is None:
-        w = 1.0 / np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
-    else:
-        w = scaling._inv_freq(dim, base, seq_len)
+    # a tiny base (or an extreme scaling) can ask for frequencies beyond the
+    # float64 range: refused below, never a RuntimeWarning and inf
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        try:
+            if scaling is None:
+                w = 1.0 / np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
+            else:
+                w = scaling._inv_freq(dim, base, seq_len)
+        except OverflowError:  # Python float arithmetic of a scaling
+            w = None
+        finite = w is not None and bool(np.all(np.isfinite(w)))
+    if not finite:
+        msg = f"{_freq_source(base, scaling)} overflows float64 in the inverse frequencies"
+        raise ValueError(msg)
     return dim, base, scaling, w
+
+
+def _check_fits(w: np.ndarray, base: float, scaling: Scaling | None, ctx: Context) -> None:
+    """Refuse inverse frequencies the working or output dtype cannot hold."""
+    if w.size == 0:
+        return
+    big = float(np.max(np.abs(w)))
+    for dt in (ctx.work, ctx.dtype):
+        try:
+            top = float(ctx.xp.finfo(dt).max)
+        except Exception:  # pragma: no cover - dtypes finfo does not know
+            continue
+        if big > top:
+            msg = (
+                f"{_freq_source(base, scaling)} gives inverse frequencies up to {big:.3g}, "
+                f"beyond the range of {getattr(dt, '__name__', None) or dt} (largest {top:.3g}); use a larger base"
+            )
+            raise ValueError(msg)
 
 
 def _shape_of(positions: Any) -> tuple[int, ...]:
@@ -140,7 +172,8 @@ def rope_frequencies(
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     seq_len = _seq_len(seq_len)
-    _, _, _, w = _host_inv_freq(dim, base, scaling, seq_len)
+    _, base, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
+    _check_fits(w, base, scaling, ctx)
     return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -219,10 +252,11 @@ def rope_cos_sin(
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq_len = _seq_len(seq_len)
-    positions = _checks.check_positions(positions, "positions", ctx)
+    dim = _checks.check_dim(dim, even=True)
+    # the table size from the shape, before the values are scanned
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
     seq_len = _effective_seq_len(seq_len, positions)
     dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
-    _checks.check_size(_shape_of(positions) + (dim,), "table")
     attention = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
     c, s = _compact_cos_sin(positions, w, attention, ctx)
     xp_ = ctx.xp
@@ -309,6 +343,8 @@ def _prepare(
             f"{tuple(x.shape)} (leading axes {tuple(cos.shape[:-1])} vs {tuple(x.shape[:-1])})"
         )
         raise ValueError(msg)
+    # shape arithmetic only (O(1), nothing read): a broadcast view may be huge
+    _checks.check_size(lead + (head_dim,), "output")
     half = rotary_dim // 2
     wt = _work_dtype(xp, x.dtype)
     c, s = cos, sin
@@ -594,6 +630,7 @@ def rope(
         msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
         raise ValueError(msg)
     head_dim = int(x.shape[-1])
+    _checks.check_size(tuple(x.shape), "output")  # before anything is computed for a huge view
     dim = head_dim if rotary_dim is None else _checks.check_dim(rotary_dim, "rotary_dim", even=True)
     if rotary_dim is None and (head_dim % 2 or head_dim == 0):
         msg = (
@@ -605,11 +642,13 @@ def rope(
     tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq_len = _seq_len(seq_len)
-    positions = _checks.check_positions(positions, "positions", tctx)
+    positions = _checks.check_positions(positions, "positions", tctx, out_tail=(head_dim,), what="output")
     pshape = _shape_of(positions)
-    if _broadcast_shapes(tuple(x.shape[:-1]), pshape) is None:
+    lead = _broadcast_shapes(tuple(x.shape[:-1]), pshape)
+    if lead is None:
         msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
         raise ValueError(msg)
+    _checks.check_size(lead + (head_dim,), "output")
     seq_len = _effective_seq_len(seq_len, positions)
     dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
     _checks.check_size(pshape + (dim // 2,), "table")
@@ -751,7 +790,10 @@ def xpos_scale(
         Shape ``positions.shape + (dim,)``, positive.  Computed as
         ``exp(p * log(zeta) / scale_base)`` in float64 where the device has
         it (relative error about :math:`|p \ln\zeta / \mathrm{scale\_base}|
-        \cdot 2^{-24}` in float32 otherwise).
+        \cdot 2^{-24}` in float32 otherwise).  Scales of negative positions
+        beyond the range of the output dtype saturate just below its largest
+        value (never ``inf``); those of large positive positions underflow
+        to 0.
 
     Examples
     --------
@@ -764,15 +806,39 @@ def xpos_scale(
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     dim = _checks.check_dim(dim, even=True)
     scale_base = _checks.check_float(scale_base, "scale_base", positive=True)
-    positions = _checks.check_positions(positions, "positions", ctx)
-    _checks.check_size(_shape_of(positions) + (dim,), "table")
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
     xp_ = ctx.xp
     zeta = (np.arange(0, dim, 2, dtype=np.float64) + 0.4 * dim) / (1.4 * dim)
-    rate = _compat.from_host(np.log(zeta) / scale_base, ctx, ctx.wide)
+    with np.errstate(over="ignore"):
+        host_rate = np.log(zeta) / scale_base  # negative: log(zeta) < 0
+    big = float(np.max(np.abs(host_rate)))
+    wide_max = float(xp_.finfo(ctx.wide).max)
+    if not big <= wide_max:
+        msg = (
+            f"`scale_base` = {scale_base!r} gives decay rates up to {big:.3g}, beyond the range of "
+            f"{getattr(ctx.wide, '__name__', None) or ctx.wide}; use a larger scale_base"
+        )
+        raise ValueError(msg)
+    rate = _compat.from_host(host_rate, ctx, ctx.wide)
     p = positions
     if isinstance(p, int):
+        p_max = float(max(p - 1, 0))
         p = xp_.arange(p, dtype=ctx.wide, device=ctx.device) if ctx.device is not None else xp_.arange(p, dtype=ctx.wide)
-    scale = xp_.exp(_angles.cast(p, ctx.wide, xp_)[..., None] * rate)
+    else:
+        p_max = wide_max
+        p = _angles.cast(p, ctx.wide, xp_)
+    # |p * rate| stays finite: beyond |p| = limit every column's exponent is
+    # below -1e25 or above 1e25 (the rates differ by at most a factor ~dim),
+    # so clipping p there changes no scale
+    limit = (wide_max / 2.0) / big if big > 0.0 else math.inf
+    if p_max > limit:
+        p = xp_.clip(p, -limit, limit)
+    e = p[..., None] * rate
+    if not isinstance(positions, int):  # negative positions grow the scale
+        # scales beyond the output range saturate at its largest value, never inf
+        top = min(float(xp_.finfo(ctx.work).max), float(xp_.finfo(ctx.dtype).max))
+        e = xp_.clip(e, None, math.log(top) - 1e-3)  # a margin of many float32 ulp
+    scale = xp_.exp(e)
     scale = _angles.cast(scale, ctx.work, xp_)
     return _angles.cast(_layout(scale, dim, layout, xp_), ctx.dtype, xp_)
 

@@ -285,7 +285,7 @@ class YaRN(Scaling):
         _optional_real(self, "mscale_all_dim")
         _optional_positive(self, "attention_factor")
         if not isinstance(self.truncate, bool):
-            msg = f"`truncate` must be a bool, got {self.truncate!r}"
+            msg = f"`truncate` must be a bool, got {_checks.show(self.truncate)}"
             raise TypeError(msg)
 
     def attention_scaling(self, seq_len: int | None = None) -> float:
@@ -528,6 +528,9 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     >>> scaling.from_hf(cfg)
     {'dim': 128, 'base': 500000.0, 'scaling': Llama3(factor=8.0, original_max_positions=8192, low_freq_factor=1.0, high_freq_factor=4.0)}
     """
+    if layer_type is not None and not isinstance(layer_type, str):
+        msg = f"`layer_type` must be a str or None, got {_checks.show(layer_type)}"
+        raise TypeError(msg)
     if not isinstance(config, Mapping):
         to_dict = getattr(config, "to_dict", None)
         if not callable(to_dict):
@@ -547,11 +550,11 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
             msg = f"`layer_type` is required: this config has one RoPE entry per layer type {sorted(nested)}"
             raise ValueError(msg)
         if layer_type not in nested:
-            msg = f"`layer_type` must be one of {sorted(nested)}, got {layer_type!r}"
+            msg = f"`layer_type` must be one of {sorted(nested)}, got {_checks.show(layer_type)}"
             raise ValueError(msg)
         params = params[layer_type]
     elif layer_type is not None:
-        msg = f"`layer_type` applies to configs with per-layer RoPE entries only, got {layer_type!r}"
+        msg = f"`layer_type` applies to configs with per-layer RoPE entries only, got {_checks.show(layer_type)}"
         raise ValueError(msg)
 
     rope_type = params.get("rope_type", params.get("type")) or "default"

@@ -478,6 +478,123 @@ def test_xpos_relative_decay():
     np.testing.assert_allclose(posenc.xpos_scale(np.array([-7]), 16) * posenc.xpos_scale(np.array([7]), 16), 1.0, rtol=1e-14)
 
 
+def test_xpos_scale_saturates_instead_of_overflowing(xp):
+    # keys use xpos_scale(-positions): far negative positions ask for scales
+    # beyond the output range; they saturate below its largest value, never inf
+    p = np.array([-1e6, -40.0, 0.0, 40.0, 1e6])
+    got = xp.call(posenc.xpos_scale, xp.asarray(p), 8, scale_base=4.0)
+    xp.check_array(got, shape=(5, 8))
+    if xp.has_values:
+        v = xp.to_numpy(got)
+        top = float(np.finfo(v.dtype).max)
+        v = v.astype(np.float64)
+        assert np.isfinite(v).all()
+        assert (v[0] > 0.99 * top).all() and (v[-1] == 0.0).all()
+        np.testing.assert_allclose(v[1:4], ref_xpos(p[1:4], 8, 4.0), rtol=8 * xp.tol())
+
+
+def test_xpos_scale_float32_output_of_float64_scales():
+    # exp(...) fits float64 but not float32: saturated, not a cast overflow to inf
+    got = posenc.xpos_scale(np.array([-1e6]), 4, dtype=np.float32)
+    assert got.dtype == np.float32 and np.isfinite(got).all() and got.min() > 3e38
+    torch = pytest.importorskip("torch")
+    got = posenc.xpos_scale(torch.tensor([-1e6, 3.0]), 4, dtype=torch.float16)
+    assert torch.isfinite(got).all() and got[0].min() > 6e4
+
+
+@pytest.mark.parametrize("scale_base", [1e-300, 5e-324])
+def test_xpos_tiny_scale_base(scale_base):
+    # decay rates log(zeta) / scale_base must fit the computing dtype (float64
+    # here for 1e-300, float32 without float64); the scales then saturate
+    if scale_base == 5e-324:
+        with pytest.raises(ValueError, match="`scale_base`"):
+            posenc.xpos_scale(np.array([1.0, -1.0]), 4, scale_base=scale_base, dtype=np.float32)
+    else:
+        got = posenc.xpos_scale(np.array([1.0, -1.0]), 4, scale_base=scale_base, dtype=np.float32)
+        assert (got[0] == 0.0).all() and np.isfinite(got).all() and got[1].min() > 3e38
+    xs = pytest.importorskip("array_api_strict")
+    with pytest.raises(ValueError, match="`scale_base`"):
+        posenc.xpos_scale(xs.asarray([1.0, -1.0], device=xs.Device("no_float64")), 4, scale_base=scale_base)
+
+
+def test_xpos_small_scale_base_is_finite():
+    # |p * log(zeta) / scale_base| would overflow float64: positions that far
+    # out are clipped where every scale has saturated already
+    got = posenc.xpos_scale(np.array([-1e300, -1.0, 0.0, 1.0, 1e300]), 4, scale_base=1e-30)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got[2], 1.0)
+    assert (got[3:] == 0.0).all() and (got[:2] > 1e307).all()
+
+
+# ---------------------------------------------------------------- extreme arguments
+def test_rope_frequencies_beyond_the_output_range():
+    # base = 1e-300 asks for inverse frequencies up to 1e150: fine in float64,
+    # a ValueError naming `base` where they would overflow the output dtype
+    np.testing.assert_allclose(posenc.rope_frequencies(4, base=1e-300), [1.0, 1e150], rtol=1e-14)
+    with pytest.raises(ValueError, match="`base` = 1e-300 .* float32"):
+        posenc.rope_frequencies(4, base=1e-300, dtype="float32")
+    with pytest.raises(ValueError, match="`base` .* float16"):
+        posenc.rope_frequencies(4, base=1e-10, dtype="float16")
+
+
+@pytest.mark.parametrize(
+    ("kw", "names"),
+    [
+        ({"base": 5e-324}, "`base`"),
+        ({"base": 1e-30, "scaling": scaling.Linear(1e-300)}, "`base` = 1e-30 with `scaling` = Linear"),
+        # NTK's base * factor ** (dim / (dim - 2)): 1e300 ** 2 overflows a Python float
+        ({"base": 1.0, "scaling": scaling.NTK(1e300)}, "`scaling` = NTK"),
+    ],
+)
+def test_frequencies_beyond_float64_are_refused(kw, names):
+    dim = 4 if "scaling" in kw and isinstance(kw["scaling"], scaling.NTK) else 2**10
+    for call in (
+        lambda: posenc.rope_frequencies(dim, **kw),
+        lambda: posenc.rope_cos_sin(3, dim, **kw),
+        lambda: posenc.rope(np.ones((3, dim)), 3, **kw),
+    ):
+        with pytest.raises(ValueError, match=names):
+            call()
+
+
+def test_rope_tiny_base_without_float64(xp):
+    # inverse frequencies of 1e150: finite tables everywhere (the angles never
+    # pass through a float32 frequency)
+    got = xp.call(posenc.rope_cos_sin, xp.asarray(np.array([1.0, 2.0])), 4, base=1e-300)
+    for t in got:
+        xp.check_array(t, shape=(2, 4))
+        if xp.has_values:
+            v = xp.to_numpy(t)
+            assert np.isfinite(v).all() and np.abs(v).max() <= 1.0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: posenc.apply_rope(
+            np.broadcast_to(np.zeros((1, 1), np.float32), (2**30, 2**11)), np.ones((1, 2**11), np.float32), np.zeros((1, 2**11), np.float32)
+        ),
+        # x small, the tables huge: the broadcast output is what counts
+        lambda: posenc.apply_rope(
+            np.zeros((1, 2**11), np.float32),
+            np.broadcast_to(np.ones((1, 2**11), np.float32), (2**30, 2**11)),
+            np.broadcast_to(np.zeros((1, 2**11), np.float32), (2**30, 2**11)),
+        ),
+        lambda: posenc.rope(np.broadcast_to(np.zeros((1, 1), np.float32), (2**30, 2**11)), 2**30),
+        lambda: posenc.rope(np.zeros((1, 2**11), np.float32), np.broadcast_to(np.zeros(1), (2**30,))),
+        lambda: posenc.rope_cos_sin(np.broadcast_to(np.zeros(1), (2**30,)), 2**11),
+        lambda: posenc.xpos_scale(np.broadcast_to(np.zeros(1), (2**30,)), 2**11),
+    ],
+)
+def test_huge_views_are_refused_from_their_shapes(call):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"2\*\*40"):
+        call()
+    assert time.perf_counter() - t0 < 0.5
+
+
 # ---------------------------------------------------------------- shapes, devices, laziness
 def test_shapes_and_empty(xp):
     cos, sin = xp.call(posenc.rope_cos_sin, 0, 8, xp=xp.ns, device=xp.device)

@@ -373,6 +373,13 @@ def test_from_hf_layer_types():
         scaling.from_hf(cfg, layer_type="global")
     with pytest.raises(ValueError, match="layer_type"):
         scaling.from_hf({"head_dim": 8}, layer_type="full_attention")
+    # not a str: a TypeError with a short description, never a whole array
+    for bad in (np.zeros(1000), 3, ["full_attention"]):
+        with pytest.raises(TypeError, match="`layer_type` must be a str") as info:
+            scaling.from_hf(cfg, layer_type=bad)
+        assert len(str(info.value)) < 200
+    with pytest.raises(TypeError, match=r"`truncate` must be a bool, got an array of shape \(1000,\)"):
+        scaling.YaRN(2.0, 100, truncate=np.zeros(1000))
 
 
 def test_from_hf_round_trip(xp):
