@@ -1,0 +1,220 @@
+"""Regression tests of the hardening findings (ids in ``findings.py``).
+
+Each test states the promised behaviour.  While its finding is open it is
+``xfail(strict=True)``: the fix makes it pass, the strict xfail then fails,
+and the id is deleted from ``findings.OPEN``.  Findings whose check lives
+elsewhere (the huge-request table of ``test_huge.py``, the constants test of
+``test_fuzz.py``) are not repeated here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import posenc
+
+from .findings import OPEN, is_open
+
+
+def finding(fid: str, *, run: bool = True):
+    return pytest.mark.xfail(is_open(fid), strict=True, run=run, reason=f"{fid}: {OPEN.get(fid, 'fixed')}")
+
+
+@finding("P1")
+def test_import_keeps_the_decimal_context():
+    code = "import decimal; import posenc; print(decimal.getcontext().prec)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "28"
+
+
+@finding("P2")
+@pytest.mark.parametrize("offset", [np.array(3.0), np.array(3), np.float64(3.0)])
+def test_shift_matrix_of_a_0d_offset(offset):
+    got = posenc.shift_matrix(offset, 4)
+    np.testing.assert_allclose(got, posenc.shift_matrix(3.0, 4), atol=1e-15)
+
+
+@finding("P7")
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: posenc.learned_table(2, 2, std=1e300, dtype="float32"),
+        lambda: posenc.wavelengths(4, base=1e300, dtype="float32"),
+        lambda: posenc.frequencies(8, base=1e-300, dtype="float32"),
+    ],
+    ids=["learned_table-std", "wavelengths-base", "frequencies-base"],
+)
+def test_valid_finite_arguments_never_overflow_silently(call):
+    """Either a finite table or a ValueError naming the argument, never a
+    RuntimeWarning and inf values."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            out = call()
+        except ValueError as exc:
+            assert "`" in str(exc)
+            return
+    assert np.isfinite(out).all()
+
+
+@finding("B2")
+@pytest.mark.parametrize("q,k", [(2, 0), (3, 0)])
+def test_relative_sinusoidal_bidirectional_rows(q, k):
+    out = posenc.relative_sinusoidal(q, k, dim=4, bidirectional=True)
+    assert out.shape == (k + q - 1, 4)
+
+
+@finding("B3")
+@pytest.mark.parametrize("fn", ["t5_bucket", "t5_buckets", "relative_positions"])
+def test_integer_dtype_given_an_array(fn):
+    torch = pytest.importorskip("torch")
+    args = (np.array([1, -2]),) if fn == "t5_bucket" else (3, 4)
+    kwargs = {} if fn == "t5_bucket" else {"xp": np}
+    with pytest.raises(TypeError, match="`dtype`"):
+        getattr(posenc, fn)(*args, dtype=torch.zeros(3), **kwargs)
+
+
+@finding("B1", run=False)
+def test_alibi_heads_are_bounded():
+    with pytest.raises(ValueError, match="num_heads|2\\*\\*40"):
+        posenc.alibi_slopes(2**41)
+    with pytest.raises(ValueError, match="num_heads|2\\*\\*40"):
+        posenc.alibi_bias(2**41, 0)
+
+
+@finding("G1")
+def test_fourier_features_bound_max_log2_freq():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="`max_log2_freq`"):
+            posenc.fourier_features(np.zeros((2, 1)), 2, max_log2_freq=1e300)
+
+
+@finding("V2")
+def test_plot_dimensions_of_one_row():
+    import matplotlib.pyplot as plt
+
+    import posenc_viz
+
+    fig, ax = plt.subplots()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            posenc_viz.plot_dimensions(posenc.sinusoidal(1, 4), [0, 1], ax=ax)
+    finally:
+        plt.close(fig)
+
+
+@finding("V3")
+@pytest.mark.parametrize("call", ["plot_encoding", "to_numpy"])
+def test_str_parameters_refuse_non_strings(call):
+    import matplotlib.pyplot as plt
+
+    import posenc_viz
+
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(TypeError):
+            if call == "to_numpy":
+                posenc_viz.to_numpy(np.zeros(2), name=0)
+            else:
+                posenc_viz.plot_encoding(np.zeros((2, 2)), ax=ax, cbar_label=0)
+    finally:
+        plt.close(fig)
+
+
+@finding("V4")
+def test_figure_set_formats_of_a_0d_array(tmp_path):
+    import posenc_viz
+
+    with pytest.raises(TypeError, match="`formats`"):
+        posenc_viz.figure_set(tmp_path, formats=np.array(3), names=["wavelengths"])
+    assert list(tmp_path.iterdir()) == []
+
+
+@finding("P8")
+def test_similarity_by_offset_bounds_the_offsets():
+    with pytest.raises(ValueError, match="offsets|2\\*\\*40"):
+        posenc.similarity_by_offset(2**41, 1)
+
+
+@finding("B5")
+@pytest.mark.parametrize("fn", ["relative_positions", "t5_buckets"])
+def test_lengths_are_bounded_when_the_output_is_empty(fn):
+    with pytest.raises(ValueError, match="query_len|2\\*\\*40"):
+        getattr(posenc, fn)(2**41, 0)
+
+
+@finding("R2")
+def test_rope_tiny_base_without_float64():
+    xs = pytest.importorskip("array_api_strict")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            p = xs.asarray([1.0, 2.0], device=xs.Device("no_float64"))
+            cos, sin = posenc.rope_cos_sin(p, 4, base=1e-300)
+        except ValueError as exc:
+            assert "`base`" in str(exc)
+            return
+    assert bool(xs.all(xs.isfinite(cos)))
+
+
+@finding("V5")
+def test_to_numpy_of_a_dtype_object():
+    xs = pytest.importorskip("array_api_strict")
+    import posenc_viz
+
+    with pytest.raises(TypeError, match="`x`"):
+        posenc_viz.to_numpy(xs.int64)
+
+
+@finding("P9", run=False)
+def test_learned_table_tiny_truncate_terminates():
+    """A truncation almost no normal draw meets: refused or met, never redrawn forever."""
+    import time
+
+    t0 = time.perf_counter()
+    try:
+        t = posenc.learned_table(3, 4, truncate=1e-300, seed=1)
+    except ValueError as exc:
+        assert "`truncate`" in str(exc)
+        return
+    assert time.perf_counter() - t0 < 5.0
+    assert np.isfinite(t).all() and (np.abs(t) <= 1e-300 * 0.02).all()
+
+
+@finding("V7")
+def test_plot_rope_scaling_names_its_own_parameter():
+    import matplotlib.pyplot as plt
+
+    import posenc_viz
+
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(TypeError, match="`scalings`"):
+            posenc_viz.plot_rope_scaling(8, 0, ax=ax)
+    finally:
+        plt.close(fig)
+
+
+@finding("P10")
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "uint16"])
+@pytest.mark.parametrize("where", ["jax", "strict-no_float64"])
+def test_small_integer_positions_without_float64(where, dtype):
+    vals = {"int8": [-128, -1, 5], "int16": [-32768, 300, 7], "uint8": [0, 200, 255], "uint16": [65535, 3, 0]}[dtype]
+    if where == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+        p = jnp.asarray(np.array(vals, dtype=dtype))
+    else:
+        xs = pytest.importorskip("array_api_strict")
+        p = xs.asarray(np.array(vals, dtype=dtype), device=xs.Device("no_float64"))
+    from posenc_viz import to_numpy
+
+    got = to_numpy(posenc.sinusoidal(p, 8))
+    want = posenc.sinusoidal(np.array(vals, dtype=np.float64), 8)
+    np.testing.assert_allclose(got, want, atol=1e-6)
