@@ -181,6 +181,10 @@ def _float_param(x: Any, name: str, ctx: Context) -> Any:
         except (TypeError, ValueError):
             msg = f"`{name}` must be an array or a list of numbers, got {_checks.show(x)}"
             raise TypeError(msg) from None
+        top = float(ctx.xp.finfo(ctx.work).max)
+        if host.size and not float(np.max(np.abs(host))) <= top:  # NaN fails too
+            msg = f"`{name}` must hold finite values within the range of {ctx.work} (largest {top:.3g}), got {_checks.show(x)}"
+            raise ValueError(msg)
         return _compat.from_host(host, ctx, ctx.work)
     if not _compat.is_real_float_dtype(xp, x.dtype):
         msg = f"`{name}` must be an array of real floating dtype, got dtype {x.dtype}"

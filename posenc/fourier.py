@@ -161,8 +161,12 @@ def fourier_features(
     if nb:
         f = _nerf_freqs(nb, max_log2_freq, log_sampling, scale_pi)
         if _exact_products(coords, f, ctx):
-            # x * 2**k is exact in the coordinates' own dtype: no wider angle needed
-            a = coords[..., None, :] * _compat.from_host(f[:, None], ctx, ctx.work)  # (..., nb, d)
+            # x * 2**k is exact in the coordinates' own dtype: no wider angle
+            # needed.  It stays finite: coordinates beyond top / (2 f_max), whose
+            # angles no float resolves anyway, are clipped there first
+            lim = float(xp_.finfo(coords.dtype).max) / (2.0 * float(np.max(f)))
+            x = xp_.clip(coords, -lim, lim)
+            a = x[..., None, :] * _compat.from_host(f[:, None], ctx, ctx.work)  # (..., nb, d)
             sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
         else:
             s, c = _angles.sincos(coords, f, ctx)  # (..., d, nb)
@@ -302,5 +306,10 @@ def gaussian_matrix(
         seed = _checks.check_int(seed, "seed", minimum=0)
     _checks.check_size((nf, d), "matrix")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    b = rng.standard_normal((nf, d)) * scale
+    with np.errstate(over="ignore"):  # refused below
+        b = rng.standard_normal((nf, d)) * scale
+    top = min(float(ctx.xp.finfo(ctx.work).max), float(ctx.xp.finfo(ctx.dtype).max))
+    if b.size and not float(np.max(np.abs(b))) <= top:
+        msg = f"`scale` = {scale!r} draws values up to {float(np.max(np.abs(b))):.3g}, beyond the range of the output dtype (largest {top:.3g})"
+        raise ValueError(msg)
     return _angles.cast(_compat.from_host(b, ctx, ctx.work), ctx.dtype, ctx.xp)

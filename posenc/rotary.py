@@ -71,6 +71,32 @@ def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tu
     return dim, base, scaling, w
 
 
+def _dtype_max(ctx: Context) -> float:
+    """The largest value both the working and the output dtype hold."""
+    top = math.inf
+    for dt in (ctx.work, ctx.dtype):
+        try:
+            top = min(top, float(ctx.xp.finfo(dt).max))
+        except Exception:  # pragma: no cover - dtypes finfo does not know
+            pass
+    return top
+
+
+def _attention(scaling: Scaling | None, seq_len: int | None, ctx: Context) -> float:
+    """The scaling's attention factor, refused where the tables could not hold it."""
+    if scaling is None:
+        return 1.0
+    a = float(scaling.attention_scaling(seq_len))
+    top = _dtype_max(ctx)
+    if not abs(a) <= top:
+        msg = (
+            f"`scaling` = {_checks.show(scaling)} has the attention factor {a!r}, which multiplies "
+            f"cos and sin beyond the range of the table dtype (largest {top:.3g})"
+        )
+        raise ValueError(msg)
+    return a
+
+
 def _check_fits(w: np.ndarray, base: float, scaling: Scaling | None, ctx: Context) -> None:
     """Refuse inverse frequencies the working or output dtype cannot hold."""
     if w.size == 0:
@@ -257,7 +283,7 @@ def rope_cos_sin(
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
     seq_len = _effective_seq_len(seq_len, positions)
     dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
-    attention = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
+    attention = _attention(scaling, seq_len, ctx)
     c, s = _compact_cos_sin(positions, w, attention, ctx)
     xp_ = ctx.xp
     return (
@@ -652,7 +678,7 @@ def rope(
     seq_len = _effective_seq_len(seq_len, positions)
     dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
     _checks.check_size(pshape + (dim // 2,), "table")
-    attention = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
+    attention = _attention(scaling, seq_len, tctx)
     c, s = _compact_cos_sin(positions, w, attention, tctx)
     return apply_rope(x, c, s, layout=layout, rotary_dim=rotary_dim)
 

@@ -294,7 +294,11 @@ class YaRN(Scaling):
         if self.attention_factor is not None:
             return self.attention_factor
         if self.mscale and self.mscale_all_dim:
-            return _yarn_mscale(self.factor, self.mscale) / _yarn_mscale(self.factor, self.mscale_all_dim)
+            den = _yarn_mscale(self.factor, self.mscale_all_dim)
+            if den == 0.0:
+                msg = f"`mscale_all_dim` = {self.mscale_all_dim!r} makes the attention factor divide by 0.1 * mscale_all_dim * log(factor) + 1 = 0"
+                raise ValueError(msg)
+            return _yarn_mscale(self.factor, self.mscale) / den
         return _yarn_mscale(self.factor)
 
     def _inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:

@@ -765,6 +765,19 @@ def test_huge_bucket_input_is_refused_without_reading():
         posenc.t5_bucket(view)
 
 
+def test_list_parameters_beyond_the_working_dtype():
+    # Python lists become arrays of the working dtype: values it cannot hold
+    # are refused (no overflow to inf in the conversion)
+    with pytest.raises(ValueError, match="`slopes`"):
+        posenc.alibi_bias(2, 3, slopes=[1e300, 1.0], dtype="float32")
+    with pytest.raises(ValueError, match="`r1`"):
+        posenc.kerple_bias(3, r1=[1e300], r2=[1.0], dtype="float32")
+    with pytest.raises(ValueError, match="`r2`"):
+        posenc.kerple_bias(3, r1=[1.0], r2=[math.nan])
+    # float64 holds 1e300
+    assert np.isfinite(posenc.alibi_bias(1, 2, slopes=[1e300])).all()
+
+
 def test_empty_outputs_allocate_nothing_long():
     # an empty output at the limit is made directly, without an arange of 2**40
     assert posenc.relative_positions(2**40, 0).shape == (2**40, 0)

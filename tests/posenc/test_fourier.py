@@ -188,6 +188,29 @@ def test_fourier_highest_frequency_is_finite(xp, scale_pi, log_sampling):
             assert np.isfinite(v).all() and np.abs(v[..., 2:]).max() <= 1.0
 
 
+def test_fourier_features_huge_coordinates_stay_finite(xp):
+    # x * 2**k would overflow the coordinates' dtype: such coordinates (far
+    # beyond any resolved angle) are clipped, never an overflow to inf / NaN
+    c = np.array([[3e38], [-3e38], [0.5]])
+    got = xp.call(posenc.fourier_features, xp.asarray(c), 10, include_input=False)
+    xp.check_array(got, shape=(3, 20))
+    if xp.has_values:
+        v = xp.to_numpy(got)
+        assert np.isfinite(v).all()
+        xp.assert_close(got[2:, ...], ref_nerf(np.array([[0.5]]), 10, include_input=False), atol=xp.tol())
+
+
+@pytest.mark.parametrize("scale", [1e300, 1.7e308])
+def test_gaussian_matrix_scale_beyond_the_dtype(scale):
+    with pytest.raises(ValueError, match="`scale`"):
+        posenc.gaussian_matrix(4, 2, scale=scale, dtype=np.float32, seed=0)
+    if scale == 1e300:  # float64 holds it
+        assert np.isfinite(posenc.gaussian_matrix(4, 2, scale=scale, seed=0)).all()
+    else:
+        with pytest.raises(ValueError, match="`scale`"):
+            posenc.gaussian_matrix(4, 2, scale=scale, seed=0)
+
+
 def test_fourier_features_huge_views_are_refused_without_reading():
     # the output size is checked from the shape before the NaN scan of the values
     import time

@@ -557,6 +557,16 @@ def test_frequencies_beyond_float64_are_refused(kw, names):
             call()
 
 
+def test_attention_factor_beyond_the_table_dtype():
+    s = scaling.YaRN(4.0, 16, attention_factor=1e300)
+    with pytest.raises(ValueError, match="`scaling` = YaRN.*attention factor"):
+        posenc.rope_cos_sin(3, 8, scaling=s, dtype="float32")
+    with pytest.raises(ValueError, match="`scaling`"):
+        posenc.rope(np.ones((3, 8), np.float32), 3, scaling=s)
+    cos, _ = posenc.rope_cos_sin(3, 8, scaling=s)  # float64 holds it
+    assert cos[0, 0] == 1e300
+
+
 def test_rope_tiny_base_without_float64(xp):
     # inverse frequencies of 1e150: finite tables everywhere (the angles never
     # pass through a float32 frequency)

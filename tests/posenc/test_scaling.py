@@ -378,6 +378,9 @@ def test_from_hf_layer_types():
         with pytest.raises(TypeError, match="`layer_type` must be a str") as info:
             scaling.from_hf(cfg, layer_type=bad)
         assert len(str(info.value)) < 200
+    with pytest.raises(ValueError, match="`mscale_all_dim`"):
+        # 0.1 * mscale_all_dim * log(factor) + 1 = 0: the YaRN ratio would divide by zero
+        scaling.YaRN(math.e, 16, mscale=1.0, mscale_all_dim=-10.0).attention_scaling()
     with pytest.raises(TypeError, match=r"`truncate` must be a bool, got an array of shape \(1000,\)"):
         scaling.YaRN(2.0, 100, truncate=np.zeros(1000))
 
