@@ -28,12 +28,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     groups: dict[str, int] = {}
     for key, n in COUNTS.items():
         group = key.split(":", 1)[0]
+        if group == "hostile-class":
+            continue
         groups[group] = groups.get(group, 0) + n
     for group in sorted(groups):
         tr.write_line(f"{group:<28} {groups[group]:>7}")
     classes = sorted((k for k in COUNTS if k.startswith("hostile-class:")), key=lambda k: -COUNTS[k])
-    if classes and tr.config.getoption("verbose") > 0:
-        tr.write_line("hostile values by class:")
+    if classes:
+        tr.write_line("hostile calls by class of value:")
         for key in classes:
             tr.write_line(f"  {key.split(':', 1)[1]:<26} {COUNTS[key]:>7}")
     total = sum(n for k, n in COUNTS.items() if not k.startswith("hostile-class:"))

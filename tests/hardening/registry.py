@@ -610,7 +610,7 @@ def _lengths(draw: Draw) -> tuple[tuple, dict, int, int]:
     return args, kw, q, k
 
 
-@register("relative_positions", huge=(lambda: ((2**21, 2**21), {}),))
+@register("relative_positions", aliases={"offset": ("dtype",)}, huge=(lambda: ((2**21, 2**21), {}),))
 def _relative_positions(draw: Draw, be: Backend) -> Case:
     args, kw, q, k = _lengths(draw)
     if draw(st.booleans()):
@@ -665,7 +665,7 @@ def _alibi_bias(draw: Draw, be: Backend) -> Case:
     return Case(be, (h, *args), kw, shape=(h, rows, k), dtype=dt, finite="no-nan" if causal else "all")
 
 
-@register("kerple_bias", huge=(lambda: ((2**20, 2**20), {"r1": np.ones(2), "r2": np.ones(2)}),))
+@register("kerple_bias", aliases={"r1": ("r2",), "r2": ("r1",)}, huge=(lambda: ((2**20, 2**20), {"r1": np.ones(2), "r2": np.ones(2)}),))
 def _kerple_bias(draw: Draw, be: Backend) -> Case:
     args, kw, q, k = _lengths(draw)
     h = draw(st.integers(1, 5))
@@ -1025,7 +1025,7 @@ def _plot_rope_scaling(draw: Draw, be: Backend) -> Case:
     return _axes_case(be, (dim, val), kw)
 
 
-@register("posenc_viz.plot_bias", viz=True, backends=VIZ_BACKENDS)
+@register("posenc_viz.plot_bias", viz=True, backends=VIZ_BACKENDS, aliases={"bias": ("head",), "head": ("bias",)})
 def _plot_bias(draw: Draw, be: Backend) -> Case:
     h = draw(st.integers(1, 3))
     q, k = draw(st.integers(1, 10)), draw(st.integers(1, 10))

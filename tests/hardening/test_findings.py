@@ -218,3 +218,86 @@ def test_small_integer_positions_without_float64(where, dtype):
     got = to_numpy(posenc.sinusoidal(p, 8))
     want = posenc.sinusoidal(np.array(vals, dtype=np.float64), 8)
     np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+# ------------------------------------------------------------ second round
+
+
+def _finite_or_named(call, param):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            out = call()
+        except ValueError as exc:
+            assert f"`{param}`" in str(exc), exc
+            return
+    assert np.isfinite(np.asarray(out)).all()
+
+
+@finding("N1")
+@pytest.mark.parametrize(
+    "call,param",
+    [
+        (lambda: posenc.alibi_bias(1, 2, slopes=np.array([1e300]), dtype="float32"), "slopes"),
+        (lambda: posenc.kerple_bias(2, r1=np.array([1e300]), r2=np.array([1.0]), dtype="float32"), "r1"),
+    ],
+    ids=["alibi_bias-slopes", "kerple_bias-r1"],
+)
+def test_bias_parameters_that_overflow_float32(call, param):
+    _finite_or_named(call, param)
+
+
+@finding("N3")
+def test_fourier_features_bounds_num_bands():
+    with pytest.raises(ValueError, match="num_bands|2\\*\\*40"):
+        posenc.fourier_features(np.zeros((0, 1)), 2**41, include_input=False)
+
+
+@finding("N4")
+def test_gaussian_matrix_scale_that_overflows_float32():
+    _finite_or_named(lambda: posenc.gaussian_matrix(2, 2, scale=1e300, seed=0, dtype="float32"), "scale")
+
+
+@finding("N5")
+def test_plot_wavelengths_of_a_tiny_base():
+    import matplotlib.pyplot as plt
+
+    import posenc_viz
+
+    fig, ax = plt.subplots()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                posenc_viz.plot_wavelengths(2, quantity="frequency", base=1e-300, ax=ax)
+            except ValueError as exc:
+                assert "`base`" in str(exc)
+    finally:
+        plt.close(fig)
+
+
+@finding("N7")
+def test_longrope_factor_lists_of_the_wrong_kind():
+    with pytest.raises(TypeError, match="`short_factor`"):
+        posenc.scaling.LongRoPE(np.int64, [1.0], 2)
+
+
+@finding("N8")
+@pytest.mark.parametrize("freqs", [np.zeros(0), []], ids=["array", "list"])
+def test_sines_bounds_positions_when_the_output_is_empty(freqs):
+    with pytest.raises(ValueError, match="positions|2\\*\\*40"):
+        posenc.sines(2**41, freqs)
+
+
+@finding("N9")
+def test_plot_similarity_by_offset_of_a_huge_view():
+    import matplotlib.pyplot as plt
+
+    import posenc_viz
+
+    fig, ax = plt.subplots()
+    try:
+        with pytest.raises(ValueError, match="offsets|2\\*\\*40"):
+            posenc_viz.plot_similarity_by_offset(2, np.broadcast_to(np.zeros(1), (2**41,)), ax=ax)
+    finally:
+        plt.close(fig)

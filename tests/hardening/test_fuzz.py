@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import zlib
 from typing import Any
 
 import numpy as np
@@ -186,6 +187,9 @@ def test_hostile(name):
     if not params:
         pytest.skip(f"{name} takes no arguments")
     bes = _backends(spec)
+    # hypothesis leans on the first element of a list: a per-function order
+    # spreads that lean over the classes of hostile values
+    pool = sorted(HOSTILE, key=lambda h: zlib.crc32(f"{name}/{h.label}".encode()))
 
     @settings(max_examples=N_VIZ_HOSTILE if spec.viz else N_HOSTILE, **HYPOTHESIS)
     @given(data=st.data())
@@ -193,7 +197,7 @@ def test_hostile(name):
         be = data.draw(st.sampled_from(bes), label="backend")
         case: Case = spec.valid(data.draw, be)
         p = data.draw(st.sampled_from(params), label="parameter")
-        h = data.draw(st.sampled_from(HOSTILE), label="hostile value")
+        h = data.draw(st.sampled_from(pool), label="hostile value")
         if hostile_skip(name, p.name, h.label) is not None:
             if case.cleanup is not None:
                 case.cleanup()
