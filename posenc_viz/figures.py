@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import numbers
 import os
@@ -259,17 +260,29 @@ def _check_names(names: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+_MAX_ITEMS = 1000
+
+
 def _as_tuple(value: Any, name: str, what: str) -> tuple:
     """The items of a collection argument; bytes, mappings and objects that
     do not iterate (0-d arrays, numbers) are a TypeError naming ``name``."""
     if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
         msg = f"`{name}` must be {what}, got {show(value)}"
         raise TypeError(msg)
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and math.prod(shape) > _MAX_ITEMS:  # a huge array, or a view of one
+        msg = f"`{name}` must be {what}, got {show(value)}"
+        raise ValueError(msg)
     try:
-        return tuple(value)
-    except TypeError:  # iterable in type only: a 0-d array
+        # never materialise an unbounded iterable: the set has a handful of entries
+        items = tuple(itertools.islice(value, _MAX_ITEMS + 1))
+    except TypeError:  # iterable in type only
         msg = f"`{name}` must be {what}, got {show(value)}"
         raise TypeError(msg) from None
+    if len(items) > _MAX_ITEMS:
+        msg = f"`{name}` must be {what}, got more than {_MAX_ITEMS} entries"
+        raise ValueError(msg)
+    return items
 
 
 def _check_formats(formats: Any) -> tuple[str, ...]:

@@ -35,6 +35,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Property and fuzz tests draw the same examples on every run (derandomized),
+# so CI is reproducible; HYPOTHESIS_PROFILE=explore draws fresh random examples.
+settings.register_profile("posenc", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "posenc"))
 
 ALL_BACKENDS = (
     "numpy",
