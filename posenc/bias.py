@@ -189,6 +189,12 @@ def _float_param(x: Any, name: str, ctx: Context) -> Any:
     if not _compat.is_real_float_dtype(xp, x.dtype):
         msg = f"`{name}` must be an array of real floating dtype, got dtype {x.dtype}"
         raise TypeError(msg)
+    top = float(xp.finfo(ctx.work).max)
+    if _compat.is_concrete(x) and math.prod(x.shape) and float(xp.finfo(x.dtype).max) > top:
+        # values the working dtype cannot hold would overflow to inf in the cast
+        if bool(xp.any(xp.isfinite(x) & (xp.abs(x) > top))):
+            msg = f"`{name}` must hold values within the range of {ctx.work} (largest {top:.3g}), got {_compat_repr(x)}"
+            raise ValueError(msg)
     return x
 
 
