@@ -133,10 +133,11 @@ def fourier_features(
     array([1., 0.])
     """
     ctx = _compat.resolve({"coords": coords}, xp=xp, device=device, dtype=dtype)
-    nb = _checks.check_int(num_bands, "num_bands", minimum=0)
-    if max_log2_freq is None:
-        max_log2_freq = float(max(nb - 1, 0))
-    else:
+    # 2 * num_bands features per coordinate: capped so that one coordinate's
+    # features (and the host frequency table) stay within posenc's limit,
+    # even when the output is empty
+    nb = _checks.check_int(num_bands, "num_bands", minimum=0, maximum=_checks.MAX_ELEMENTS // 2)
+    if max_log2_freq is not None:
         max_log2_freq = _checks.check_float(max_log2_freq, "max_log2_freq")
         if max_log2_freq > _MAX_LOG2_FREQ:
             msg = f"`max_log2_freq` must be at most {_MAX_LOG2_FREQ:g} (a frequency of 2**64), got {max_log2_freq!r}"
@@ -155,6 +156,19 @@ def fourier_features(
     d = int(coords.shape[-1])
     width = d * per
     _checks.check_size(lead + (width,), "output")
+    if max_log2_freq is None:
+        max_log2_freq = float(max(nb - 1, 0))
+        if max_log2_freq > _MAX_LOG2_FREQ:
+            msg = (
+                f"`num_bands` must be at most {int(_MAX_LOG2_FREQ) + 1} with the default `max_log2_freq` "
+                f"(num_bands - 1, at most {_MAX_LOG2_FREQ:g}), got {nb}; pass `max_log2_freq`"
+            )
+            raise ValueError(msg)
+    if math.prod(lead) * width == 0:
+        # nothing to compute: no frequency table (num_bands may be large)
+        if ctx.device is None:
+            return xp_.zeros(lead + (width,), dtype=ctx.dtype)
+        return xp_.zeros(lead + (width,), dtype=ctx.dtype, device=ctx.device)
     parts = []
     if include_input:
         parts.append(_angles.cast(coords, ctx.work, xp_))

@@ -308,3 +308,14 @@ def test_gaussian_matrix_bad_input():
         posenc.gaussian_matrix(4, 2, scale=1.0, seed=-3)
     with pytest.raises(TypeError, match="seed"):
         posenc.gaussian_matrix(4, 2, scale=1.0, seed=1.5)
+
+
+def test_default_max_log2_freq_is_bounded_by_num_bands():
+    # the default max_log2_freq = num_bands - 1 obeys the same cap of 64 as an
+    # explicit one (2**(num_bands - 1) would overflow float64 past 1024 bands)
+    assert posenc.fourier_features(np.zeros((1, 1)), 65).shape == (1, 131)
+    with pytest.raises(ValueError, match="`num_bands`"):
+        posenc.fourier_features(np.zeros((1, 1)), 66)
+    assert posenc.fourier_features(np.zeros((1, 1)), 1100, max_log2_freq=8.0).shape == (1, 2201)
+    # an empty output allocates no frequency table
+    assert posenc.fourier_features(np.zeros((0, 1)), 2**30, max_log2_freq=8.0).shape == (0, 2**31 + 1)
