@@ -58,6 +58,11 @@ def _bound_line(ax: Any, y: float, text: str) -> None:
     )
 
 
+#: plotted values beyond these (decades) leave no room for matplotlib's log
+#: axis margins and tick decades within the float range
+_LOG_RANGE = (1e-200, 1e200)
+
+
 def plot_wavelengths(
     dim: int,
     *,
@@ -83,7 +88,8 @@ def plot_wavelengths(
     dim : int
         Model dimension; ``dim // 2`` pairs are drawn.
     base : float, default 10000.0
-        Base of the progression.
+        Base of the progression; the values drawn (with the bounds) must lie
+        within 1e-200 and 1e200, the range a log axis can draw.
     convention : {"paper", "fairseq", "tensor2tensor"}
         Frequency spacing, see :func:`posenc.frequencies`.
     quantity : {"wavelength", "frequency"}
@@ -126,6 +132,17 @@ def plot_wavelengths(
     if y.size == 0:
         msg = f"`dim` must be at least 2 to have a sin/cos pair, got {show(dim)}"
         raise ValueError(msg)
+    if quantity == "wavelength":
+        lines = [2.0 * math.pi, float(base) * 2.0 * math.pi]
+    else:
+        lines = [1.0, 1.0 / float(base)]
+    shown = [float(np.min(y)), float(np.max(y)), *lines]
+    if not (_LOG_RANGE[0] <= min(shown) and max(shown) <= _LOG_RANGE[1]):
+        msg = (
+            f"`base` puts the {quantity} axis at {min(shown):.3g} to {max(shown):.3g}, beyond what a log axis "
+            f"can draw ({_LOG_RANGE[0]:g} to {_LOG_RANGE[1]:g}), got {show(base)}"
+        )
+        raise ValueError(msg)
     ax = _mpl.get_ax(ax)
     opts: dict[str, Any] = {"marker": "o" if y.size <= 32 else None}
     opts.update(kwargs)
@@ -134,11 +151,11 @@ def plot_wavelengths(
     if bounds:
         b = _fmt_number(float(base))
         if quantity == "wavelength":
-            _bound_line(ax, 2.0 * math.pi, r"$2\pi$")
-            _bound_line(ax, float(base) * 2.0 * math.pi, rf"${b}\cdot 2\pi$")
+            _bound_line(ax, lines[0], r"$2\pi$")
+            _bound_line(ax, lines[1], rf"${b}\cdot 2\pi$")
         else:
-            _bound_line(ax, 1.0, "$1$")
-            _bound_line(ax, 1.0 / float(base), rf"$1/{b}$" if "cdot" not in b else rf"$1/({b})$")
+            _bound_line(ax, lines[0], "$1$")
+            _bound_line(ax, lines[1], rf"$1/{b}$" if "cdot" not in b else rf"$1/({b})$")
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 3.0)  # room for the upper bound's label
     ax.set_xlim(-0.5, y.size - 0.5)
