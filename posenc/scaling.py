@@ -385,11 +385,18 @@ class Llama3(Scaling):
 
 
 def _factor_list(value: Any, name: str) -> tuple[float, ...]:
+    if isinstance(value, type):  # a class such as np.float64 has an unbound tolist
+        msg = f"`{name}` must be a sequence of positive numbers, got the class {value.__name__}"
+        raise TypeError(msg)
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and not hasattr(value, "tolist"):
         msg = f"`{name}` must be a sequence of positive numbers, got {type(value).__name__}"
         raise TypeError(msg)
     if hasattr(value, "tolist") and not isinstance(value, Sequence):
-        value = value.tolist()
+        try:
+            value = value.tolist()
+        except Exception as exc:  # an object whose tolist does not work
+            msg = f"`{name}` must be a sequence of positive numbers, got {type(value).__name__} ({exc})"
+            raise TypeError(msg) from None
         if not isinstance(value, list):
             msg = f"`{name}` must be one-dimensional, got a scalar"
             raise ValueError(msg)
