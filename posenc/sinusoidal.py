@@ -408,8 +408,10 @@ def sines(
         if f.ndim != 1:
             msg = f"`frequencies` must be one-dimensional, got shape {tuple(f.shape)}"
             raise ValueError(msg)
-        # output size first, then the NaN scans
-        positions = _checks.check_positions(positions, "positions", ctx, out_tail=(int(f.shape[0]),), what="table")
+        # output size first, then the NaN scans; at least one value per
+        # position counts (the positions themselves are made even when the
+        # output is empty)
+        positions = _checks.check_positions(positions, "positions", ctx, out_tail=(max(int(f.shape[0]), 1),), what="table")
         _checks.check_all_finite(f, "frequencies", ctx)
         xp_ = ctx.xp
         p = positions
@@ -421,7 +423,7 @@ def sines(
         msg = f"`frequencies` must be a sequence of numbers or an array, got {type(frequencies).__name__}"
         raise TypeError(msg)
     w = np.asarray([_checks.check_float(v, "frequencies") for v in frequencies], dtype=np.float64)
-    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(int(w.shape[0]),), what="table")
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(max(int(w.shape[0]), 1),), what="table")
     s, _ = _angles.sincos(positions, w, ctx)
     return _angles.cast(s, ctx.dtype, ctx.xp)
 
