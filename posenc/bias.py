@@ -78,7 +78,9 @@ def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
 def _offset(offset: Any, q: int, k: int) -> int:
     if offset is None:
         return k - q
-    return _checks.check_int(offset, "offset")
+    # positions stay within posenc's size limit: an offset beyond it is a typo, not a cache
+    lim = _checks.MAX_ELEMENTS
+    return _checks.check_int(offset, "offset", minimum=-lim, maximum=lim)
 
 
 def _check_bool(value: Any, name: str) -> bool:
@@ -127,7 +129,10 @@ def _iinfo(xp: Any, dtype: Any) -> tuple[int, int]:
 def _check_fits(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
     dmin, dmax = _iinfo(ctx.xp, dtype)
     if lo < dmin or hi > dmax:
-        msg = f"the {what} span [{lo}, {hi}], which does not fit in `dtype` {dtype}; pass a wider integer dtype"
+        msg = (
+            f"the {what} span [{lo}, {hi}] (from `query_len`, `key_len` and `offset`), which does not fit "
+            f"in `dtype` {dtype}; pass a wider integer dtype"
+        )
         raise ValueError(msg)
 
 
