@@ -50,7 +50,7 @@ from ._fuzz import (
 )
 
 #: examples per function; ``POSENC_FUZZ_SCALE=4`` runs four times as many
-#: (for a long local session), ``0.2`` a fifth (a quick look)
+#: (for a long local run), ``0.2`` a fifth (a quick look)
 SCALE = float(os.environ.get("POSENC_FUZZ_SCALE", "1"))
 N_VALID = max(1, round(30 * SCALE))
 N_HOSTILE = max(1, round(60 * SCALE))
