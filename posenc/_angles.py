@@ -186,7 +186,7 @@ def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[A
     m = int(freqs.shape[0])
     block, nq = _range_split(n)
     if n == 0 or m == 0:
-        z = xp.zeros((n, m), dtype=ctx.work, device=ctx.device) if ctx.device is not None else xp.zeros((n, m), dtype=ctx.work)
+        z = _zeros((n, m), ctx.work, ctx)
         return z, z
     backend = _backend(xp)
     if backend == "dask":
@@ -259,8 +259,6 @@ def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: Any) 
 
 
 def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Any:
-    if ctx.device is None:
-        return ctx.xp.zeros(shape, dtype=dtype)
     return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
 
 
@@ -636,7 +634,7 @@ def _sincos_digits(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
         s, c = s * fc + c * fs, c * fc - s * fs
     s = xp.where(neg[:, None], -s, s)
     if overflow is not None:
-        nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device) if ctx.device is not None else xp.asarray(float("nan"), dtype=f32)
+        nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device)
         s = xp.where(overflow[:, None], nan, s)
         c = xp.where(overflow[:, None], nan, c)
     s = xp.reshape(s, shape + (m,))

@@ -234,14 +234,14 @@ def _assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
     lead = tuple(s.shape[:-1])
     m = int(s.shape[-1])
     if m == 0:  # dim == 1: the single zero column
-        z = xp.zeros(lead + (dim,), dtype=ctx.dtype, device=ctx.device) if ctx.device is not None else xp.zeros(lead + (dim,), dtype=ctx.dtype)
+        z = _angles._zeros(lead + (dim,), ctx.dtype, ctx)
         return z
     if layout == "interleaved":
         out = xp.reshape(xp.stack([s, c], axis=-1), lead + (2 * m,))
     else:
         out = xp.concat([s, c], axis=-1)
     if dim % 2:
-        zeros = xp.zeros(lead + (1,), dtype=out.dtype, device=ctx.device) if ctx.device is not None else xp.zeros(lead + (1,), dtype=out.dtype)
+        zeros = _angles._zeros(lead + (1,), out.dtype, ctx)
         out = xp.concat([out, zeros], axis=-1)
     return _angles.cast(out, ctx.dtype, xp)
 
@@ -416,7 +416,7 @@ def sines(
         xp_ = ctx.xp
         p = positions
         if isinstance(p, int):
-            p = xp_.arange(p, device=ctx.device) if ctx.device is not None else xp_.arange(p)
+            p = xp_.arange(p, device=ctx.device)
         a = _angles.cast(p, ctx.wide, xp_)[..., None] * _angles.cast(f, ctx.wide, xp_)
         return _angles.cast(xp_.sin(a), ctx.dtype, xp_)
     if isinstance(frequencies, (str, bytes)) or not isinstance(frequencies, Sequence):
@@ -485,7 +485,7 @@ def binary(
             msg = f"`positions` must be at most 2**dim = {2**dim} for dim={dim}, got {n}"
             raise ValueError(msg)
         _checks.check_size((n, dim), "table")  # before the positions are made
-        p = xp_.arange(n, device=ctx.device) if ctx.device is not None else xp_.arange(n)
+        p = xp_.arange(n, device=ctx.device)
     else:
         p = _checks.check_int_array(positions, "positions", ctx)
         _checks.check_size(tuple(p.shape) + (dim,), "table")
@@ -500,12 +500,12 @@ def binary(
         msg = f"`positions` must lie in [0, {hi}) for dim={dim}"
         raise ValueError(msg)
     nbits = min(dim, width - 1)
-    j = xp_.arange(nbits, dtype=p.dtype, device=ctx.device) if ctx.device is not None else xp_.arange(nbits, dtype=p.dtype)
+    j = xp_.arange(nbits, dtype=p.dtype, device=ctx.device)
     b = xp_.bitwise_and(xp_.bitwise_right_shift(p[..., None], j), 1)
     out = _angles.cast(b, ctx.work, xp_)
     if nbits < dim:
         pad_shape = tuple(p.shape) + (dim - nbits,)
-        pad = xp_.zeros(pad_shape, dtype=ctx.work, device=ctx.device) if ctx.device is not None else xp_.zeros(pad_shape, dtype=ctx.work)
+        pad = _angles._zeros(pad_shape, ctx.work, ctx)
         out = xp_.concat([out, pad], axis=-1)
     if signed:
         out = 2.0 * out - 1.0
@@ -828,7 +828,7 @@ def shift_matrix(
         bottom = xp_.concat([-ds, dc], axis=-1)
         mat = xp_.concat([top, bottom], axis=-2)
     if dim % 2:
-        zc = xp_.zeros(lead + (2 * m, 1), dtype=ctx.work, device=ctx.device) if ctx.device is not None else xp_.zeros(lead + (2 * m, 1), dtype=ctx.work)
+        zc = _angles._zeros(lead + (2 * m, 1), ctx.work, ctx)
         mat = xp_.concat([mat, zc], axis=-1)
         last = _compat.from_host(np.eye(1, dim, dim - 1), ctx, ctx.work)
         last = xp_.broadcast_to(last, lead + (1, dim))
