@@ -166,8 +166,6 @@ def fourier_features(
             raise ValueError(msg)
     if math.prod(lead) * width == 0:
         # nothing to compute: no frequency table (num_bands may be large)
-        if ctx.device is None:
-            return xp_.zeros(lead + (width,), dtype=ctx.dtype)
         return xp_.zeros(lead + (width,), dtype=ctx.dtype, device=ctx.device)
     parts = []
     if include_input:

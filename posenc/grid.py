@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
+from .sinusoidal import _linear_weights
 
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin", "resample_grid"]
 
@@ -99,10 +100,23 @@ def _axis_freqs(m: int, base: float) -> np.ndarray:
     return np.power(base, -np.arange(m, dtype=np.float64) / m)
 
 
-def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Any:
-    if ctx.device is None:
-        return ctx.xp.zeros(shape, dtype=dtype)
-    return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
+def _check_bool(value: Any, name: str) -> None:
+    if not isinstance(value, bool):
+        msg = f"`{name}` must be a bool, got {_checks.show(value)}"
+        raise TypeError(msg)
+
+
+def _axis_sincos(shape: tuple[int, ...], freqs: np.ndarray, ctx: Context) -> tuple[list[Any], list[Any]]:
+    """Per axis ``k``, sin and cos of ``ik * freqs`` at the grid points, each broadcast to ``(*shape, m)``."""
+    xp = ctx.xp
+    nd, m = len(shape), int(freqs.shape[0])
+    sins, coss = [], []
+    for k, n in enumerate(shape):
+        s, c = _angles.sincos_range(0, n, freqs, ctx)  # (n, m), exact range path
+        view = tuple(n if j == k else 1 for j in range(nd)) + (m,)
+        sins.append(xp.broadcast_to(xp.reshape(s, view), shape + (m,)))
+        coss.append(xp.broadcast_to(xp.reshape(c, view), shape + (m,)))
+    return sins, coss
 
 
 def _arrange(sins: list[Any], coss: list[Any], order: str, dim: int, ctx: Context) -> Any:
@@ -253,26 +267,17 @@ def sincos_grid(
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     shape = _grid_shape(grid_shape, "grid_shape")
     dim, base, order = _order_args(dim, base, order)
-    for flag, fname in ((cls_token, "cls_token"), (flatten, "flatten")):
-        if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
-            raise TypeError(msg)
-    nd = len(shape)
-    m = _pairs_per_axis(dim, nd, order)
+    _check_bool(cls_token, "cls_token")
+    _check_bool(flatten, "flatten")
+    m = _pairs_per_axis(dim, len(shape), order)
     _checks.check_size(shape + (dim,), "table")
-    w = _axis_freqs(m, base)
     xp_ = ctx.xp
-    sins, coss = [], []
-    for k, n in enumerate(shape):
-        s, c = _angles.sincos_range(0, n, w, ctx)  # (n, m), exact range path
-        view = tuple(n if j == k else 1 for j in range(nd)) + (m,)
-        sins.append(xp_.broadcast_to(xp_.reshape(s, view), shape + (m,)))
-        coss.append(xp_.broadcast_to(xp_.reshape(c, view), shape + (m,)))
+    sins, coss = _axis_sincos(shape, _axis_freqs(m, base), ctx)
     out = _arrange(sins, coss, order, dim, ctx)
     if cls_token or flatten:
         out = xp_.reshape(out, (math.prod(shape), dim))
     if cls_token:
-        out = xp_.concat([_zeros((1, dim), ctx.dtype, ctx), out], axis=0)
+        out = xp_.concat([xp_.zeros((1, dim), dtype=ctx.dtype, device=ctx.device), out], axis=0)
     return out
 
 
@@ -427,9 +432,7 @@ def axial_rope_cos_sin(
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     layout = _checks.check_choice(layout, "layout", ROPE_LAYOUTS)
-    if not isinstance(reverse_axes, bool):
-        msg = f"`reverse_axes` must be a bool, got {_checks.show(reverse_axes)}"
-        raise TypeError(msg)
+    _check_bool(reverse_axes, "reverse_axes")
     nd = len(shape)
     if dim % (2 * nd):
         msg = f"`dim` must be divisible by 2 * ndim = {2 * nd} for a {nd}-D grid, got {dim}"
@@ -437,14 +440,11 @@ def axial_rope_cos_sin(
     m = dim // (2 * nd)
     n = math.prod(shape)
     _checks.check_size((n, dim), "table")
-    theta = np.power(base, -2.0 * np.arange(m, dtype=np.float64) / (dim // nd))
     xp_ = ctx.xp
-    sins, coss = [], []
-    for k, nk in enumerate(shape):
-        s, c = _angles.sincos_range(0, nk, theta, ctx)
-        view = tuple(nk if j == k else 1 for j in range(nd)) + (m,)
-        sins.append(xp_.reshape(xp_.broadcast_to(xp_.reshape(s, view), shape + (m,)), (n, m)))
-        coss.append(xp_.reshape(xp_.broadcast_to(xp_.reshape(c, view), shape + (m,)), (n, m)))
+    # theta_j = base**(-2j / (dim / ndim)) = base**(-j / m): the frequencies of sincos_grid
+    sins, coss = _axis_sincos(shape, _axis_freqs(m, base), ctx)
+    sins = [xp_.reshape(s, (n, m)) for s in sins]
+    coss = [xp_.reshape(c, (n, m)) for c in coss]
     if reverse_axes:
         sins, coss = sins[::-1], coss[::-1]
     s = xp_.concat(sins, axis=-1)
@@ -510,11 +510,8 @@ def _taps(old: int, new: int, method: str, align_corners: bool, antialias: bool)
         total = w.sum(axis=1, keepdims=True)
         w = np.divide(w, total, out=np.zeros_like(w), where=total != 0)
         return np.minimum(idx, old - 1), w
-    if method == "bilinear":
-        src = t * scale if align_corners else np.maximum((t + 0.5) * scale - 0.5, 0.0)
-        lo = np.minimum(np.floor(src).astype(np.int64), old - 1)
-        hi = np.minimum(lo + 1, old - 1)
-        frac = src - lo
+    if method == "bilinear":  # the 1-D grid of resample_table
+        lo, hi, frac = _linear_weights(old, new, align_corners)
         return np.stack([lo, hi], axis=1), np.stack([1.0 - frac, frac], axis=1)
     src = t * scale if align_corners else (t + 0.5) * scale - 0.5
     base = np.floor(src)
@@ -524,18 +521,10 @@ def _taps(old: int, new: int, method: str, align_corners: bool, antialias: bool)
     return idx, w
 
 
-def _index_dtype(ctx: Context) -> Any:
-    info = ctx.xp.__array_namespace_info__()
-    try:
-        return info.default_dtypes(device=ctx.device)["indexing"]
-    except Exception:  # pragma: no cover
-        return info.default_dtypes()["indexing"]
-
-
 def _resample_axis(x: Any, axis: int, idx: np.ndarray, w: np.ndarray, ctx: Context, dtype: Any) -> Any:
     """``sum_t w[:, t] * take(x, idx[:, t], axis)`` along a negative ``axis``."""
     xp = ctx.xp
-    idx_t = _index_dtype(ctx)
+    idx_t = _angles._index_dtype(ctx)
     trailing = (1,) * (-axis - 1)
     out = None
     for tap in range(int(idx.shape[1])):
@@ -545,9 +534,7 @@ def _resample_axis(x: Any, axis: int, idx: np.ndarray, w: np.ndarray, ctx: Conte
         g = xp.take(x, _compat.from_host(np.ascontiguousarray(idx[:, tap]), ctx, idx_t), axis=x.ndim + axis)
         term = g * _compat.from_host(np.reshape(col, (-1,) + trailing), ctx, dtype)
         out = term if out is None else out + term
-    if out is None:  # every weight zero (cannot happen for sizes >= 1)
-        out = xp.take(x, _compat.from_host(idx[:, 0], ctx, idx_t), axis=x.ndim + axis) * 0.0
-    return out
+    return out  # not None: every row's weights sum to 1
 
 
 def resample_grid(
@@ -628,10 +615,8 @@ def resample_grid(
         msg = f"`table` must have shape (..., tokens, dim), got shape {tuple(table.shape)}"
         raise ValueError(msg)
     method = _checks.check_choice(method, "method", METHODS)
-    for flag, fname in ((align_corners, "align_corners"), (antialias, "antialias")):
-        if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
-            raise TypeError(msg)
+    _check_bool(align_corners, "align_corners")
+    _check_bool(antialias, "antialias")
     if antialias and align_corners:
         msg = "`antialias=True` supports `align_corners=False` only"
         raise ValueError(msg)
