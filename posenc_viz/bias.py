@@ -9,9 +9,8 @@ import numpy as np
 
 from posenc._checks import show
 
-from . import _mpl
 from ._convert import to_numpy
-from .heatmap import _labels, draw_matrix
+from .heatmap import draw_matrix
 
 __all__ = ["plot_bias"]
 
@@ -116,8 +115,7 @@ def plot_bias(
         finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
         both = finite.size > 0 and float(finite.min()) < 0.0 < float(finite.max())
         center = 0.0 if both else None
-    ax = _mpl.get_ax(ax)
-    draw_matrix(
+    return draw_matrix(
         ax,
         arr,
         cmap=cmap,
@@ -127,7 +125,8 @@ def plot_bias(
         cbar=cbar,
         cbar_label=cbar_label,
         cbar_kws=cbar_kws,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=title,
         kwargs=kwargs,
     )
-    _labels(ax, xlabel, ylabel, title)
-    return ax

@@ -19,6 +19,7 @@ import posenc
 from posenc._checks import show
 
 from . import _mpl
+from ._common import check_bool
 from .bias import plot_bias
 from .heatmap import plot_encoding
 from .similarity import plot_similarity, plot_similarity_by_offset
@@ -478,9 +479,7 @@ def figure_set(
     if column is not None and (not isinstance(column, str) or column not in COLUMNS):
         msg = f"`column` must be 'single', 'double' or None, got {show(column)}"
         raise (ValueError if isinstance(column, str) else TypeError)(msg)
-    if not isinstance(force, bool):
-        msg = f"`force` must be a bool, got {show(force)}"
-        raise TypeError(msg)
+    check_bool(force, "force")
     if progress is not None:
         _check_progress(progress)
     _mpl.require("matplotlib.figure")  # fail before touching the file system

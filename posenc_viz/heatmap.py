@@ -10,7 +10,7 @@ import numpy as np
 from posenc._checks import show
 
 from . import _mpl
-from ._convert import to_numpy
+from ._common import check_bool, matrix_2d, set_labels
 
 __all__ = ["plot_encoding"]
 
@@ -18,19 +18,6 @@ __all__ = ["plot_encoding"]
 #: and a perceptually uniform sequential map otherwise.
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "viridis"
-
-
-def _matrix_2d(data: Any, name: str) -> np.ndarray:
-    arr = to_numpy(data, name=name)
-    if arr.ndim != 2:
-        msg = f"`{name}` must be a 2-D array, got shape {tuple(arr.shape)}"
-        raise ValueError(msg)
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        msg = f"`{name}` must not be empty, got shape {tuple(arr.shape)}"
-        raise ValueError(msg)
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.int8)
-    return arr
 
 
 def _real_or_none(value: Any, name: str) -> float | None:
@@ -57,23 +44,26 @@ def draw_matrix(
     cbar: bool,
     cbar_label: str | None,
     cbar_kws: dict | None,
+    xlabel: str | None,
+    ylabel: str | None,
+    title: str | None,
     kwargs: dict,
 ) -> Any:
-    """Draw a 2-D host array with ``imshow``; shared by every heatmap.
+    """Draw a 2-D host array with ``imshow`` in ``ax`` (default the current
+    Axes), label it and return the Axes; shared by every heatmap.
 
     With ``center`` the colour limits are symmetric around it (diverging
     map); without, they follow the data or ``vmin``/``vmax`` (sequential
     map).  NaN and infinite cells (masks such as causal ``-inf``) are drawn
     in light grey and ignored for the limits.
     """
+    ax = _mpl.get_ax(ax)
     mcolors = _mpl.require("matplotlib.colors")
     mpl = _mpl.require("matplotlib")
     center = _real_or_none(center, "center")
     vmin = _real_or_none(vmin, "vmin")
     vmax = _real_or_none(vmax, "vmax")
-    if not isinstance(cbar, bool):
-        msg = f"`cbar` must be a bool, got {show(cbar)}"
-        raise TypeError(msg)
+    check_bool(cbar, "cbar")
     if cbar_label is not None and not isinstance(cbar_label, str):
         msg = f"`cbar_label` must be a str or None, got {type(cbar_label).__name__}"
         raise TypeError(msg)
@@ -121,7 +111,8 @@ def draw_matrix(
         kws.update(cbar_kws or {})
         cb = ax.get_figure().colorbar(im, ax=ax, **kws)
         cb.outline.set_linewidth(mpl.rcParams["axes.linewidth"])
-    return im
+    set_labels(ax, xlabel, ylabel, title)
+    return ax
 
 
 def plot_encoding(
@@ -192,9 +183,8 @@ def plot_encoding(
     (-1.0, 1.0)
     >>> plt.close(fig)
     """
-    data = _matrix_2d(pe, "pe")
-    ax = _mpl.get_ax(ax)
-    draw_matrix(
+    data = matrix_2d(pe, "pe")
+    return draw_matrix(
         ax,
         data,
         cmap=cmap,
@@ -204,21 +194,9 @@ def plot_encoding(
         cbar=cbar,
         cbar_label=cbar_label,
         cbar_kws=cbar_kws,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=title,
         kwargs=kwargs,
     )
-    _labels(ax, xlabel, ylabel, title)
-    return ax
 
-
-def _labels(ax: Any, xlabel: str | None, ylabel: str | None, title: str | None) -> None:
-    for name, value, setter in (
-        ("xlabel", xlabel, ax.set_xlabel),
-        ("ylabel", ylabel, ax.set_ylabel),
-        ("title", title, ax.set_title),
-    ):
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            msg = f"`{name}` must be a str or None, got {type(value).__name__}"
-            raise TypeError(msg)
-        setter(value)

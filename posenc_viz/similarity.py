@@ -13,8 +13,9 @@ from posenc import _checks
 from posenc._checks import show
 
 from . import _mpl
+from ._common import check_bool, matrix_2d, set_labels
 from ._convert import to_numpy
-from .heatmap import _labels, _matrix_2d, draw_matrix
+from .heatmap import draw_matrix
 
 __all__ = ["plot_similarity", "plot_similarity_by_offset"]
 
@@ -84,10 +85,8 @@ def plot_similarity(
     (50, 50)
     >>> plt.close(fig)
     """
-    if not isinstance(normalize, bool):
-        msg = f"`normalize` must be a bool, got {show(normalize)}"
-        raise TypeError(msg)
-    data = _matrix_2d(pe, "pe").astype(np.float64)
+    check_bool(normalize, "normalize")
+    data = matrix_2d(pe, "pe").astype(np.float64)
     sim = np.asarray(posenc.similarity(data))
     if normalize:
         norm = np.sqrt(np.einsum("ij,ij->i", data, data))
@@ -95,8 +94,7 @@ def plot_similarity(
             sim = sim / np.outer(norm, norm)
     if cbar_label is None:
         cbar_label = "cosine similarity" if normalize else r"$PE_s \cdot PE_t$"
-    ax = _mpl.get_ax(ax)
-    draw_matrix(
+    return draw_matrix(
         ax,
         sim,
         cmap=cmap,
@@ -106,10 +104,11 @@ def plot_similarity(
         cbar=cbar,
         cbar_label=cbar_label,
         cbar_kws=cbar_kws,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=title,
         kwargs=kwargs,
     )
-    _labels(ax, xlabel, ylabel, title)
-    return ax
 
 
 def _offsets(offsets: Any) -> np.ndarray:
@@ -217,9 +216,7 @@ def plot_similarity_by_offset(
     if not isinstance(kind, str) or kind not in KINDS:
         msg = f"`kind` must be 'sinusoidal' or 'rope_bound', got {show(kind)}"
         raise (ValueError if isinstance(kind, str) else TypeError)(msg)
-    if not isinstance(normalize, bool):
-        msg = f"`normalize` must be a bool, got {show(normalize)}"
-        raise TypeError(msg)
+    check_bool(normalize, "normalize")
     k = _offsets(offsets)
     if kind == "sinusoidal":
         y = np.asarray(
@@ -243,5 +240,5 @@ def plot_similarity_by_offset(
         ax.axvline(0.0, color="0.6", linewidth=0.6, zorder=0)
     if math.isfinite(lo) and hi > lo:
         ax.set_xlim(lo, hi)
-    _labels(ax, xlabel, default_ylabel if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, default_ylabel if ylabel is None else ylabel, title)
     return ax

@@ -13,8 +13,8 @@ import posenc
 from posenc._checks import show
 
 from . import _mpl
+from ._common import check_bool, matrix_2d, set_labels
 from ._convert import to_numpy
-from .heatmap import _labels, _matrix_2d
 
 __all__ = ["plot_wavelengths", "plot_dimensions", "plot_rope_scaling"]
 
@@ -43,15 +43,17 @@ def _fmt_number(x: float) -> str:
     return f"{x:g}"
 
 
-def _bound_line(ax: Any, y: float, text: str) -> None:
-    ax.axhline(y, color="0.45", linestyle=(0, (4, 2)), linewidth=0.8, zorder=1)
+def _bound_line(ax: Any, y: float, text: str, *, linestyle: Any = (0, (4, 2)), left: bool = False) -> None:
+    """A grey horizontal reference line at ``y``, its label just above it at
+    the right (or left) edge."""
+    ax.axhline(y, color="0.45", linestyle=linestyle, linewidth=0.8, zorder=1)
     ax.annotate(
         text,
-        xy=(1.0, y),
+        xy=(0.0 if left else 1.0, y),
         xycoords=("axes fraction", "data"),
-        xytext=(-2, 2),
+        xytext=(2 if left else -2, 2),
         textcoords="offset points",
-        ha="right",
+        ha="left" if left else "right",
         va="bottom",
         fontsize="small",
         color="0.3",
@@ -122,9 +124,7 @@ def plot_wavelengths(
     >>> plt.close(fig)
     """
     quantity = _check_quantity(quantity)
-    if not isinstance(bounds, bool):
-        msg = f"`bounds` must be a bool, got {show(bounds)}"
-        raise TypeError(msg)
+    check_bool(bounds, "bounds")
     if quantity == "wavelength":
         y = np.asarray(posenc.wavelengths(dim, base=base, convention=convention), dtype=np.float64)
     else:
@@ -159,7 +159,7 @@ def plot_wavelengths(
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 3.0)  # room for the upper bound's label
     ax.set_xlim(-0.5, y.size - 0.5)
-    _labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
     return ax
 
 
@@ -244,7 +244,7 @@ def plot_dimensions(
     ['dim 0', 'dim 8', 'dim 16']
     >>> plt.close(fig)
     """
-    data = _matrix_2d(pe, "pe")
+    data = matrix_2d(pe, "pe")
     n, width = data.shape
     cols = _check_dims(dims, width)
     if positions is None:
@@ -266,9 +266,7 @@ def plot_dimensions(
         bad = next(lab for lab in labels if not isinstance(lab, str))
         msg = f"`labels` must contain strings, got {show(bad)}"
         raise TypeError(msg)
-    if not isinstance(legend, bool):
-        msg = f"`legend` must be a bool, got {show(legend)}"
-        raise TypeError(msg)
+    check_bool(legend, "legend")
     ax = _mpl.get_ax(ax)
     opts: dict[str, Any] = {"marker": "o"} if n == 1 else {}  # one row: a point, not an invisible line
     opts.update(kwargs)
@@ -279,7 +277,7 @@ def plot_dimensions(
         ax.set_xlim(*limits)
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)
-    _labels(ax, xlabel, ylabel, title)
+    set_labels(ax, xlabel, ylabel, title)
     return ax
 
 
@@ -410,9 +408,7 @@ def plot_rope_scaling(
         raise ImportError(msg)
     quantity = _check_quantity(quantity)
     for name, flag in (("original", original), ("context", context), ("legend", legend)):
-        if not isinstance(flag, bool):
-            msg = f"`{name}` must be a bool, got {show(flag)}"
-            raise TypeError(msg)
+        check_bool(flag, name)
     items = _scaling_items(scalings)
     curves = []
     if original:
@@ -435,22 +431,10 @@ def plot_rope_scaling(
             lengths.append(int(ctx_len))
     ax.set_yscale("log")
     if context and quantity == "wavelength" and lengths:
-        L = lengths[0]
-        ax.axhline(L, color="0.45", linestyle=":", linewidth=0.8, zorder=1)
-        ax.annotate(
-            f"original context {L}",
-            xy=(0.0, L),
-            xycoords=("axes fraction", "data"),
-            xytext=(2, 2),
-            textcoords="offset points",
-            ha="left",
-            va="bottom",
-            fontsize="small",
-            color="0.3",
-        )
+        _bound_line(ax, lengths[0], f"original context {lengths[0]}", linestyle=":", left=True)
     n = len(ax.lines[0].get_xdata()) if ax.lines else 1
     ax.set_xlim(-0.5, n - 0.5)
     if legend:
         ax.legend(loc="lower right" if quantity == "wavelength" else "upper right")
-    _labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
     return ax
