@@ -137,17 +137,7 @@ def _check_fits(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
 
 
 def _arange(start: int, stop: int, ctx: Context, dtype: Any) -> Any:
-    xp = ctx.xp
-    if ctx.device is None:
-        return xp.arange(start, stop, dtype=dtype)
-    return xp.arange(start, stop, dtype=dtype, device=ctx.device)
-
-
-def _zeros(shape: tuple[int, ...], ctx: Context, dtype: Any) -> Any:
-    xp = ctx.xp
-    if ctx.device is None:
-        return xp.zeros(shape, dtype=dtype)
-    return xp.zeros(shape, dtype=dtype, device=ctx.device)
+    return ctx.xp.arange(start, stop, dtype=dtype, device=ctx.device)
 
 
 def _rel_matrix(q: int, k: int, off: int, ctx: Context, dtype: Any) -> Any:
@@ -163,11 +153,9 @@ def _rel_range(q: int, k: int, off: int) -> tuple[int, int]:
 
 
 def _toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
-    """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1)."""
+    """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1), q, k > 0."""
     xp = ctx.xp
     lead = tuple(vec.shape[:-1])
-    if q == 0 or k == 0:
-        return _zeros(lead + (q, k), ctx, vec.dtype)
     idt = _default_int(ctx, "indexing")
     idx = _rel_matrix(q, k, -(q - 1), ctx, idt)  # j - i + q - 1, in [0, q + k - 2]
     out = xp.take(vec, xp.reshape(idx, (-1,)), axis=len(lead))
@@ -323,11 +311,11 @@ def relative_positions(
     out_t = _int_dtype(dtype, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
-        return _zeros((q, k), ctx, out_t)
+        return _angles._zeros((q, k), out_t, ctx)
     _check_fits(off, off + q - 1, out_t, ctx, "query positions")
     _check_fits(*_rel_range(q, k, off), out_t, ctx, "relative positions")
     rel = _rel_matrix(q, k, off, ctx, out_t)
-    if max_distance is not None and q and k:
+    if max_distance is not None:
         lo, hi = _rel_range(q, k, off)
         if lo < -max_distance or hi > max_distance:
             rel = ctx.xp.clip(rel, -max_distance, max_distance)
@@ -538,11 +526,10 @@ def alibi_bias(
         _checks.check_size((n, rows, k), "bias")
         m = _angles.cast(m, ctx.work, xp_)
     if rows == 0 or k == 0:
-        return _zeros((n, rows, k), ctx, ctx.dtype)
+        return _angles._zeros((n, rows, k), ctx.dtype, ctx)
     idt = _default_int(ctx)
     if form == "paper":
-        if q and k:
-            _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
+        _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
         # -|r| as integers, so the diagonal is +0.0, not -0.0; one multiply
         # per element (cheaper than gathering a Toeplitz vector)
         nd = _angles.cast(-xp_.abs(_rel_matrix(q, k, off, ctx, idt)), ctx.work, xp_)
@@ -829,7 +816,7 @@ def t5_buckets(
     _check_bucket_dtype(out_t, nb, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
-        return _zeros((q, k), ctx, out_t)
+        return _angles._zeros((q, k), out_t, ctx)
     idt = _default_int(ctx, "indexing")
     lo, hi = _rel_range(q, k, off)
     _check_fits(lo, hi, idt, ctx, "relative positions")
@@ -922,7 +909,7 @@ def relative_sinusoidal(
     _checks.check_size((rows, dim), "table")
     xp_ = ctx.xp
     if rows == 0:
-        return _zeros((0, dim), ctx, ctx.dtype)
+        return _angles._zeros((0, dim), ctx.dtype, ctx)
     w = np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim)
     c_hi, c_lo = hi, lo
     if clamp_len is not None:
@@ -1030,7 +1017,7 @@ def kerple_bias(
     _check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
     _checks.check_size((n, q, k), "bias")
     if q == 0 or k == 0:
-        return _zeros((n, q, k), ctx, ctx.dtype)
+        return _angles._zeros((n, q, k), ctx.dtype, ctx)
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
     idt = _default_int(ctx)

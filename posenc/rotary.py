@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
-from .scaling import Scaling, check_scaling
+from .scaling import Scaling, _seq_len, check_scaling, default_inv_freq
 
 __all__ = [
     "rope_frequencies",
@@ -40,12 +40,6 @@ LAYOUTS = ("half", "interleaved")
 # --------------------------------------------------------------------------
 # arguments
 # --------------------------------------------------------------------------
-def _seq_len(seq_len: Any) -> int | None:
-    if seq_len is None:
-        return None
-    return _checks.check_int(seq_len, "seq_len", minimum=1)
-
-
 def _freq_source(base: float, scaling: Scaling | None) -> str:
     return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_checks.show(scaling)}"
 
@@ -59,7 +53,7 @@ def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tu
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         try:
             if scaling is None:
-                w = 1.0 / np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
+                w = default_inv_freq(dim, base)
             else:
                 w = scaling._inv_freq(dim, base, seq_len)
         except OverflowError:  # Python float arithmetic of a scaling
@@ -686,14 +680,6 @@ def rope(
 # --------------------------------------------------------------------------
 # layout conversion
 # --------------------------------------------------------------------------
-def _index_dtype(xp: Any, device: Any) -> Any:
-    info = xp.__array_namespace_info__()
-    try:
-        return info.default_dtypes(device=device)["indexing"]
-    except Exception:  # pragma: no cover
-        return info.default_dtypes()["indexing"]
-
-
 def rope_permutation(
     dim: int,
     *,
@@ -766,7 +752,7 @@ def rope_permutation(
     else:  # interleaved position 2i <- half i, 2i + 1 <- half h + i
         perm = np.stack([np.arange(h), np.arange(h, r)], axis=-1).reshape(r)
     perm = np.concatenate([perm, np.arange(r, dim)])
-    return _compat.from_host(perm, ctx, _index_dtype(ctx.xp, ctx.device))
+    return _compat.from_host(perm, ctx, _angles._index_dtype(ctx))
 
 
 # --------------------------------------------------------------------------
@@ -849,7 +835,7 @@ def xpos_scale(
     p = positions
     if isinstance(p, int):
         p_max = float(max(p - 1, 0))
-        p = xp_.arange(p, dtype=ctx.wide, device=ctx.device) if ctx.device is not None else xp_.arange(p, dtype=ctx.wide)
+        p = xp_.arange(p, dtype=ctx.wide, device=ctx.device)
     else:
         p_max = wide_max
         p = _angles.cast(p, ctx.wide, xp_)
