@@ -184,8 +184,6 @@ def _as_array(x: Any, name: str, ctx: _compat.Context) -> Any:
         return x
     if isinstance(x, (list, tuple)) or isinstance(x, numbers.Real) and not isinstance(x, bool):
         try:
-            if ctx.device is None:
-                return ctx.xp.asarray(x)
             return ctx.xp.asarray(x, device=ctx.device)
         except Exception as exc:
             msg = f"`{name}` must be an array or a (nested) list of numbers, got {show(x)}"

@@ -424,10 +424,9 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     if _aac.is_torch_namespace(xp):
         import torch
 
-        # torch.asarray cannot read a read-only NumPy buffer without a warning
-        return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=ctx.device)
-    if ctx.device is None:
-        return xp.asarray(array, dtype=dtype)
+        # torch cannot wrap a read-only NumPy buffer without a warning: copy those only
+        host = array if array.flags.writeable else np.array(array, copy=True)
+        return torch.as_tensor(host, dtype=dtype, device=ctx.device)
     return xp.asarray(array, dtype=dtype, device=ctx.device)
 
 
