@@ -424,9 +424,9 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     if _aac.is_torch_namespace(xp):
         import torch
 
-        # torch cannot wrap a read-only NumPy buffer without a warning: copy those only
-        host = array if array.flags.writeable else np.array(array, copy=True)
-        return torch.as_tensor(host, dtype=dtype, device=ctx.device)
+        # a copy: torch cannot wrap a read-only NumPy buffer without a warning,
+        # and a tensor must never alias a host table that posenc may reuse
+        return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=ctx.device)
     return xp.asarray(array, dtype=dtype, device=ctx.device)
 
 
