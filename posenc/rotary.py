@@ -410,15 +410,17 @@ def _rotate_portable(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead:
 
 #: elements per block of the NumPy fast path (256 KiB of float32: L2-resident)
 _NP_BLOCK = 1 << 16
-#: elements per block of the torch fast path
-_TORCH_BLOCK = 1 << 19
+#: elements per block of the torch fast path (4 MiB of float32: x's and the
+#: output's block stay in the last-level cache across the three passes;
+#: few enough blocks that per-call overhead and thread hand-offs stay small)
+_TORCH_BLOCK = 1 << 20
 
 
-def _blocks(shape: tuple[int, ...], target: int):
-    """Index tuples that cut an array of ``shape`` (last axis kept whole) into
-    slabs of about ``target`` elements, in memory order."""
+def _blocks(shape: tuple[int, ...], target: int, keep: int = 1):
+    """Index tuples that cut an array of ``shape`` (its last ``keep`` axes
+    kept whole) into slabs of about ``target`` elements, in memory order."""
     nd = len(shape)
-    if nd <= 1:
+    if nd <= keep:
         yield ()
         return
     # suffix[j] = elements in one index of axis j-1 (axes j .. end)
@@ -426,7 +428,7 @@ def _blocks(shape: tuple[int, ...], target: int):
     for j in range(nd - 1, -1, -1):
         suffix[j] = suffix[j + 1] * shape[j]
     k = 0
-    while k < nd - 1 and suffix[k + 1] > target:
+    while k < nd - keep - 1 and suffix[k + 1] > target:
         k += 1
     step = max(1, target // max(suffix[k + 1], 1))
     for idx in np.ndindex(*shape[:k]):
@@ -456,9 +458,11 @@ def _rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rota
         xr = np.broadcast_to(x[..., :rotary_dim].reshape(tuple(x.shape[:-1]) + (2, half)), shape2)
         orr = out[..., :rotary_dim].reshape(shape2)  # splitting the last axis: a view
         xs = xr[..., ::-1, :]
-        tmp = np.empty(min(_NP_BLOCK, math.prod(shape2)), dtype=dt)
-        for idx in _blocks(shape2, _NP_BLOCK):
+        tmp = np.empty(0, dtype=dt)
+        for idx in _blocks(shape2, _NP_BLOCK, keep=2):
             ob = orr[idx]
+            if tmp.size < ob.size:  # the first block is the largest
+                tmp = np.empty(ob.size, dtype=dt)
             t = tmp[: ob.size].reshape(ob.shape)
             np.multiply(xr[idx], cc[idx], out=ob)
             np.multiply(xs[idx], ss[idx], out=t)
@@ -470,7 +474,8 @@ def _rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rota
 
 def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Any:
     """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
-    preallocated output (half layout) or one complex multiply (interleaved)."""
+    preallocated output, in blocks of about ``_TORCH_BLOCK`` elements (half
+    layout), or one complex multiply (interleaved)."""
     import torch
 
     head_dim = int(x.shape[-1])
@@ -482,10 +487,15 @@ def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tu
         oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
         torch.mul(xc, torch.complex(c, s), out=oc)
     else:
-        # out = x * [c, c] (one contiguous pass), then the cross terms in place
-        torch.mul(xb[..., :rotary_dim], torch.cat([c, c], dim=-1), out=out[..., :rotary_dim])
-        out[..., :half].addcmul_(xb[..., half:rotary_dim], s, value=-1.0)
-        out[..., half:rotary_dim].addcmul_(xb[..., :half], s)
+        # per block: out = x * [c, c] (one contiguous pass), then the cross
+        # terms in place while the block's x and out are still in cache
+        cc = torch.cat([c, c], dim=-1).expand(lead + (rotary_dim,))
+        ss = s.expand(lead + (half,))
+        for idx in _blocks(lead + (head_dim,), _TORCH_BLOCK):
+            o, xi, si = out[idx], xb[idx], ss[idx]
+            torch.mul(xi[..., :rotary_dim], cc[idx], out=o[..., :rotary_dim])
+            o[..., :half].addcmul_(xi[..., half:rotary_dim], si, value=-1.0)
+            o[..., half:rotary_dim].addcmul_(xi[..., :half], si)
     if rotary_dim < head_dim:
         out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
     return out

@@ -224,13 +224,21 @@ def _duplicated(compact, layout):
     return np.repeat(compact, 2, axis=-1)
 
 
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
 @pytest.mark.parametrize("case", range(len(FAST_CASES)))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_fast_paths_equal_portable(xp, case, dtype):
+def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     """apply_rope (fast paths on NumPy and torch CPU) equals the Array API
-    reference path, on every backend, and the float64 formula."""
+    reference path, on every backend, and the float64 formula; ``tiny``
+    blocks make the blocked fast paths cut every case into many pieces
+    (partial leading axes, broadcast tables sliced per block)."""
     if dtype == "float64" and not xp.float64:
         pytest.skip("no float64 on this device")
+    if blocks == "tiny":
+        if xp.name not in ("numpy", "torch"):
+            pytest.skip("only the NumPy and torch CPU fast paths work in blocks")
+        monkeypatch.setattr(rotary, "_NP_BLOCK", 37)
+        monkeypatch.setattr(rotary, "_TORCH_BLOCK", 37)
     shape, tshape, layout, rdim, transposed = FAST_CASES[case]
     if transposed:  # a (seq, batch, d) array seen as (batch, seq, d)
         stored = rng(4).standard_normal((shape[1], shape[0], shape[2]))
