@@ -78,8 +78,10 @@ def _grid_shape(value: Any, name: str, *, max_ndim: int = 3, square_int: bool = 
     return shape
 
 
-def _pairs_per_axis(dim: int, ndim: int, order: str) -> int:
+def _pairs_per_axis(dim: int, ndim: int, order: str, source: str) -> int:
     """Number m of (sin, cos) pairs per axis; ``ValueError`` unless ``2 * ndim`` divides ``dim``.
+
+    ``source`` says where ``ndim`` comes from, for the error message.
 
     Order ``"interleaved"`` follows positional-encodings instead: ``m = ceil(dim / (2 ndim))``
     and the surplus columns are cut from the end.
@@ -88,7 +90,7 @@ def _pairs_per_axis(dim: int, ndim: int, order: str) -> int:
         return -(-dim // (2 * ndim))
     if dim % (2 * ndim):
         msg = (
-            f"`dim` must be divisible by 2 * ndim = {2 * ndim} for a {ndim}-D grid with "
+            f"`dim` must be divisible by 2 * ndim = {2 * ndim} for a {ndim}-D grid ({source}) with "
             f"order={order!r}, got {dim}; order='interleaved' pads and truncates instead"
         )
         raise ValueError(msg)
@@ -269,7 +271,7 @@ def sincos_grid(
     dim, base, order = _order_args(dim, base, order)
     _check_bool(cls_token, "cls_token")
     _check_bool(flatten, "flatten")
-    m = _pairs_per_axis(dim, len(shape), order)
+    m = _pairs_per_axis(dim, len(shape), order, f"ndim = len(`grid_shape`) = {len(shape)}")
     _checks.check_size(shape + (dim,), "table")
     xp_ = ctx.xp
     sins, coss = _axis_sincos(shape, _axis_freqs(m, base), ctx)
@@ -349,7 +351,7 @@ def sincos_coords(
         msg = f"`coords` must have shape (..., ndim) with ndim 1, 2 or 3, got shape {tuple(coords.shape)}"
         raise ValueError(msg)
     nd = int(coords.shape[-1])
-    m = _pairs_per_axis(dim, nd, order)
+    m = _pairs_per_axis(dim, nd, order, f"ndim = `coords`.shape[-1] = {nd}")
     lead = tuple(coords.shape[:-1])
     _checks.check_size(lead + (dim,), "table")
     s, c = _angles.sincos(coords, _axis_freqs(m, base), ctx)  # (..., nd, m)

@@ -239,8 +239,10 @@ def test_sincos_coords_huge_view_is_refused_without_reading():
 
 
 def test_bad_sincos_args():
-    with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 4"):
+    with pytest.raises(ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = len\(`grid_shape`\) = 2\)"):
         posenc.sincos_grid((3, 3), 6)
+    with pytest.raises(ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = `coords`.shape\[-1\] = 2\)"):
+        posenc.sincos_coords(np.zeros((5, 2)), 6)
     with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 6"):
         posenc.sincos_grid((2, 3, 3), 8, order="timm")
     with pytest.raises(ValueError, match="dim"):
