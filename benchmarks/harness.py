@@ -187,11 +187,28 @@ def header(argv: list[str]) -> dict[str, Any]:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
+    thp = _transparent_huge_pages()
+    if thp is not None:
+        info["huge_pages"] = thp
     try:
         info["load_average_start"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         pass
     return info
+
+
+def _transparent_huge_pages() -> str | None:
+    """The kernel's transparent-huge-page mode (Linux) and whether torch's CPU
+    allocator asks for huge pages.  Both decide what a copy of a large fresh
+    array costs, so they are part of every copy-relative ratio."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return None
+    mode = text[text.index("[") + 1 : text.index("]")] if "[" in text else text.strip()
+    torch_thp = os.environ.get("THP_MEM_ALLOC_ENABLE", "unset")
+    return f"{mode} (NumPy asks for them on large arrays; torch only with THP_MEM_ALLOC_ENABLE=1, here {torch_thp})"
 
 
 # ---------------------------------------------------------------- tables

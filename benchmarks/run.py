@@ -66,6 +66,8 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
     ]
     if "torch_threads" in info:
         out.append(f"- torch threads: {info['torch_threads']}")
+    if "huge_pages" in info:
+        out.append(f"- transparent huge pages: {info['huge_pages']}")
     if "load_average_start" in info:
         out.append(f"- load average (1, 5, 15 min) at start: {info['load_average_start']}, at end: {info.get('load_average_end')}")
     out.append(f"- targets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP")
