@@ -65,6 +65,16 @@ def _bound_line(ax: Any, y: float, text: str, *, linestyle: Any = (0, (4, 2)), l
 _LOG_RANGE = (1e-200, 1e200)
 
 
+def _check_log_range(shown: list[float], quantity: str, what: str, base: Any) -> None:
+    """``ValueError`` naming ``what`` unless every value in ``shown`` fits a log axis."""
+    if not (_LOG_RANGE[0] <= min(shown) and max(shown) <= _LOG_RANGE[1]):
+        msg = (
+            f"{what} puts the {quantity} axis at {min(shown):.3g} to {max(shown):.3g}, beyond what a log axis "
+            f"can draw ({_LOG_RANGE[0]:g} to {_LOG_RANGE[1]:g}), got base={show(base)}"
+        )
+        raise ValueError(msg)
+
+
 def plot_wavelengths(
     dim: int,
     *,
@@ -136,13 +146,7 @@ def plot_wavelengths(
         lines = [2.0 * math.pi, float(base) * 2.0 * math.pi]
     else:
         lines = [1.0, 1.0 / float(base)]
-    shown = [float(np.min(y)), float(np.max(y)), *lines]
-    if not (_LOG_RANGE[0] <= min(shown) and max(shown) <= _LOG_RANGE[1]):
-        msg = (
-            f"`base` puts the {quantity} axis at {min(shown):.3g} to {max(shown):.3g}, beyond what a log axis "
-            f"can draw ({_LOG_RANGE[0]:g} to {_LOG_RANGE[1]:g}), got {show(base)}"
-        )
-        raise ValueError(msg)
+    _check_log_range([float(np.min(y)), float(np.max(y)), *lines], quantity, "`base`", base)
     ax = _mpl.get_ax(ax)
     opts: dict[str, Any] = {"marker": "o" if y.size <= 32 else None}
     opts.update(kwargs)
@@ -415,14 +419,19 @@ def plot_rope_scaling(
         curves.append(("original", None, {"color": "black", "linewidth": 1.4, "zorder": 3}))
     dashes = ["-", "--", "-.", (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1))]
     curves += [(label, s, {"linestyle": dashes[k % len(dashes)]}) for k, (label, s) in enumerate(items)]
-    ax = _mpl.get_ax(ax)
-    lengths = []
-    for label, s, style in curves:
+    ys = []
+    for _, s, _ in curves:
         kw: dict[str, Any] = {"base": base, "scaling": s}
         if seq_len is not None:
             kw["seq_len"] = seq_len
         f = to_numpy(rope_frequencies(dim, **kw), name="rope_frequencies").astype(np.float64)
-        y = 2.0 * math.pi / f if quantity == "wavelength" else f
+        ys.append(2.0 * math.pi / f if quantity == "wavelength" else f)
+    if ys:  # every curve is computed and checked before the Axes is touched
+        extent = [min(float(np.min(y)) for y in ys), max(float(np.max(y)) for y in ys)]
+        _check_log_range(extent, quantity, "`base` (with `scalings`)", base)
+    ax = _mpl.get_ax(ax)
+    lengths = []
+    for (label, s, style), y in zip(curves, ys):
         opts = dict(style)
         opts.update(kwargs)
         ax.plot(np.arange(y.size), y, label=label, **opts)

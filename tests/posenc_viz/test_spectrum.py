@@ -232,6 +232,14 @@ def test_rope_scaling_bad_input(ax):
         plot_rope_scaling(32, sc.Linear(2.0), original=None, ax=ax)
     with pytest.raises(ValueError, match="`quantity`"):
         plot_rope_scaling(32, sc.Linear(2.0), quantity="period", ax=ax)
+    # wavelengths up to 2 pi * 2 * 1e300: beyond a log axis (matplotlib's margins would overflow)
+    with pytest.raises(ValueError, match=r"`base` \(with `scalings`\) puts the wavelength axis at 6.28 to .*e\+300"):
+        plot_rope_scaling(82, [sc.Linear(2.0)], base=1e300, ax=ax)
+    with pytest.raises(ValueError, match=r"frequency axis at 1.04e-293 to 0.5"):
+        plot_rope_scaling(82, [sc.Linear(2.0)], base=1e300, quantity="frequency", original=False, ax=ax)
+    assert not ax.lines  # refused before anything is drawn
+    plot_rope_scaling(82, [sc.Linear(2.0)], base=1e150, ax=ax)  # inside the range: drawn
+    assert len(ax.lines) == 2
 
 
 @pytest.mark.parametrize(
