@@ -39,8 +39,10 @@ from hypothesis import settings
 
 # Property and fuzz tests draw the same examples on every run (derandomized),
 # so CI is reproducible; HYPOTHESIS_PROFILE=explore draws fresh random examples.
-settings.register_profile("posenc", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False, database=None)
+# No per-example deadline: speed is the benchmarks' business, and a busy 2-core
+# runner must not turn a slow example into a failure.
+settings.register_profile("posenc", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "posenc"))
 
 ALL_BACKENDS = (

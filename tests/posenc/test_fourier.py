@@ -223,7 +223,7 @@ def test_fourier_features_huge_views_are_refused_without_reading():
         t0 = time.perf_counter()
         with pytest.raises(ValueError, match=r"2\*\*40"):
             call()
-        assert time.perf_counter() - t0 < 0.5
+        assert time.perf_counter() - t0 < 5.0  # reading the view would take minutes
 
 
 # ---------------------------------------------------------------- Gaussian Fourier features

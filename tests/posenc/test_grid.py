@@ -235,7 +235,7 @@ def test_sincos_coords_huge_view_is_refused_without_reading():
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=r"2\*\*40"):
         posenc.sincos_coords(np.broadcast_to(np.zeros((1, 2)), (2**30, 2)), 2**12)
-    assert time.perf_counter() - t0 < 0.5
+    assert time.perf_counter() - t0 < 5.0  # reading the view would take minutes
 
 
 def test_bad_sincos_args():

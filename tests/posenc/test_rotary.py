@@ -610,7 +610,7 @@ def test_huge_views_are_refused_from_their_shapes(call):
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=r"2\*\*40"):
         call()
-    assert time.perf_counter() - t0 < 0.5
+    assert time.perf_counter() - t0 < 5.0  # reading the view would take minutes
 
 
 # ---------------------------------------------------------------- shapes, devices, laziness
