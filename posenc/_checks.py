@@ -114,6 +114,33 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
     return value
 
 
+def largest(ctx: Any, *dtypes: Any) -> tuple[float, Any]:
+    """The largest finite value of the narrowest of ``dtypes`` (and that dtype)."""
+    out = None
+    for t in dtypes:
+        top = float(ctx.xp.finfo(t).max)
+        if out is None or top < out[0]:
+            out = (top, t)
+    return out
+
+
+def dtype_name(dt: Any) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+def check_fits(top: float, ctx: Any, source: str, hint: str) -> None:
+    """Refuse values up to ``top`` (a Python float; inf and NaN are refused)
+    that would overflow the output or the working dtype of ``ctx``.
+
+    ``source`` says what gives them (``"`std` = 10.0 gives values"``),
+    ``hint`` what to do instead.
+    """
+    limit, dt = largest(ctx, ctx.dtype, ctx.work)
+    if not top <= limit:
+        msg = f"{source} up to {top:.3g}, which overflow {dtype_name(dt)} (largest {limit:.3g}); {hint}"
+        raise ValueError(msg)
+
+
 def check_float(
     value: Any,
     name: str,

@@ -93,20 +93,9 @@ def _attention(scaling: Scaling | None, seq_len: int | None, ctx: Context) -> fl
 
 def _check_fits(w: np.ndarray, base: float, scaling: Scaling | None, ctx: Context) -> None:
     """Refuse inverse frequencies the working or output dtype cannot hold."""
-    if w.size == 0:
-        return
-    big = float(np.max(np.abs(w)))
-    for dt in (ctx.work, ctx.dtype):
-        try:
-            top = float(ctx.xp.finfo(dt).max)
-        except Exception:  # pragma: no cover - dtypes finfo does not know
-            continue
-        if big > top:
-            msg = (
-                f"{_freq_source(base, scaling)} gives inverse frequencies up to {big:.3g}, "
-                f"beyond the range of {getattr(dt, '__name__', None) or dt} (largest {top:.3g}); use a larger base"
-            )
-            raise ValueError(msg)
+    if w.size:
+        top = float(np.max(np.abs(w)))
+        _checks.check_fits(top, ctx, f"{_freq_source(base, scaling)} gives inverse frequencies", "use a larger base")
 
 
 def _shape_of(positions: Any) -> tuple[int, ...]:
@@ -314,6 +303,25 @@ def _check_x(x: Any, name: str = "x") -> None:
         raise TypeError(msg)
 
 
+def _check_x_array(x: Any, xp: Any, rotary_dim: Any) -> int:
+    """``x`` (an array of namespace ``xp``) is real floating with a feature
+    axis, even when all of it is rotated (``rotary_dim`` None); its length."""
+    if not _compat.is_real_float_dtype(xp, x.dtype):
+        msg = f"`x` must have a real floating dtype, got {x.dtype}"
+        raise TypeError(msg)
+    if x.ndim < 1:
+        msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
+        raise ValueError(msg)
+    head_dim = int(x.shape[-1])
+    if rotary_dim is None and (head_dim % 2 or head_dim == 0):
+        msg = (
+            f"`x` must have an even, non-zero last axis (head_dim) for RoPE, got {head_dim}; "
+            "pass rotary_dim to rotate only the first features"
+        )
+        raise ValueError(msg)
+    return head_dim
+
+
 def _prepare(
     x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any
 ) -> tuple[Context, str, int, Any, Any, Any, tuple[int, ...]]:
@@ -326,21 +334,12 @@ def _prepare(
     ctx = _compat.resolve({"x": x, "cos": cos, "sin": sin})
     xp = ctx.xp
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    for name, v in (("x", x), ("cos", cos), ("sin", sin)):
+    head_dim = _check_x_array(x, xp, rotary_dim)
+    for name, v in (("cos", cos), ("sin", sin)):
         if not _compat.is_real_float_dtype(xp, v.dtype):
             msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
             raise TypeError(msg)
-    if x.ndim < 1:
-        msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
-        raise ValueError(msg)
-    head_dim = int(x.shape[-1])
     if rotary_dim is None:
-        if head_dim % 2 or head_dim == 0:
-            msg = (
-                f"`x` must have an even, non-zero last axis (head_dim) for RoPE, got {head_dim}; "
-                "pass rotary_dim to rotate only the first features"
-            )
-            raise ValueError(msg)
         rotary_dim = head_dim
     else:
         rotary_dim = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
@@ -655,21 +654,9 @@ def rope(
     _check_x(x)
     ctx = _compat.resolve({"x": x, "positions": positions})
     xp = ctx.xp
-    if not _compat.is_real_float_dtype(xp, x.dtype):
-        msg = f"`x` must have a real floating dtype, got {x.dtype}"
-        raise TypeError(msg)
-    if x.ndim < 1:
-        msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
-        raise ValueError(msg)
-    head_dim = int(x.shape[-1])
+    head_dim = _check_x_array(x, xp, rotary_dim)
     _checks.check_size(tuple(x.shape), "output")  # before anything is computed for a huge view
     dim = head_dim if rotary_dim is None else _checks.check_dim(rotary_dim, "rotary_dim", even=True)
-    if rotary_dim is None and (head_dim % 2 or head_dim == 0):
-        msg = (
-            f"`x` must have an even, non-zero last axis (head_dim) for RoPE, got {head_dim}; "
-            "pass rotary_dim to rotate only the first features"
-        )
-        raise ValueError(msg)
     wt = _work_dtype(xp, x.dtype)
     tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)

@@ -73,32 +73,11 @@ def _freq_source(
     return " with ".join(parts)
 
 
-def _largest(ctx: Context, *dtypes: Any) -> tuple[float, Any]:
-    """The largest finite value of the narrowest of ``dtypes`` (and that dtype)."""
-    out = None
-    for t in dtypes:
-        top = float(ctx.xp.finfo(t).max)
-        if out is None or top < out[0]:
-            out = (top, t)
-    return out
-
-
 def _check_fits(values: np.ndarray, ctx: Context, what: str, source: str) -> None:
     """Refuse host values that would overflow the output (or working) dtype."""
-    if not values.size:
-        return
-    top = float(np.max(np.abs(values)))
-    limit, dt = _largest(ctx, ctx.dtype, ctx.work)
-    if not top <= limit:
-        msg = (
-            f"{source} gives {what} up to {top:.3g}, which overflow {_dtype_name(dt)} "
-            f"(largest {limit:.3g}); request a wider dtype or less extreme arguments"
-        )
-        raise ValueError(msg)
-
-
-def _dtype_name(dt: Any) -> str:
-    return str(dt).removeprefix("torch.")
+    if values.size:
+        top = float(np.max(np.abs(values)))
+        _checks.check_fits(top, ctx, f"{source} gives {what}", "request a wider dtype or less extreme arguments")
 
 
 def _freq_args(
@@ -574,9 +553,9 @@ def add_sinusoidal(
     bound = int(_angles.MAX_POSITION)
     offset = _checks.check_int(offset, "offset", minimum=-bound, maximum=bound)
     input_scale = _checks.check_float(input_scale, "input_scale")
-    limit, _ = _largest(ctx, x.dtype)
+    limit, _ = _checks.largest(ctx, x.dtype)
     if not abs(input_scale) <= limit:
-        msg = f"`input_scale` = {input_scale!r} overflows the dtype {_dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
+        msg = f"`input_scale` = {input_scale!r} overflows the dtype {_checks.dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
         raise ValueError(msg)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq, dim = int(x.shape[-2]), int(x.shape[-1])
@@ -648,13 +627,7 @@ def learned_table(
     else:
         t = _truncated_normal(rng, (n, dim), truncate)
     top = float(np.max(np.abs(t))) * std if t.size else 0.0  # a Python float: inf, never a warning
-    limit, dt = _largest(ctx, ctx.dtype, ctx.work)
-    if not top <= limit:
-        msg = (
-            f"`std` = {std!r} gives values up to {top:.3g}, which overflow {_dtype_name(dt)} "
-            f"(largest {limit:.3g}); request a smaller `std` or a wider dtype"
-        )
-        raise ValueError(msg)
+    _checks.check_fits(top, ctx, f"`std` = {std!r} gives values", "request a smaller `std` or a wider dtype")
     return _angles.cast(_compat.from_host(t * std, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -942,9 +915,9 @@ def similarity_by_offset(
     # themselves when dim < 4): checked before the offsets are made or scanned
     k = _checks.check_positions(offsets, "offsets", ctx, out_tail=(max(dim // 2, 1),), what="intermediate")
     top = 1.0 if normalize else float(dim // 2)
-    limit, dt = _largest(ctx, ctx.dtype)
+    limit, dt = _checks.largest(ctx, ctx.dtype)
     if not top <= limit:
-        msg = f"`dtype` {_dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} (largest {limit:.3g})"
+        msg = f"`dtype` {_checks.dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} (largest {limit:.3g})"
         raise ValueError(msg)
     _, c = _angles.sincos(k, w, ctx)
     out = ctx.xp.sum(c, axis=-1)
