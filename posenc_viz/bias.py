@@ -10,6 +10,7 @@ import numpy as np
 from posenc._checks import show
 
 from ._convert import to_numpy
+from ._common import matrix_2d
 from .heatmap import draw_matrix
 
 __all__ = ["plot_bias"]
@@ -103,11 +104,7 @@ def plot_bias(
     elif head is not None:
         msg = f"`head` applies to a 3-D bias (heads, query, key), got shape {tuple(arr.shape)}"
         raise ValueError(msg)
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        msg = f"`bias` must not be empty, got shape {tuple(arr.shape)}"
-        raise ValueError(msg)
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.int8)
+    arr = matrix_2d(arr, "bias")  # 2-D by now: the emptiness check and bools as int8
     if isinstance(center, str):
         if center != "auto":
             msg = f"`center` must be a number, None or 'auto', got {show(center)}"

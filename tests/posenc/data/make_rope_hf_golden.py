@@ -34,6 +34,19 @@ OUT = HERE / "rope_hf_golden.json"
 
 _SHORT = [1.0 + 0.05 * i for i in range(16)]
 _LONG = [1.0 + 0.45 * i for i in range(16)]
+#: Phi-3 style LongRoPE (read as a deep copy, see ``_config``)
+_LONGROPE = {
+    "hidden_size": 128,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 4096,
+    "original_max_position_embeddings": 512,
+    "rope_parameters": {
+        "rope_type": "longrope",
+        "short_factor": _SHORT,
+        "long_factor": _LONG,
+        "rope_theta": 10000.0,
+    },
+}
 
 #: name -> (LlamaConfig keyword arguments, seq_len values, module sequence length or None)
 CONFIGS: dict[str, tuple[dict, list, int | None]] = {
@@ -181,34 +194,12 @@ CONFIGS: dict[str, tuple[dict, list, int | None]] = {
         30,
     ),
     "longrope": (
-        {
-            "hidden_size": 128,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 4096,
-            "original_max_position_embeddings": 512,
-            "rope_parameters": {
-                "rope_type": "longrope",
-                "short_factor": _SHORT,
-                "long_factor": _LONG,
-                "rope_theta": 10000.0,
-            },
-        },
+        _LONGROPE,
         [None, 512, 513],
         600,
     ),
     "longrope_short_module": (
-        {
-            "hidden_size": 128,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 4096,
-            "original_max_position_embeddings": 512,
-            "rope_parameters": {
-                "rope_type": "longrope",
-                "short_factor": _SHORT,
-                "long_factor": _LONG,
-                "rope_theta": 10000.0,
-            },
-        },
+        _LONGROPE,
         [None],
         200,
     ),
