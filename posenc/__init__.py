@@ -32,6 +32,7 @@ from .bias import (
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
 from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
 from . import scaling
+from .mrope import mrope_cos_sin
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 
 __version__ = "0.1.0.dev0"
@@ -67,6 +68,7 @@ __all__ = [
     "t5_buckets",
     # rotary embeddings
     "apply_rope",
+    "mrope_cos_sin",
     "rope",
     "rope_cos_sin",
     "rope_frequencies",

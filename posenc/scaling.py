@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["Scaling", "Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "from_hf"]
+__all__ = ["Scaling", "Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional", "from_hf"]
 
 
 # --------------------------------------------------------------------------
@@ -485,10 +485,136 @@ class LongRoPE(Scaling):
         return 1.0 / (ext * np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim))
 
 
+@dataclass(frozen=True)
+class Proportional(Scaling):
+    r"""Proportional RoPE (Gemma 4): a fraction of the frequencies rotate, the
+    rest stay still, every exponent over the whole head.
+
+    With :math:`d` the head dimension and :math:`r = \lfloor f d / 2 \rfloor`
+    rotated pairs (``f = fraction``):
+
+    .. math:: \omega_i = b^{-2i/d} / s \quad (i < r), \qquad \omega_i = 0 \quad (i \ge r)
+
+    so the table spans the whole head (``cos = 1``, ``sin = 0`` on the
+    still pairs), unlike a partial rotary dimension, whose exponents run over
+    the rotated part only.  Hugging Face ``rope_type="proportional"``.
+
+    Parameters
+    ----------
+    fraction : float
+        The rotated fraction of the head (``partial_rotary_factor``), in
+        ``[0, 1]``.
+    factor : float, default 1.0
+        Linear interpolation factor :math:`s` applied to every frequency, > 0.
+
+    Examples
+    --------
+    >>> import posenc
+    >>> from posenc import scaling
+    >>> posenc.rope_frequencies(8, base=100.0, scaling=scaling.Proportional(0.5))
+    array([1.        , 0.31622777, 0.        , 0.        ])
+    """
+
+    fraction: float
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        _set(self, "fraction", _checks.check_float(self.fraction, "fraction", nonnegative=True))
+        if self.fraction > 1.0:
+            msg = f"`fraction` must be in [0, 1], got {self.fraction!r}"
+            raise ValueError(msg)
+        _positive(self, "factor")
+
+    def _inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        rotated = int(self.fraction * dim // 2)  # Hugging Face's int(fraction * head_dim // 2)
+        w = default_inv_freq(dim, base)
+        return np.where(np.arange(dim // 2) < rotated, w, 0.0) / self.factor
+
+
 # --------------------------------------------------------------------------
 # Hugging Face configs
 # --------------------------------------------------------------------------
-_HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su")
+_HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
+
+#: keys a released ``config.json`` may spell differently (first found wins)
+_HIDDEN = ("hidden_size", "n_embd", "d_model")
+_HEADS = ("num_attention_heads", "n_head", "n_heads")
+#: head sizes before ``hidden_size // num_attention_heads``: MLA's rotated
+#: part (DeepSeek), Zamba2's attention heads, JetMoE's key/value channels
+_HEAD_DIMS = ("head_dim", "qk_rope_head_dim", "attention_head_dim", "kv_channels")
+
+#: transformers' per-model defaults for keys older ``config.json`` files omit
+_PARTIAL_DEFAULTS = {"gpt_neox": 0.25, "stablelm": 0.25, "persimmon": 0.5}
+#: (global, local) default thetas of the models with a sliding-window base
+_LOCAL_GLOBAL = {
+    "gemma3_text": (1e6, 1e4),
+    "gemma3n_text": (1e6, 1e4),
+    "t5gemma2_text": (1e6, 1e4),
+    "t5gemma2_decoder": (1e6, 1e4),
+    "t5gemma2_encoder": (1e6, 1e4),
+    "modernbert": (160000.0, 1e4),
+    "modernbert-decoder": (160000.0, 1e4),
+}
+
+#: multimodal RoPE of the Qwen2-VL family: model type -> (the sections the
+#: modeling code uses when the config has none, interleaved)
+_MROPE = {
+    **dict.fromkeys(
+        ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_omni", "qwen2_5_omni_thinker",
+         "qwen2_5_omni_text", "qwen2_5_omni_talker", "paddleocr_vl", "paddleocr_vl_text"),
+        ((16, 24, 24), False),
+    ),
+    **dict.fromkeys(
+        ("glm4v", "glm4v_text", "glm4v_moe", "glm4v_moe_text", "glm_image", "glm_image_text", "glm_ocr", "glm_ocr_text",
+         "glm46v"),
+        ((8, 12, 12), False),
+    ),
+    **dict.fromkeys(
+        ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_omni_moe", "qwen3_omni_moe_text",
+         "qwen3_omni_moe_thinker", "qwen3_omni_moe_talker", "cosmos3_edge", "cosmos3_edge_text", "cohere_compass",
+         "cohere_compass_text"),
+        ((24, 20, 20), True),
+    ),
+    **dict.fromkeys(
+        ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen4_exp", "qwen4_exp_text"),
+        ((11, 11, 10), True),
+    ),
+}
+#: multimodal RoPE that recombines the rows another way: refused by name
+_MROPE_OTHER = {
+    "ernie4_5_vl_moe": "height / width pairs interleaved, then the temporal block",
+    "ernie4_5_vl_moe_text": "height / width pairs interleaved, then the temporal block",
+    "hunyuan_vl": "sections over the doubled table",
+    "hunyuan_vl_text": "sections over the doubled table",
+    "neomme": "two rows interleaved pair by pair",
+}
+
+
+#: configs with a ``rotary_dim`` key that transformers does not read
+_ROTARY_DIM_UNUSED = ("minimax_m3_vl", "minimax_m3_vl_text")
+
+
+def _layer_sizes(config: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
+    """``config`` with the head size of the layers of ``layer_type`` where it
+    differs per layer (Gemma 4: ``per_layer_config``, ``global_head_dim``)."""
+    if layer_type is None:
+        return config
+    per_layer = config.get("per_layer_config")
+    types = config.get("layer_types")
+    if isinstance(per_layer, Mapping) and isinstance(types, Sequence):
+        sizes = set()
+        for i, t in enumerate(types):
+            if t == layer_type:
+                over = per_layer.get(i, per_layer.get(str(i))) or {}
+                if isinstance(over, Mapping) and over.get("head_dim") is not None:
+                    sizes.add(over["head_dim"])
+        if len(sizes) > 1:
+            msg = f"`config` per_layer_config gives the {layer_type!r} layers different head sizes {sorted(sizes)}"
+            raise ValueError(msg)
+        return {**config, "head_dim": sizes.pop()} if sizes else config
+    if layer_type == "full_attention" and config.get("global_head_dim") is not None:
+        return {**config, "head_dim": config["global_head_dim"]}
+    return config
 
 
 def _get(d: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -496,18 +622,87 @@ def _get(d: Mapping[str, Any], key: str, default: Any = None) -> Any:
     return default if v is None else v
 
 
+def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
+    for k in keys:
+        if d.get(k) is not None:
+            return k, d[k]
+    return keys[0], None
+
+
+def _as_dict(config: Any) -> Mapping[str, Any]:
+    if isinstance(config, Mapping):
+        return config
+    to_dict = getattr(config, "to_dict", None)
+    if not callable(to_dict):
+        msg = f"`config` must be a dict or have a to_dict() method, got {type(config).__name__}"
+        raise TypeError(msg)
+    d = to_dict()
+    if not isinstance(d, Mapping):
+        msg = f"`config`.to_dict() must return a dict, got {type(d).__name__}"
+        raise TypeError(msg)
+    d = dict(d)
+    # sizes a config class derives in code rather than stores (head_dim of GLM-4.5, ...)
+    for key in _HEAD_DIMS + ("model_type",):
+        if d.get(key) is None:
+            try:
+                v = getattr(config, key, None)
+            except Exception:  # attributes that refuse to be read globally
+                v = None
+            if isinstance(v, (int, str)) and not isinstance(v, bool):
+                d[key] = v
+    return d
+
+
+def _local_global(config: Mapping[str, Any], params: Mapping[str, Any], model_type: Any) -> dict[str, Any] | None:
+    """The per-layer-type entries of the older format with a local base
+    (Gemma 3 ``rope_local_base_freq``, ModernBERT ``local_rope_theta``)."""
+    local = _get(config, "rope_local_base_freq", config.get("local_rope_theta"))
+    if local is None and model_type not in _LOCAL_GLOBAL:
+        return None
+    glob_default, local_default = _LOCAL_GLOBAL.get(model_type, (10000.0, 10000.0))
+    full = dict(params)
+    full.setdefault("rope_theta", _get(config, "rope_theta", _get(config, "global_rope_theta", glob_default)))
+    if model_type in ("modernbert", "modernbert-decoder"):  # the scaling applies to both
+        sliding = {k: v for k, v in params.items() if k != "rope_theta"}
+    else:
+        sliding = {"rope_type": "default"}
+    sliding["rope_theta"] = _get(config, "rope_local_base_freq", _get(config, "local_rope_theta", local_default))
+    return {"full_attention": full, "sliding_attention": sliding}
+
+
 def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -> dict[str, Any]:
     """Keyword arguments ``{"dim", "base", "scaling"}`` from a Hugging Face config.
 
-    Reads the RoPE parameters the way ``transformers`` does, from the
-    ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older) entry
-    with its ``rope_type`` (or older ``type``), ``rope_theta`` (in the entry
-    or at the top level, default 10000), ``max_position_embeddings``,
-    ``original_max_position_embeddings`` (top level first, as for Phi-3),
-    ``head_dim`` (or ``hidden_size // num_attention_heads``) and
-    ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``, or GPT-J's
-    ``rotary_dim``), so that ``rope_frequencies(**from_hf(cfg))`` and
-    ``rope_cos_sin(positions, **from_hf(cfg))`` give the model's tables.
+    Reads the RoPE parameters the way ``transformers`` does, so that
+    ``rope_frequencies(**from_hf(cfg))`` and
+    ``rope_cos_sin(positions, **from_hf(cfg))`` give the model's tables:
+
+    * the ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older)
+      entry with its ``rope_type`` (or older ``type``);
+    * the base: ``rope_theta`` (in the entry or at the top level), GPT-NeoX's
+      ``rotary_emb_base``, DBRX's ``attn_config``; default 10000;
+    * the head size: ``head_dim``, DeepSeek's ``qk_rope_head_dim``,
+      ``attention_head_dim``, ``kv_channels``, else ``hidden_size``
+      (``n_embd``, ``d_model``) ``//`` ``num_attention_heads`` (``n_head``,
+      ``n_heads``);
+    * the rotated part: GPT-J / CodeGen ``rotary_dim``, else the head size
+      times ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``; the
+      model's own default where transformers has one);
+    * ``max_position_embeddings`` and ``original_max_position_embeddings``
+      (top level first, as for Phi-3) for the scalings;
+    * one entry per layer type (Gemma 3, ModernBERT, ...), also from the
+      older format with ``rope_local_base_freq`` (or ``local_rope_theta`` /
+      ``global_rope_theta``): pass ``layer_type``;
+    * multimodal RoPE (Qwen2-VL family, ``mrope_section``): the result also
+      has ``"mrope_section"`` and ``"mrope_interleaved"`` (``True`` for the
+      Qwen3-VL family), for :func:`posenc.mrope_cos_sin`; passing it to
+      :func:`posenc.rope_cos_sin` fails with a ``TypeError``.
+
+    The layout is not part of the result: the Hugging Face models rotate
+    halves (``layout="half"``, the default of posenc); GPT-J and CodeGen
+    (and DeepSeek with ``rope_interleave``, Llama 4's complex rotation) pair
+    neighbours: pass ``layout="interleaved"`` for them.  The models covered
+    are listed in the documentation (:doc:`/models`).
 
     Parameters
     ----------
@@ -521,13 +716,17 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     Returns
     -------
     dict
-        ``{"dim": rotary dimension, "base": theta, "scaling": Scaling or None}``.
+        ``{"dim": rotary dimension, "base": theta, "scaling": Scaling or None}``,
+        plus ``"mrope_section"`` and ``"mrope_interleaved"`` for multimodal
+        RoPE.
 
     Raises
     ------
     ValueError
-        For an unknown ``rope_type`` (naming it), a missing required entry,
-        or an odd rotary dimension.
+        Naming what is not supported (a ``rope_type`` such as ``"axial"``,
+        a multimodal recombination other than Qwen2-VL's or Qwen3-VL's), a
+        missing required entry, or an odd rotary dimension.  posenc never
+        returns a table that differs from the model's.
 
     Examples
     --------
@@ -538,24 +737,26 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     ...                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
     >>> scaling.from_hf(cfg)
     {'dim': 128, 'base': 500000.0, 'scaling': Llama3(factor=8.0, original_max_positions=8192, low_freq_factor=1.0, high_freq_factor=4.0)}
+    >>> scaling.from_hf({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
+    {'dim': 64, 'base': 10000.0, 'scaling': None}
+    >>> scaling.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12,
+    ...                  "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
+    {'dim': 128, 'base': 10000.0, 'scaling': None, 'mrope_section': (16, 24, 24), 'mrope_interleaved': False}
     """
     if layer_type is not None and not isinstance(layer_type, str):
         msg = f"`layer_type` must be a str or None, got {_checks.show(layer_type)}"
         raise TypeError(msg)
-    if not isinstance(config, Mapping):
-        to_dict = getattr(config, "to_dict", None)
-        if not callable(to_dict):
-            msg = f"`config` must be a dict or have a to_dict() method, got {type(config).__name__}"
-            raise TypeError(msg)
-        config = to_dict()
-        if not isinstance(config, Mapping):
-            msg = f"`config`.to_dict() must return a dict, got {type(config).__name__}"
-            raise TypeError(msg)
+    config = _as_dict(config)
+    model_type = config.get("model_type")
     params = config.get("rope_parameters") or config.get("rope_scaling") or {}
     if not isinstance(params, Mapping):
         msg = f"`config` entry rope_parameters / rope_scaling must be a dict, got {type(params).__name__}"
         raise TypeError(msg)
     nested = [k for k, v in params.items() if isinstance(v, Mapping)]
+    if not nested:
+        per_type = _local_global(config, params, model_type)
+        if per_type is not None:
+            params, nested = per_type, list(per_type)
     if nested:
         if layer_type is None:
             msg = f"`layer_type` is required: this config has one RoPE entry per layer type {sorted(nested)}"
@@ -569,33 +770,70 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         raise ValueError(msg)
 
     rope_type = params.get("rope_type", params.get("type")) or "default"
+    section = params.get("mrope_section")
+    if section is None and model_type in _MROPE:
+        section = _MROPE[model_type][0]
+    if rope_type == "mrope" and section is not None:  # older Qwen2-VL config.json: plain RoPE plus sections
+        rope_type = "default"
     if rope_type not in _HF_TYPES:
+        what = {
+            "axial": " (2-D vision RoPE: see posenc.axial_rope_cos_sin)",
+            "mrope": " without `mrope_section`",
+        }.get(rope_type, "")
         msg = (
-            f"`rope_type` {rope_type!r} is not supported; posenc reads "
+            f"`rope_type` {rope_type!r}{what} is not supported; posenc reads "
             f"{', '.join(repr(t) for t in _HF_TYPES if t != 'su')} (and the older 'su' for longrope)"
         )
         raise ValueError(msg)
-
-    base = _get(params, "rope_theta", _get(config, "rope_theta", 10000.0))
-    base = _checks.check_float(base, "rope_theta", positive=True)
-
-    head_dim = config.get("head_dim")
-    if head_dim is None:
-        if config.get("hidden_size") is None or config.get("num_attention_heads") is None:
-            msg = "`config` must have head_dim or both hidden_size and num_attention_heads"
-            raise ValueError(msg)
-        head_dim = _checks.check_int(config["hidden_size"], "hidden_size", minimum=1) // _checks.check_int(
-            config["num_attention_heads"], "num_attention_heads", minimum=1
+    if section is not None and model_type in _MROPE_OTHER:
+        msg = (
+            f"`mrope_section` of model_type {model_type!r} is not supported: its rows are recombined "
+            f"differently ({_MROPE_OTHER[model_type]}) from the Qwen2-VL / Qwen3-VL layouts of posenc.mrope_cos_sin"
         )
-    head_dim = _checks.check_int(head_dim, "head_dim", minimum=1)
-    if config.get("rotary_dim") is not None:  # GPT-J, CodeGen
+        raise ValueError(msg)
+
+    attn = config.get("attn_config")
+    attn_theta = attn.get("rope_theta") if isinstance(attn, Mapping) else None
+    top_base = _get(config, "rope_theta", _get(config, "rotary_emb_base", _get({"t": attn_theta}, "t", 10000.0)))
+    base = _checks.check_float(_get(params, "rope_theta", top_base), "rope_theta", positive=True)
+
+    def head_size() -> int:
+        key, head_dim = _first(_layer_sizes(config, layer_type), _HEAD_DIMS)
+        if head_dim is not None:
+            return _checks.check_int(head_dim, key, minimum=1)
+        hkey, hidden = _first(config, _HIDDEN)
+        nkey, heads = _first(config, _HEADS)
+        if hidden is None or heads is None:
+            msg = (
+                "`config` must have head_dim (or qk_rope_head_dim, attention_head_dim, kv_channels), "
+                "or both hidden_size (n_embd, d_model) and num_attention_heads (n_head, n_heads)"
+            )
+            raise ValueError(msg)
+        return _checks.check_int(hidden, hkey, minimum=1) // _checks.check_int(heads, nkey, minimum=1)
+
+    if config.get("rotary_dim") is not None and model_type in _ROTARY_DIM_UNUSED:
+        msg = (
+            f"`rotary_dim` of model_type {model_type!r} is not supported: transformers' modeling code "
+            "rotates the whole head and leaves this key unused"
+        )
+        raise ValueError(msg)
+    if config.get("rotary_dim") is not None and rope_type != "proportional":  # GPT-J, CodeGen
         dim = _checks.check_int(config["rotary_dim"], "rotary_dim", minimum=1)
+        head_dim = None
     else:
-        factor = _get(params, "partial_rotary_factor", _get(config, "partial_rotary_factor", _get(config, "rotary_pct", 1.0)))
+        head_dim = head_size()
+        factor = _get(
+            params,
+            "partial_rotary_factor",
+            _get(config, "partial_rotary_factor", _get(config, "rotary_pct", _PARTIAL_DEFAULTS.get(model_type, 1.0))),
+        )
         factor = _checks.check_float(factor, "partial_rotary_factor", positive=True)
-        dim = int(head_dim * factor)
+        dim = head_dim if rope_type == "proportional" else int(head_dim * factor)
     if dim < 2 or dim % 2:
-        msg = f"the rotary dimension must be a positive even integer, got {dim} (head_dim={head_dim}, partial_rotary_factor / rotary_dim of the config)"
+        msg = (
+            f"the rotary dimension must be a positive even integer, got {dim} (head_dim={head_dim}, "
+            "partial_rotary_factor / rotary_dim of the config)"
+        )
         raise ValueError(msg)
 
     max_pos = config.get("max_position_embeddings")
@@ -629,6 +867,8 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         scaling = None
     elif rope_type == "linear":
         scaling = Linear(need("factor"))
+    elif rope_type == "proportional":
+        scaling = Proportional(_get(params, "partial_rotary_factor", 1.0), _get(params, "factor", 1.0))
     elif rope_type == "dynamic":
         if max_pos is None:
             msg = "`config` rope_type 'dynamic' needs max_position_embeddings"
@@ -671,7 +911,16 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
                 f"rotary dimension {dim}, got {len(scaling.short_factor)}"
             )
             raise ValueError(msg)
-    return {"dim": dim, "base": base, "scaling": scaling}
+    out: dict[str, Any] = {"dim": dim, "base": base, "scaling": scaling}
+    if section is not None:
+        from .mrope import check_sections  # the one check of sections, shared with mrope_cos_sin
+
+        out["mrope_section"] = check_sections(section, dim)
+        interleaved = params.get("mrope_interleaved", config.get("mrope_interleaved"))
+        if interleaved is None and model_type in _MROPE:
+            interleaved = _MROPE[model_type][1]
+        out["mrope_interleaved"] = bool(interleaved)
+    return out
 
 
 def check_scaling(scaling: Any) -> Scaling | None:
@@ -680,7 +929,7 @@ def check_scaling(scaling: Any) -> Scaling | None:
         return scaling
     msg = (
         "`scaling` must be None or a posenc.scaling object (Linear, NTK, DynamicNTK, YaRN, Llama3, "
-        f"LongRoPE), got {type(scaling).__name__}"
+        f"LongRoPE, Proportional), got {type(scaling).__name__}"
     )
     if isinstance(scaling, numbers.Number):
         msg += "; for a plain factor use posenc.scaling.Linear(factor)"
