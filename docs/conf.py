@@ -14,6 +14,12 @@ inventories.  They are used when
 
 Otherwise intersphinx is configured with no inventories and the names of
 other projects render as plain code, so that an offline ``-W`` build passes.
+
+The built site reads offline too: MathJax comes from the copy that the
+``sphinx-mathjax-offline`` package ships (copied into ``_static/mathjax``),
+and the search shows excerpts from ``file://`` pages (``_static/posenc_search.js``).
+The accuracy numbers quoted across the pages (``|accuracy|``, ``|naive-1e6|``,
+...) are measured when the site is built (``posenc_docs.accuracy_prolog``).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(ROOT))  # document the packages of this tree, whatever is installed
 
 import posenc  # noqa: E402
+import posenc_docs  # noqa: E402
 
 # -- project -----------------------------------------------------------------
 project = "posenc"
@@ -57,6 +64,8 @@ exclude_patterns = ["_build", "examples", "_intersphinx", "**.ipynb_checkpoints"
 default_role = "autolink"
 pygments_style = "sphinx"
 posenc_repo_root = str(ROOT)
+# the one accuracy statement and the one-liner's errors, measured now
+rst_prolog = posenc_docs.accuracy_prolog()
 
 # -- autodoc / autosummary / numpydoc ------------------------------------------
 # the API pages by name, so that a page added since the last build gets its
@@ -69,6 +78,8 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_attributes_as_param_list = True
+# "See also" links of each API page (rendered by _templates/autosummary)
+autosummary_context = {"see_also": posenc_docs.SEE_ALSO}
 
 # -- intersphinx (offline unless asked for, see the module docstring) ----------
 _INVENTORIES = {
@@ -102,6 +113,9 @@ sphinx_gallery_conf = {
     "backreferences_dir": "api/generated/backreferences",
     "reference_url": {"posenc": None, "posenc_viz": None},
     "image_scrapers": ("matplotlib",),
+    # examples print what they mean to show; the value of a last expression
+    # (an Axes, a Line2D) is not output
+    "capture_repr": (),
     "min_reported_time": 2,
     "show_memory": False,
     "abort_on_example_error": False,
@@ -121,16 +135,23 @@ plot_rcparams = {"figure.figsize": (6.4, 3.2), "figure.constrained_layout.use": 
 plot_apply_rcparams = True
 
 # -- math -------------------------------------------------------------------------
-# MathJax is loaded by the reader's browser; POSENC_DOCS_MATHJAX points the
-# pages at another copy (for example a local one, to read the site offline).
+# MathJax 3 from a local copy (TeX to SVG: no web fonts, works from file://)
+# when a package ships one; POSENC_DOCS_MATHJAX points the pages at another
+# copy.  Without either, the browser loads MathJax from Sphinx's default URL.
+_mathjax = posenc_docs.local_mathjax()
+posenc_mathjax_dir = str(_mathjax) if _mathjax else ""
 if os.environ.get("POSENC_DOCS_MATHJAX"):
     mathjax_path = os.environ["POSENC_DOCS_MATHJAX"]
+    posenc_mathjax_dir = ""
+elif _mathjax:
+    mathjax_path = "mathjax/tex-svg.js"
 
 # -- HTML ---------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"posenc {version}"
 html_static_path = ["_static"]
 html_css_files = ["posenc.css"]
+html_js_files = ["posenc_search.js"]
 html_theme_options = {
     "logo": {"text": "posenc"},
     "navigation_with_keys": False,
@@ -142,7 +163,18 @@ html_theme_options = {
 }
 # single pages: no section navigation, more room for code and tables
 html_sidebars = {
-    page: [] for page in ("index", "getting_started", "conventions", "backends", "cli", "performance")
+    page: []
+    for page in (
+        "index",
+        "getting_started",
+        "conventions",
+        "backends",
+        "cli",
+        "performance",
+        "comparison",
+        "bibliography",
+        "citing",
+    )
 }
 html_show_sourcelink = False
 html_copy_source = False

@@ -14,7 +14,9 @@
            print(posenc.sinusoidal(6, 4).round(4))
 
     Options: ``:output: literal | rst | none`` (default ``literal``),
-    ``:hide-code:`` (run without showing the source).
+    ``:hide-code:`` (run without showing the source).  The namespace starts
+    with ``rst_table``, ``REPO_ROOT`` and ``benchmark_rows()`` (the rows of
+    ``benchmarks/results.json``).
 
 ``posenc-markdown``
     Includes a Markdown file (GitHub tables, fenced code, lists, headings
@@ -24,6 +26,12 @@
 
         .. posenc-markdown:: benchmarks/RESULTS.md
            :missing: No results yet: run ``make bench``.
+
+It also measures the numbers of the site's one accuracy statement
+(:func:`accuracy_prolog`, substitutions such as ``|accuracy|``), holds the
+"See also" links of the API pages (:data:`SEE_ALSO`), and makes the built
+site readable offline: MathJax from an installed copy, search excerpts
+without ``fetch()``.
 """
 
 from __future__ import annotations
@@ -41,7 +49,16 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
-__all__ = ["setup", "markdown_to_nodes", "rst_table", "GalleryOrder"]
+__all__ = [
+    "setup",
+    "markdown_to_nodes",
+    "rst_table",
+    "GalleryOrder",
+    "ACCURACY_BOUND",
+    "accuracy_facts",
+    "accuracy_prolog",
+    "SEE_ALSO",
+]
 
 #: one namespace per document, created when the document is read
 _NAMESPACES: dict[str, dict[str, Any]] = {}
@@ -110,6 +127,216 @@ class GalleryOrder:
         return f"<{self.__class__.__name__}>"
 
 
+# --------------------------------------------------------------------------
+# The one accuracy statement of the site, measured at build time
+# --------------------------------------------------------------------------
+#: posenc's float32 tables (sinusoidal, RoPE, grids) are within this absolute
+#: error of the exact values for every position |p| < 2**32, on every backend;
+#: on a device without float64, |p| >= 2**32 gives NaN rows.  The tests hold
+#: the library to it; :func:`accuracy_facts` measures it when the site is built.
+ACCURACY_BOUND = 5e-7
+#: the range of positions the bound covers, as a power of two
+ACCURACY_RANGE_LOG2 = 32
+
+
+def sci(x: float, digits: int = 1) -> str:
+    """``5.9e-02`` as ``5.9·10⁻²`` (for prose and tables)."""
+    mant, exp = f"{x:.{digits}e}".split("e")
+    sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return f"{mant}·10{str(int(exp)).translate(sup)}"
+
+
+def tutorial_torch(p: Any, d: int) -> Any:
+    """The PyTorch tutorial's table (float32 angles), for positions ``p``."""
+    import math
+
+    import torch
+
+    position = torch.as_tensor(p, dtype=torch.float).unsqueeze(1)
+    div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(10000.0) / d))
+    pe = torch.stack([torch.sin(position * div), torch.cos(position * div)], -1)
+    return pe.reshape(len(p), d).numpy()
+
+
+def tutorial_numpy(p: Any, d: int) -> Any:
+    """The NumPy tutorial's table in float32, for positions ``p``."""
+    import numpy as np
+
+    position = np.asarray(p).astype(np.float32)[:, None]
+    div = np.exp(np.arange(0, d, 2, dtype=np.float32) * np.float32(-(np.log(10000.0) / d)))
+    pe = np.stack([np.sin(position * div), np.cos(position * div)], axis=-1)
+    return pe.reshape(len(p), d)
+
+
+def exact_table(p: Any, w: Any) -> Any:
+    """sin/cos of ``p * w`` in extended precision (interleaved), as float64."""
+    import numpy as np
+
+    a = np.asarray(p, dtype=np.longdouble)[:, None] * np.asarray(w, dtype=np.longdouble)
+    t = np.stack([np.sin(a), np.cos(a)], axis=-1).reshape(a.shape[0], 2 * a.shape[1])
+    return t.astype(np.float64)
+
+
+_FACTS: dict[str, Any] = {}
+
+
+def accuracy_facts() -> dict[str, Any]:
+    """Measured errors behind the site's accuracy statement (computed once per build).
+
+    ``naive_torch`` / ``naive_numpy``: the tutorials' float32 code, largest
+    error over 256 positions from p0 (4096 and 10**6), d = 512.
+    ``posenc_worst``: the largest error of posenc's float32 tables over
+    windows up to 2**32 (ranges, NumPy arrays, a device without float64,
+    RoPE tables).  ``nan_beyond``: whether that device gives NaN rows at 2**32.
+    The build fails if ``posenc_worst`` exceeds :data:`ACCURACY_BOUND`.
+    """
+    if _FACTS:
+        return _FACTS
+    import array_api_strict as xps
+    import numpy as np
+
+    import posenc
+
+    d = 512
+    naive_torch, naive_numpy = {}, {}
+    for p0 in (4096, 10**6):
+        p = np.arange(p0, p0 + 256)
+        truth = exact_table(p, posenc.frequencies(d))
+        naive_torch[p0] = float(np.abs(tutorial_torch(p, d) - truth).max())
+        naive_numpy[p0] = float(np.abs(tutorial_numpy(p, d) - truth).max())
+
+    d = 128
+    w = posenc.frequencies(d)
+    no64 = xps.Device("no_float64")
+    cpu = xps.Device("CPU_DEVICE")
+    worst: dict[str, float] = {}
+    top = 2**ACCURACY_RANGE_LOG2
+    for p0 in (0, 4096, 10**6, 2**24, 2**31, top - 256, -top + 1):
+        p = np.arange(p0, p0 + 256)
+        truth = exact_table(p, w)
+        tables = {
+            "range": posenc.add_sinusoidal(np.zeros((256, d), np.float32), offset=int(p0)),
+            "array (float64 device)": posenc.sinusoidal(p, d, dtype="float32"),
+            "array (no float64)": np.asarray(posenc.sinusoidal(xps.asarray(p, device=no64), d).to_device(cpu)),
+        }
+        cos, sin = posenc.rope_cos_sin(p, d, dtype="float32", layout="interleaved")
+        tables["RoPE cos/sin"] = np.stack([sin[:, 0::2], cos[:, 0::2]], axis=-1).reshape(256, d)
+        for name, t in tables.items():
+            err = float(np.abs(np.asarray(t, dtype=np.float64) - truth).max())
+            worst[name] = max(worst.get(name, 0.0), err)
+    beyond = posenc.sinusoidal(xps.asarray(np.arange(top, top + 4), device=no64), 8)
+    nan_beyond = bool(np.isnan(np.asarray(beyond.to_device(cpu))).all())
+    posenc_worst = max(worst.values())
+    if not posenc_worst <= ACCURACY_BOUND or not all(np.isfinite(list(worst.values()))):
+        msg = f"posenc's float32 tables are off by {worst}, above the documented {ACCURACY_BOUND}"
+        raise RuntimeError(msg)
+    _FACTS.update(
+        naive_torch=naive_torch,
+        naive_numpy=naive_numpy,
+        posenc_by_path=worst,
+        posenc_worst=posenc_worst,
+        nan_beyond=nan_beyond,
+    )
+    return _FACTS
+
+
+def accuracy_prolog() -> str:
+    """rst substitutions with the measured numbers (``rst_prolog`` of conf.py).
+
+    ``|accuracy|`` is the one accuracy statement of the site; ``|acc-bound|``
+    the bound alone; ``|acc-measured|`` the largest error measured in this
+    build; ``|naive-4096|``, ``|naive-1e6|`` (the PyTorch tutorial's float32
+    code) and ``|naive-1e6-numpy|`` (the NumPy tutorial's) the one-liner's.
+    """
+    f = accuracy_facts()
+    bound = sci(ACCURACY_BOUND, 0)
+    statement = (
+        f"within {bound} of the exact values at every position "
+        f":math:`|p| < 2^{{{ACCURACY_RANGE_LOG2}}}` on every backend "
+        f"(on a device without float64, positions with :math:`|p| \\ge 2^{{{ACCURACY_RANGE_LOG2}}}` give NaN rows)"
+    )
+    subs = {
+        "accuracy": statement,
+        "acc-bound": bound,
+        "acc-range": f":math:`|p| < 2^{{{ACCURACY_RANGE_LOG2}}}`",
+        "acc-measured": sci(f["posenc_worst"]),
+        "naive-4096": sci(f["naive_torch"][4096]),
+        "naive-1e6": sci(f["naive_torch"][10**6]),
+        "naive-1e6-numpy": sci(f["naive_numpy"][10**6]),
+    }
+    return "\n".join(f".. |{k}| replace:: {v}" for k, v in subs.items()) + "\n"
+
+
+# --------------------------------------------------------------------------
+# "See also" links of the API pages (rendered by _templates/autosummary)
+# --------------------------------------------------------------------------
+_P = "posenc."
+_S = "posenc.scaling."
+_V = "posenc_viz."
+#: related functions, shown under "See also" on each API page
+SEE_ALSO: dict[str, list[str]] = {
+    _P + "sinusoidal": [_P + "add_sinusoidal", _P + "frequencies", _P + "wavelengths", _P + "shift_matrix", _V + "plot_encoding"],
+    _P + "frequencies": [_P + "wavelengths", _P + "sinusoidal", _P + "rope_frequencies"],
+    _P + "wavelengths": [_P + "frequencies", _V + "plot_wavelengths"],
+    _P + "add_sinusoidal": [_P + "sinusoidal", _P + "learned_table"],
+    _P + "binary": [_P + "sines", _P + "sinusoidal"],
+    _P + "sines": [_P + "binary", _P + "sinusoidal"],
+    _P + "learned_table": [_P + "resample_table", _P + "resample_grid", _P + "sinusoidal"],
+    _P + "resample_table": [_P + "learned_table", _P + "resample_grid"],
+    _P + "shift_matrix": [_P + "sinusoidal", _P + "similarity_by_offset"],
+    _P + "similarity": [_P + "similarity_by_offset", _V + "plot_similarity"],
+    _P + "similarity_by_offset": [_P + "similarity", _P + "shift_matrix", _V + "plot_similarity_by_offset"],
+    _P + "rope_frequencies": [_P + "rope_cos_sin", _P + "frequencies", _S + "from_hf"],
+    _P + "rope_cos_sin": [_P + "apply_rope", _P + "rope", _P + "rope_frequencies", _P + "axial_rope_cos_sin", _S + "from_hf"],
+    _P + "apply_rope": [_P + "rope_cos_sin", _P + "rope", _P + "rope_permutation", _P + "xpos_scale"],
+    _P + "rope": [_P + "rope_cos_sin", _P + "apply_rope", _S + "from_hf"],
+    _P + "rope_permutation": [_P + "apply_rope", _P + "rope"],
+    _P + "xpos_scale": [_P + "apply_rope", _P + "rope_cos_sin"],
+    _S + "from_hf": [_P + "rope_cos_sin", _P + "rope", _V + "plot_rope_scaling"],
+    _P + "relative_positions": [_P + "t5_buckets", _P + "alibi_bias", _P + "kerple_bias"],
+    _P + "alibi_slopes": [_P + "alibi_bias", _V + "plot_bias"],
+    _P + "alibi_bias": [_P + "alibi_slopes", _P + "kerple_bias", _P + "relative_positions", _V + "plot_bias"],
+    _P + "kerple_bias": [_P + "alibi_bias", _V + "plot_bias"],
+    _P + "t5_bucket": [_P + "t5_buckets", _P + "relative_positions"],
+    _P + "t5_buckets": [_P + "t5_bucket", _V + "plot_bias"],
+    _P + "relative_sinusoidal": [_P + "sinusoidal", _P + "relative_positions"],
+    _P + "sincos_grid": [_P + "sincos_coords", _P + "axial_rope_cos_sin", _P + "resample_grid"],
+    _P + "sincos_coords": [_P + "sincos_grid", _P + "fourier_features"],
+    _P + "axial_rope_cos_sin": [_P + "rope_cos_sin", _P + "apply_rope", _P + "sincos_grid"],
+    _P + "resample_grid": [_P + "resample_table", _P + "sincos_grid"],
+    _P + "fourier_features": [_P + "gaussian_fourier_features", _P + "sincos_coords"],
+    _P + "gaussian_fourier_features": [_P + "gaussian_matrix", _P + "fourier_features"],
+    _P + "gaussian_matrix": [_P + "gaussian_fourier_features"],
+    _V + "plot_encoding": [_P + "sinusoidal", _V + "plot_dimensions", _V + "paper_style"],
+    _V + "plot_wavelengths": [_P + "wavelengths", _V + "plot_rope_scaling"],
+    _V + "plot_dimensions": [_V + "plot_encoding"],
+    _V + "plot_similarity": [_P + "similarity", _V + "plot_similarity_by_offset"],
+    _V + "plot_similarity_by_offset": [_P + "similarity_by_offset", _V + "plot_similarity"],
+    _V + "plot_rope_scaling": [_S + "from_hf", _P + "rope_frequencies", _V + "plot_wavelengths"],
+    _V + "plot_bias": [_P + "alibi_bias", _P + "t5_buckets", _P + "kerple_bias"],
+    _V + "paper_style": [_V + "figsize", _V + "figure_set"],
+    _V + "figure_set": [_V + "paper_style"],
+}
+for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE"):
+    SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
+
+
+def benchmark_rows(root: Path) -> list[dict[str, Any]] | None:
+    """The rows of the committed benchmark report (``benchmarks/results.json``),
+    with its ``header`` as the first row's ``"_header"``; None if absent."""
+    import json
+
+    path = root / "benchmarks" / "results.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = [row for section in data.get("sections", {}).values() for row in section]
+    for row in rows:
+        row["_header"] = data.get("header", {})
+        row["_counts"] = data.get("counts", {})
+    return rows
+
+
 def _output_choice(arg: str | None) -> str:
     return directives.choice(arg, ("literal", "rst", "none"))
 
@@ -125,8 +352,15 @@ class PosencExec(SphinxDirective):
 
         code = "\n".join(self.content)
         docname = self.env.docname
+        root = Path(self.config.posenc_repo_root or Path(self.env.srcdir).parent)
         ns = _NAMESPACES.setdefault(
-            docname, {"__name__": f"posenc_docs_{docname.replace('/', '_')}", "rst_table": rst_table}
+            docname,
+            {
+                "__name__": f"posenc_docs_{docname.replace('/', '_')}",
+                "rst_table": rst_table,
+                "REPO_ROOT": root,
+                "benchmark_rows": lambda: benchmark_rows(root),
+            },
         )
         buf = io.StringIO()
         filename = f"<{docname}.rst, line {self.lineno}>"
@@ -391,6 +625,76 @@ def _data_docstring(app: Any, what: str, name: str, obj: Any, options: Any, line
         lines[:] = []
 
 
+# --------------------------------------------------------------------------
+# Offline reading: a local MathJax, search excerpts without fetch()
+# --------------------------------------------------------------------------
+#: the MathJax files the site needs: the TeX-to-SVG component (no web fonts to
+#: load, so it also works from file://) and what it loads on demand
+_MATHJAX_PARTS = ("tex-svg.js", "input/tex/extensions", "ui", "a11y", "adaptors")
+
+
+def local_mathjax() -> Path | None:
+    """The MathJax 3 folder of an installed package that ships it, or None.
+
+    ``sphinx-mathjax-offline`` (the ``docs`` extra) ships MathJax's files; the
+    build copies the parts the pages use into ``_static/mathjax``.
+    """
+    from importlib import metadata
+
+    try:
+        files = metadata.files("sphinx-mathjax-offline") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == "tex-svg.js" and f.parent.name == "mathjax":
+            folder = Path(str(f.locate())).parent
+            return folder if folder.is_dir() else None
+    return None
+
+
+def _copy_mathjax(app: Any, exc: Exception | None) -> None:
+    src = app.config.posenc_mathjax_dir
+    if exc is not None or not src or app.builder.format != "html":
+        return
+    import shutil
+
+    dest = Path(app.outdir) / "_static" / "mathjax"
+    for part in _MATHJAX_PARTS:
+        path = Path(src) / part
+        if path.is_dir():
+            shutil.copytree(path, dest / part, dirs_exist_ok=True)
+        elif path.is_file():
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dest / part)
+
+
+#: body HTML of each page, for the search excerpts of the offline site
+_PAGES: dict[str, str] = {}
+
+
+def _collect_page(app: Any, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    import re
+
+    body = context.get("body")
+    if not body or app.builder.format != "html":
+        return
+    body = re.sub(r"<img[^>]*>|<script.*?</script>|</?span[^>]*>", "", body, flags=re.DOTALL)
+    _PAGES[pagename + app.builder.out_suffix] = body
+
+
+def _write_pages(app: Any, exc: Exception | None) -> None:
+    """``_static/posenc_pages.js``: the page texts that ``posenc_search.js``
+    hands to Sphinx's search when the site is read from disk (browsers refuse
+    ``fetch()`` on ``file://`` URLs, which the search uses for its excerpts)."""
+    if exc is not None or app.builder.format != "html" or not _PAGES:
+        return
+    import json
+
+    path = Path(app.outdir) / "_static" / "posenc_pages.js"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("window.POSENC_PAGES = " + json.dumps(_PAGES, separators=(",", ":")) + ";\n", encoding="utf-8")
+
+
 def _reset_namespace(app: Any, docname: str, source: list[str]) -> None:
     _NAMESPACES.pop(docname, None)
 
@@ -401,6 +705,10 @@ def _forget(app: Any, env: Any, docname: str) -> None:
 
 def setup(app: Any) -> dict[str, Any]:
     app.add_config_value("posenc_repo_root", "", "env")
+    app.add_config_value("posenc_mathjax_dir", "", "html")
+    app.connect("html-page-context", _collect_page)
+    app.connect("build-finished", _write_pages)
+    app.connect("build-finished", _copy_mathjax)
     app.add_directive("posenc-exec", PosencExec)
     app.add_directive("posenc-markdown", PosencMarkdown)
     app.connect("source-read", _reset_namespace)
