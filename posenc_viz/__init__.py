@@ -2,8 +2,9 @@
 
 Axes-level functions in the manner of seaborn (``ax=None`` draws in the
 current Axes, the Axes is returned, extra keyword arguments go to the main
-artist), a paper style for one- and two-column figures, and the standard
-figure set behind the ``posenc-viz`` command.  Arrays may come from NumPy,
+artist), a paper style for one- and two-column figures, the standard
+figure set behind the ``posenc-viz`` command, and figures of your own
+model's tables read from files (:func:`load_table`).  Arrays may come from NumPy,
 PyTorch, JAX, Dask, CuPy or array-api-strict.
 
 matplotlib is imported only when a figure is drawn; install it with
@@ -16,19 +17,22 @@ from ._convert import to_numpy
 from .bias import plot_bias
 from .figures import FIGURES, figure_set
 from .heatmap import plot_encoding
-from .similarity import plot_similarity, plot_similarity_by_offset
+from .similarity import plot_grid_similarity, plot_similarity, plot_similarity_by_offset
 from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths
 from .style import COLUMN_WIDTHS, figsize, paper_style
+from .tables import load_table
 
 __all__ = [
     "COLUMN_WIDTHS",
     "FIGURES",
     "figsize",
     "figure_set",
+    "load_table",
     "paper_style",
     "plot_bias",
     "plot_dimensions",
     "plot_encoding",
+    "plot_grid_similarity",
     "plot_rope_scaling",
     "plot_similarity",
     "plot_similarity_by_offset",

@@ -33,6 +33,24 @@ def _real_or_none(value: Any, name: str) -> float | None:
     return value
 
 
+def colormap(cmap: Any, default: str) -> Any:
+    """``cmap`` (a name or a Colormap; ``None`` means ``default``) with NaN
+    and masked cells drawn light grey."""
+    mpl = _mpl.require("matplotlib")
+    mcolors = _mpl.require("matplotlib.colors")
+    cmap = default if cmap is None else cmap
+    if isinstance(cmap, str):
+        try:
+            cmap = mpl.colormaps[cmap]
+        except KeyError:
+            msg = f"`cmap` must be a matplotlib colormap or its name, got {show(cmap)}"
+            raise ValueError(msg) from None
+    if not isinstance(cmap, mcolors.Colormap):
+        msg = f"`cmap` must be a matplotlib colormap or its name, got {type(cmap).__name__}"
+        raise TypeError(msg)
+    return cmap.with_extremes(bad="0.85")
+
+
 def draw_matrix(
     ax: Any,
     data: np.ndarray,
@@ -58,7 +76,6 @@ def draw_matrix(
     in light grey and ignored for the limits.
     """
     ax = _mpl.get_ax(ax)
-    mcolors = _mpl.require("matplotlib.colors")
     mpl = _mpl.require("matplotlib")
     center = _real_or_none(center, "center")
     vmin = _real_or_none(vmin, "vmin")
@@ -90,17 +107,7 @@ def draw_matrix(
         if finite.size and vmin is None and vmax is None and float(finite.min()) == float(finite.max()):
             vmin, vmax = float(finite.min()) - 0.5, float(finite.max()) + 0.5
         default_cmap = SEQUENTIAL
-    cmap = default_cmap if cmap is None else cmap
-    if isinstance(cmap, str):
-        try:
-            cmap = mpl.colormaps[cmap]
-        except KeyError:
-            msg = f"`cmap` must be a matplotlib colormap or its name, got {show(cmap)}"
-            raise ValueError(msg) from None
-    if not isinstance(cmap, mcolors.Colormap):
-        msg = f"`cmap` must be a matplotlib colormap or its name, got {type(cmap).__name__}"
-        raise TypeError(msg)
-    cmap = cmap.with_extremes(bad="0.85")
+    cmap = colormap(cmap, default_cmap)
     # "antialiased": nearest-neighbour when each cell spans several pixels, a
     # smoothing filter when there are more cells than pixels (no moire)
     opts = {"aspect": "auto", "interpolation": "antialiased"}
