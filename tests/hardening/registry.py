@@ -387,6 +387,27 @@ def _rope_cos_sin(draw: Draw, be: Backend) -> Case:
     return Case(be, (pos, dim), kw, shape=(pshape + (dim,),) * 2, dtype=dt, kind="arrays")
 
 
+@register("mrope_cos_sin")
+def _mrope_cos_sin(draw: Draw, be: Backend) -> Case:
+    shape = draw(shapes(max_dims=2))
+    pid, _ = real_array(draw, be, (3,) + shape, -(2.0**20), 2.0**20, integer=draw(st.booleans()))
+    dim = even_dim(draw, hi=32)
+    half = dim // 2
+    a = draw(st.integers(0, half))
+    b = draw(st.integers(0, half - a))
+    kw: dict[str, Any] = {"mrope_section": [a, b, half - a - b], "mrope_interleaved": draw(st.booleans())}
+    if draw(st.booleans()):
+        kw["base"] = base(draw)
+    s = scaling_obj(draw, dim)
+    if s is not None:
+        kw["scaling"] = s
+    if draw(st.booleans()):
+        kw["layout"] = draw(st.sampled_from(["half", "interleaved"]))
+    dk, dt = out_dtype(draw, be, half=True)
+    kw.update(dk)
+    return Case(be, (pid, dim), kw, shape=(shape + (dim,),) * 2, dtype=dt, kind="arrays")
+
+
 def _rope_x(draw: Draw, be: Backend) -> tuple[Any, tuple, int]:
     lead = draw(shapes(max_dims=2, min_side=1, max_side=3))
     seq = draw(st.integers(0, 6))
@@ -543,6 +564,23 @@ def _sc_llama3(draw: Draw, be: Backend) -> Case:
         lo = draw(st.floats(0.1, 4.0))
         kw["low_freq_factor"], kw["high_freq_factor"] = lo, lo + draw(st.floats(0.1, 8.0))
     return _scaling_case(be, (_factor(draw), draw(st.integers(1, 2**20))), kw, even_dim(draw))
+
+
+@register("scaling.Proportional")
+def _sc_proportional(draw: Draw, be: Backend) -> Case:
+    dim = even_dim(draw, hi=32)
+    fraction = draw(st.floats(0.0, 1.0))
+    kw = {"factor": _factor(draw)} if draw(st.booleans()) else {}
+
+    def check(obj: Any) -> None:
+        from posenc import scaling as sc
+
+        assert isinstance(obj, sc.Proportional) and obj.attention_scaling() == 1.0
+        w = np.asarray(posenc.rope_frequencies(dim, scaling=obj))
+        assert w.shape == (dim // 2,) and np.isfinite(w).all() and (w >= 0).all(), w
+        assert int((w > 0).sum()) == int(fraction * dim // 2), (fraction, w)
+
+    return Case(be, (fraction,), kw, kind="object", check=check)
 
 
 @register("scaling.LongRoPE")

@@ -433,7 +433,10 @@ def test_from_hf_round_trip(xp):
         (lambda: posenc.rope_frequencies(16, seq_len=2.5), TypeError, "seq_len"),
         (lambda: scaling.Linear(2.0).attention_scaling(-1), ValueError, "seq_len"),
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "mrope"}}), ValueError, "mrope"),
-        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"type": "proportional"}}), ValueError, "rope_type"),
+        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"type": "axial"}}), ValueError, "'axial'"),
+        (lambda: scaling.Proportional(1.5), ValueError, "fraction"),
+        (lambda: scaling.Proportional(0.5, factor=0.0), ValueError, "factor"),
+        (lambda: scaling.from_hf({"model_type": "minimax_m3_vl_text", "head_dim": 8, "rotary_dim": 4}), ValueError, "rotary_dim"),
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "linear"}}), ValueError, "factor"),
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}), ValueError, "max_position_embeddings"),
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}), ValueError, "max_position_embeddings"),
@@ -455,3 +458,51 @@ def test_from_hf_round_trip(xp):
 def test_bad_input(call, exc, name):
     with pytest.raises(exc, match=name):
         call()
+
+
+# ---------------------------------------------------------------- from_hf: key aliases of released configs
+def test_from_hf_aliases():
+    # GPT-J / CodeGen: n_embd / n_head / rotary_dim (no head size needed first)
+    assert scaling.from_hf({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}) == {"dim": 64, "base": 10000.0, "scaling": None}
+    assert scaling.from_hf({"rotary_dim": 32})["dim"] == 32
+    # GPT-NeoX: rotary_emb_base and rotary_pct; its default rotary_pct is 0.25
+    neox = {"model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8}
+    assert scaling.from_hf({**neox, "rotary_emb_base": 500, "rotary_pct": 0.5}) == {"dim": 32, "base": 500.0, "scaling": None}
+    assert scaling.from_hf(neox)["dim"] == 16
+    # DBRX: d_model / n_heads, theta in attn_config
+    assert scaling.from_hf({"d_model": 256, "n_heads": 4, "attn_config": {"rope_theta": 5e5}}) == {"dim": 64, "base": 5e5, "scaling": None}
+    # MLA, Zamba2, JetMoE head sizes
+    assert scaling.from_hf({"hidden_size": 4096, "num_attention_heads": 32, "qk_rope_head_dim": 64})["dim"] == 64
+    assert scaling.from_hf({"hidden_size": 2560, "num_attention_heads": 32, "attention_head_dim": 160})["dim"] == 160
+    assert scaling.from_hf({"hidden_size": 2048, "num_attention_heads": 32, "kv_channels": 128})["dim"] == 128
+
+
+def test_from_hf_local_global_older_format():
+    g3 = {"model_type": "gemma3_text", "head_dim": 256, "rope_theta": 1e6, "rope_local_base_freq": 1e4,
+          "rope_scaling": {"rope_type": "linear", "factor": 8.0}}
+    with pytest.raises(ValueError, match="layer_type"):
+        scaling.from_hf(g3)
+    assert scaling.from_hf(g3, layer_type="full_attention") == {"dim": 256, "base": 1e6, "scaling": scaling.Linear(8.0)}
+    assert scaling.from_hf(g3, layer_type="sliding_attention") == {"dim": 256, "base": 1e4, "scaling": None}
+    # ModernBERT: global / local theta, the scaling applies to both
+    mb = {"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0}
+    assert scaling.from_hf(mb, layer_type="full_attention")["base"] == 160000.0
+    assert scaling.from_hf(mb, layer_type="sliding_attention")["base"] == 10000.0
+    # Gemma 4: the full-attention layers have their own head size
+    g4 = {"head_dim": 16, "layer_types": ["sliding_attention", "full_attention"], "per_layer_config": {"1": {"head_dim": 32}},
+          "rope_parameters": {"sliding_attention": {"rope_type": "default"},
+                              "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}}}
+    assert scaling.from_hf(g4, layer_type="full_attention") == {"dim": 32, "base": 1e6, "scaling": scaling.Proportional(0.25)}
+    assert scaling.from_hf(g4, layer_type="sliding_attention")["dim"] == 16
+
+
+def test_proportional_frequencies():
+    # Gemma 4: exponents over the whole head, the last (1 - fraction) of the pairs still
+    for dim, fraction, factor in ((16, 0.25, 1.0), (32, 0.5, 2.0), (12, 1.0, 1.0), (8, 0.0, 1.0)):
+        w = posenc.rope_frequencies(dim, base=1e6, scaling=scaling.Proportional(fraction, factor))
+        r = int(fraction * dim // 2)
+        expected = [1e6 ** (-2 * i / dim) / factor if i < r else 0.0 for i in range(dim // 2)]
+        np.testing.assert_allclose(w, expected, rtol=1e-15)
+    cos, sin = posenc.rope_cos_sin(10, 16, scaling=scaling.Proportional(0.25))
+    np.testing.assert_array_equal(cos[:, 2:8], 1.0)
+    np.testing.assert_array_equal(sin[:, 2:8], 0.0)

@@ -385,7 +385,72 @@ def _flat(rp: Any) -> list[dict]:
     return nested or [rp]
 
 
+def _rst(res: dict[str, Any]) -> str:
+    rows = res["results"]
+    counts = {s: sum(v["status"] == s for v in rows.values()) for s in ("match", "refused", "not a config RoPE")}
+    total = counts["match"] + counts["refused"]
+    lines = [
+        ".. This page is written by tests/posenc/data/make_hf_sweep.py; do not edit by hand.",
+        "",
+        "Models covered by from_hf",
+        "=========================",
+        "",
+        f"Every rotary-embedding module of transformers {res['transformers']} (found by walking",
+        "``transformers.models.*.modeling_*`` for classes named ``*RotaryEmbedding*``), built",
+        "from its configuration class (defaults, plus the key aliases and rope types of",
+        "released ``config.json`` files), was compared with",
+        ":func:`posenc.scaling.from_hf` followed by :func:`posenc.rope_cos_sin` (or",
+        ":func:`posenc.mrope_cos_sin`) at positions on both sides of",
+        "``original_max_position_embeddings``: float64 (transformers' float32 casts",
+        "lifted) within 1e-12 of the largest angle, float32 within transformers' own",
+        "rounding.  Each (module, layer type, variant) either matches or is refused by",
+        "``from_hf`` with a ``ValueError`` naming what is unsupported.",
+        "",
+        f"**{counts['match']} matched, {counts['refused']} refused, {total} in all**"
+        f" ({counts['not a config RoPE']} more modules take no text-model configuration",
+        "and are listed at the end).  Regenerate with",
+        "``python tests/posenc/data/make_hf_sweep.py``; ``tests/posenc/test_hf_models.py``",
+        "runs the same sweep.",
+        "",
+        "Column *table*: ``half`` is posenc's default layout; ``interleaved`` needs",
+        "``layout=\"interleaved\"``; ``compact`` means the model keeps one column per",
+        "frequency (the first ``dim // 2`` columns of the half table: gpt-oss, and the",
+        "complex rotations of Llama 4 and DeepSeek-V2, which pair neighbours:",
+        "``layout=\"interleaved\"`` for ``apply_rope``).  GPT-J and CodeGen have no rotary",
+        "module (``create_sinusoidal_positions``); their full forward passes are tested",
+        "with ``layout=\"interleaved\"``.",
+        "",
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :widths: 30 14 56",
+        "",
+        "   * - module [layer type] variant",
+        "     - result",
+        "     - from_hf / reason",
+    ]
+    other = []
+    for k, v in rows.items():
+        if v["status"] == "not a config RoPE":
+            other.append(f"``{k}`` ({v.get('reason', '')})")
+            continue
+        if v["status"] == "match":
+            extra = f"dim {v['dim']}, base {v['base']:g}, {v['scaling']}"
+            if v.get("mrope"):
+                extra += f", mrope {v['mrope']}"
+            extra += f"; table {v['form']}"
+            result = "match"
+        else:
+            extra, result = v["reason"], v["status"]
+        extra = extra.replace("`", "'").replace("*", "\\*")
+        lines += [f"   * - ``{k}``", f"     - {result}", f"     - {extra}"]
+    lines += ["", "Not a configuration RoPE (2-D vision grids, audio time stamps, other signatures):", ""]
+    lines += [f"* {o}" for o in other]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     res = sweep()
     for k, v in res["results"].items():
         print(f"{v['status']:18s} {k}  {v.get('reason', '')[:150]}")
+    OUT.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    DOCS.write_text(_rst(res))

@@ -1,0 +1,253 @@
+"""posenc inside real transformers models (tiny sizes, random weights).
+
+* The sweep (``data/make_hf_sweep.py``): every rotary-embedding class of the
+  installed transformers, paired with its configuration class, either
+  matches ``rope_cos_sin(**from_hf(config))`` (float64 with transformers'
+  float32 casts lifted: 1e-12 of the largest angle; float32: within
+  transformers' own rounding) or ``from_hf`` refuses it with a
+  ``ValueError``; never a silent difference.  The list in
+  ``data/hf_sweep.json`` (and docs/models.rst) is the same run.
+* Full forward passes: the model's rotary module and apply function are
+  replaced by posenc (``from_hf`` + ``rope_cos_sin`` / ``mrope_cos_sin`` +
+  ``apply_rope``) and the logits compared with the model's own, in float64
+  (float32 casts lifted) and float32.
+
+T5 buckets, BLOOM / MPT ALiBi and the fairseq sinusoidal table of M2M100
+have their parity tests in test_bias.py and test_sinusoidal.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import scaling
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+
+
+def _sweep_module():
+    spec = importlib.util.spec_from_file_location("make_hf_sweep", DATA / "make_hf_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SWEEP = _sweep_module()
+
+
+# ---------------------------------------------------------------- the sweep
+@pytest.fixture(scope="module")
+def sweep():
+    return SWEEP.sweep()
+
+
+def test_sweep_matches_or_refuses(sweep):
+    res = sweep["results"]
+    bad = {k: v for k, v in res.items() if v["status"] == "mismatch"}
+    assert not bad, "\n".join(f"{k}: {v['reason']}" for k, v in bad.items())
+    counts = {s: sum(v["status"] == s for v in res.values()) for s in ("match", "refused")}
+    assert counts["match"] >= 150  # the transformers 5.x zoo; refusals name what they refuse
+    for k, v in res.items():
+        if v["status"] == "refused":
+            assert "`" in v["reason"] and "not supported" in v["reason"] or "must" in v["reason"], (k, v)
+
+
+def test_sweep_list_is_current(sweep):
+    """``data/hf_sweep.json`` is this run (regenerate with make_hf_sweep.py)."""
+    recorded = json.loads((DATA / "hf_sweep.json").read_text())
+    if recorded["transformers"] != transformers.__version__:
+        pytest.skip(f"the list was made with transformers {recorded['transformers']}")
+    now = {k: v["status"] for k, v in sweep["results"].items()}
+    assert now == {k: v["status"] for k, v in recorded["results"].items()}
+
+
+# ---------------------------------------------------------------- full forward
+@contextlib.contextmanager
+def precision(dtype):
+    """float64: transformers' float32 casts lifted (see make_hf_sweep.lifted_float32)."""
+    with SWEEP.lifted_float32() if dtype == torch.float64 else contextlib.nullcontext():
+        yield
+
+
+def posenc_rotary_forward(layout="half"):
+    """A rotary module forward computing the tables with posenc from the module's config."""
+
+    def forward(self, x, position_ids, layer_type=None):
+        kw = scaling.from_hf(self.config, layer_type=layer_type)
+        seq_len = int(position_ids.max()) + 1
+        if "mrope_section" in kw:
+            if position_ids.ndim == 2:
+                position_ids = position_ids.expand(3, -1, -1)
+            return posenc.mrope_cos_sin(position_ids, **kw, layout=layout, seq_len=seq_len, dtype=x.dtype)
+        return posenc.rope_cos_sin(position_ids, **kw, layout=layout, seq_len=seq_len, dtype=x.dtype)
+
+    return forward
+
+
+def posenc_apply(q, k, cos, sin, unsqueeze_dim=1, **_):
+    """apply_rotary_pos_emb with posenc: tables given the broadcast shape of q
+    (``cos[:, None]`` for q of shape (b, h, s, d)), rotary_dim explicit."""
+    c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    rd = cos.shape[-1]
+    return posenc.apply_rope(q, c, s, rotary_dim=rd), posenc.apply_rope(k, c, s, rotary_dim=rd)
+
+
+def logits(model_cls, config, ids, dtype, position_ids=None, patch=None):
+    with precision(dtype), torch.no_grad(), contextlib.ExitStack() as stack:
+        torch.manual_seed(0)
+        model = model_cls(config).eval().to(dtype)
+        if patch is not None:
+            patch(stack)
+        kw = {} if position_ids is None else {"position_ids": position_ids}
+        return model(input_ids=ids, **kw).logits
+
+
+def patched(module, rotary, layout="half"):
+    def patch(stack):
+        mp = stack.enter_context(pytest.MonkeyPatch.context())
+        mp.setattr(getattr(module, rotary), "forward", posenc_rotary_forward(layout))
+        mp.setattr(module, "apply_rotary_pos_emb", posenc_apply)
+
+    return patch
+
+
+def check(model_cls, config, module, rotary, ids, position_ids=None):
+    """Own vs posenc logits in float64 and float32; the errors, for the record."""
+    out = {}
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
+        own = logits(model_cls, config, ids, dtype, position_ids)
+        ours = logits(model_cls, config, ids, dtype, position_ids, patched(module, rotary))
+        err = float((own - ours).abs().max() / own.abs().max())
+        assert err <= tol, f"{dtype}: relative difference {err:.3g}"
+        out[str(dtype)] = err
+    return out
+
+
+IDS = torch.arange(3, 3 + 2 * 70).reshape(2, 70) % 97  # 70 positions: both sides of 64
+TINY = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+
+LLAMA = {
+    "default": {},
+    "linear": {"rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+    "dynamic": {"max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+    "yarn": {"max_position_embeddings": 256, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+    "llama3": {
+        "rope_theta": 500000.0,
+        "max_position_embeddings": 512,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(LLAMA))
+def test_llama_forward(name):
+    from transformers.models.llama import modeling_llama as m
+
+    cfg = transformers.LlamaConfig(**TINY, **LLAMA[name])
+    check(m.LlamaForCausalLM, cfg, m, "LlamaRotaryEmbedding", IDS)
+
+
+def test_phi3_longrope_partial_forward():
+    from transformers.models.phi3 import modeling_phi3 as m
+
+    cfg = transformers.Phi3Config(
+        **TINY,
+        max_position_embeddings=256,
+        original_max_position_embeddings=64,
+        partial_rotary_factor=0.5,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=1,
+        rope_scaling={"rope_type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(4)], "long_factor": [1.0 + 0.9 * i for i in range(4)]},
+    )
+    assert scaling.from_hf(cfg)["dim"] == 8
+    check(m.Phi3ForCausalLM, cfg, m, "Phi3RotaryEmbedding", IDS)  # 70 > 64: the long factors
+    check(m.Phi3ForCausalLM, cfg, m, "Phi3RotaryEmbedding", IDS[:, :40])  # short
+
+
+def test_gpt_neox_config_json_forward():
+    from transformers.models.gpt_neox import modeling_gpt_neox as m
+
+    raw = {"model_type": "gpt_neox", "vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "rotary_emb_base": 500, "rotary_pct": 0.5, "max_position_embeddings": 128}
+    assert scaling.from_hf(raw) == {"dim": 8, "base": 500.0, "scaling": None}
+    cfg = transformers.GPTNeoXConfig(**{k: v for k, v in raw.items() if k != "model_type"})
+    assert scaling.from_hf(cfg) == scaling.from_hf(raw)
+    check(m.GPTNeoXForCausalLM, cfg, m, "GPTNeoXRotaryEmbedding", IDS)
+
+
+def test_gemma3_local_global_forward():
+    from transformers.models.gemma3 import modeling_gemma3 as m
+
+    raw = {"model_type": "gemma3_text", "head_dim": 16, "rope_theta": 1e6, "rope_local_base_freq": 1e4, "sliding_window": 32,
+           "layer_types": ["sliding_attention", "full_attention"]}
+    with pytest.raises(ValueError, match="layer_type"):
+        scaling.from_hf(raw)
+    assert scaling.from_hf(raw, layer_type="sliding_attention")["base"] == 1e4
+    assert scaling.from_hf(raw, layer_type="full_attention")["base"] == 1e6
+    cfg = transformers.Gemma3TextConfig(**TINY, head_dim=16, rope_theta=1e6, rope_local_base_freq=1e4, sliding_window=32,
+                                        layer_types=["sliding_attention", "full_attention"])
+    for lt in ("sliding_attention", "full_attention"):
+        assert scaling.from_hf(cfg, layer_type=lt) == scaling.from_hf(raw, layer_type=lt)
+    check(m.Gemma3ForCausalLM, cfg, m, "Gemma3RotaryEmbedding", IDS)
+
+
+def test_qwen2_vl_mrope_forward():
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+
+    cfg = transformers.Qwen2VLTextConfig(**TINY, rope_parameters={"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 3, 3]})
+    pid = torch.stack([torch.arange(70), torch.arange(70) // 2, torch.arange(70) % 9])[:, None].expand(3, 2, 70)
+    # the text model returns hidden states: compare those
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
+        outs = []
+        for patch in (None, patched(m, "Qwen2VLRotaryEmbedding")):
+            with precision(dtype), torch.no_grad(), contextlib.ExitStack() as stack:
+                torch.manual_seed(0)
+                model = m.Qwen2VLTextModel(cfg).eval().to(dtype)
+                if patch is not None:
+                    patch(stack)
+                outs.append(model(input_ids=IDS, position_ids=pid).last_hidden_state)
+        err = float((outs[0] - outs[1]).abs().max() / outs[0].abs().max())
+        assert err <= tol, f"{dtype}: {err:.3g}"
+
+
+def test_gptj_forward():
+    from transformers.models.gptj import modeling_gptj as m
+
+    raw = {"model_type": "gptj", "n_embd": 64, "n_head": 4, "rotary_dim": 8, "n_positions": 128, "vocab_size": 97, "n_layer": 2}
+    assert scaling.from_hf(raw) == {"dim": 8, "base": 10000.0, "scaling": None}
+    cfg = transformers.GPTJConfig(**{k: v for k, v in raw.items() if k != "model_type"})
+    kw = scaling.from_hf(cfg)
+
+    def sinusoids(num_pos, dim):  # GPT-J's table: [sin | cos] of each frequency once
+        cos, sin = posenc.rope_cos_sin(num_pos, **kw, layout="interleaved", dtype=torch.get_default_dtype())
+        return torch.cat([sin[:, ::2], cos[:, ::2]], dim=1)
+
+    def apply(tensor, sin, cos):  # (b, s, h, rd) with (b, s, rd / 2) tables
+        c = torch.repeat_interleave(cos, 2, dim=-1)[:, :, None]
+        s = torch.repeat_interleave(sin, 2, dim=-1)[:, :, None]
+        return posenc.apply_rope(tensor, c, s, layout="interleaved")
+
+    def patch(stack):
+        mp = stack.enter_context(pytest.MonkeyPatch.context())
+        mp.setattr(m, "apply_rotary_pos_emb", apply)
+
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
+        own = logits(m.GPTJForCausalLM, cfg, IDS, dtype)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(m, "create_sinusoidal_positions", sinusoids)
+            ours = logits(m.GPTJForCausalLM, cfg, IDS, dtype, patch=patch)
+        err = float((own - ours).abs().max() / own.abs().max())
+        assert err <= tol, f"{dtype}: {err:.3g}"
