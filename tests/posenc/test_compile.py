@@ -1,0 +1,364 @@
+"""posenc inside a compiled forward: torch.compile, torch.export, dynamic shapes.
+
+Every public function of posenc (checked against ``posenc.__all__``) is called
+on torch tensors inside ``torch.compile(fullgraph=True)`` and must return its
+eager result (equal, or within 1 ulp for floats):
+
+* with ``backend="eager"`` (dynamo's tracing only: cheap) under
+  ``enable_grad``, ``no_grad`` and ``inference_mode``, with posenc's caches
+  cold (cleared, and dynamo reset, before the compiled call) and warm (the
+  eager call first);
+* with the default inductor backend for a few representative calls (an
+  inductor compile takes seconds): a RoPE decode step, the sinusoidal table
+  and its addition, ALiBi and T5 biases;
+* over six sequence lengths, where at most two graphs are compiled (a
+  counting backend), with ``dynamic=True`` and with automatic dynamic shapes;
+* through ``torch.export.export`` (strict and non-strict) with a dynamic
+  sequence dimension, the exported program checked against eager at another
+  length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import posenc  # noqa: E402
+from posenc import _cache  # noqa: E402
+
+F32 = torch.float32
+
+#: public names without a compiled-call case, and why
+EXCLUDED = {
+    "scaling": "a module of frozen configuration dataclasses (and from_hf): Python values, no arrays to trace",
+}
+
+
+def _x(n: int, d: int = 16) -> Any:
+    """A (2, n, d) float32 tensor of distinct values in [-1, 1]."""
+    return torch.linspace(-1.0, 1.0, 2 * n * d, dtype=F32).reshape(2, n, d)
+
+
+def _pos(n: int) -> Any:
+    return torch.arange(n)
+
+
+#: name -> (function to compile, arguments for sequence length n).  Integer
+#: lengths come from a tensor's shape (``x.shape[-2]``), as in a model's forward.
+CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = {
+    # sinusoidal family
+    "add_sinusoidal": (lambda x: posenc.add_sinusoidal(x), lambda n: (_x(n),)),
+    "binary": (lambda p: posenc.binary(p, 8), lambda n: (_pos(n),)),
+    "frequencies": (lambda x: x * posenc.frequencies(16, xp=torch), lambda n: (_x(n, 8),)),
+    "learned_table": (
+        lambda x: x + posenc.learned_table(x.shape[-2], 16, seed=0, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    # resampling: the table's width varies (its length decides host weights)
+    "resample_table": (lambda t: posenc.resample_table(t, 12), lambda n: (_x(7, n)[0],)),
+    "shift_matrix": (lambda o: posenc.shift_matrix(o, 8), lambda n: (torch.arange(n, dtype=F32) - 2.5,)),
+    "similarity": (lambda a: posenc.similarity(a), lambda n: (_x(n)[0],)),
+    "similarity_by_offset": (lambda o: posenc.similarity_by_offset(o, 16), lambda n: (_pos(n) - 3,)),
+    "sines": (lambda p: posenc.sines(p, [1.0, 0.5, 0.2]), lambda n: (_pos(n),)),
+    "sinusoidal": (lambda p: posenc.sinusoidal(p, 16), lambda n: (_pos(n) + 7,)),
+    "wavelengths": (lambda x: x * posenc.wavelengths(16, xp=torch), lambda n: (_x(n, 8),)),
+    # vision and coordinates
+    "axial_rope_cos_sin": (
+        lambda x: posenc.axial_rope_cos_sin((x.shape[-2], 4), 16, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    "fourier_features": (lambda c: posenc.fourier_features(c, 4), lambda n: (_x(n, 2)[0],)),
+    "gaussian_fourier_features": (
+        lambda c, b: posenc.gaussian_fourier_features(c, b),
+        lambda n: (_x(n, 2)[0], torch.linspace(-2.0, 2.0, 16, dtype=F32).reshape(8, 2)),
+    ),
+    "gaussian_matrix": (
+        lambda x: x @ posenc.gaussian_matrix(8, 16, scale=1.0, seed=0, xp=torch).T,
+        lambda n: (_x(n),),
+    ),
+    "resample_grid": (
+        lambda t: posenc.resample_grid(t, (3, 3), num_prefix_tokens=1),
+        lambda n: (_x(17, n)[0],),
+    ),
+    "sincos_coords": (lambda c: posenc.sincos_coords(c, 16), lambda n: (_x(n, 2)[0] * 10.0,)),
+    "sincos_grid": (lambda x: posenc.sincos_grid((x.shape[-2], 4), 16, xp=torch), lambda n: (_x(n),)),
+    # relative positions and attention biases
+    "alibi_bias": (
+        lambda x: posenc.alibi_bias(4, x.shape[-2], x.shape[-2] + 3, causal=True, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    "alibi_slopes": (lambda x: x * posenc.alibi_slopes(16, xp=torch), lambda n: (_x(n),)),
+    "kerple_bias": (
+        lambda x, r1, r2: posenc.kerple_bias(x.shape[-2], r1=r1, r2=r2),
+        lambda n: (_x(n), torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.5])),
+    ),
+    "relative_positions": (
+        lambda x: posenc.relative_positions(x.shape[-2], max_distance=4, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    "relative_sinusoidal": (
+        lambda x: posenc.relative_sinusoidal(x.shape[-2], dim=16, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    "t5_bucket": (lambda r: posenc.t5_bucket(r), lambda n: (_pos(n) * 37 - 18 * n,)),
+    "t5_buckets": (lambda x: posenc.t5_buckets(x.shape[-2], xp=torch), lambda n: (_x(n),)),
+    # rotary embeddings
+    "apply_rope": (
+        lambda x, c, s: posenc.apply_rope(x, c, s),
+        lambda n: (_x(n), torch.cos(_x(n)[0] * 3.0), torch.sin(_x(n)[0] * 3.0)),
+    ),
+    "rope": (lambda x, p: posenc.rope(x, p), lambda n: (_x(n), _pos(n) + 5)),
+    "rope_cos_sin": (lambda p: posenc.rope_cos_sin(p, 16), lambda n: (_pos(n) + 3,)),
+    "rope_frequencies": (lambda x: x * posenc.rope_frequencies(16, xp=torch), lambda n: (_x(n, 8),)),
+    "rope_permutation": (lambda x: x[..., posenc.rope_permutation(16, xp=torch)], lambda n: (_x(n),)),
+    "xpos_scale": (lambda p: posenc.xpos_scale(p, 16), lambda n: (_pos(n),)),
+    "mrope_cos_sin": (
+        lambda p: posenc.mrope_cos_sin(p, 16, mrope_section=[4, 2, 2]),
+        lambda n: (torch.stack([_pos(n), _pos(n) // 3, _pos(n) % 3])[:, None, :],),
+    ),
+}
+
+#: cases whose host constants depend on the length, so each length is a new graph
+LENGTH_CONSTANTS = {
+    "learned_table": "a seeded host-side random table: every length is a different constant",
+}
+
+MODES = {
+    "grad": torch.enable_grad,
+    "no_grad": torch.no_grad,
+    "inference_mode": torch.inference_mode,
+}
+
+
+def test_cases_cover_all():
+    """Every public name has a compiled-call case or a reason not to."""
+    assert set(CASES).isdisjoint(EXCLUDED)
+    assert set(CASES) | set(EXCLUDED) == set(posenc.__all__)
+
+
+# --------------------------------------------------------------------------
+# comparison
+# --------------------------------------------------------------------------
+def _flat(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def assert_same(got: Any, want: Any) -> None:
+    """Equal (integers, infinities, the sign of zero) or within 1 ulp (floats)."""
+    got, want = _flat(got), _flat(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, torch.Tensor)
+        assert g.dtype == w.dtype and g.device == w.device and g.shape == w.shape
+        a = g.detach().numpy()
+        b = w.detach().numpy()
+        if not np.issubdtype(b.dtype, np.floating):
+            np.testing.assert_array_equal(a, b)
+            continue
+        same = a == b
+        np.testing.assert_array_equal(np.signbit(a[same]), np.signbit(b[same]))
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        fin = ~same & np.isfinite(b)
+        if fin.any():
+            np.testing.assert_array_max_ulp(a[fin], b[fin], maxulp=1)
+
+
+# --------------------------------------------------------------------------
+# fullgraph, backend="eager": every public function, every grad mode
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fullgraph_eager_backend(name, cache):
+    fn, make = CASES[name]
+    for mode, ctx in MODES.items():
+        with ctx():
+            args = make(8)
+            _cache.clear()
+            torch._dynamo.reset()
+            if cache == "warm":
+                want = fn(*args)
+                got = torch.compile(fn, fullgraph=True, backend="eager")(*args)
+            else:
+                got = torch.compile(fn, fullgraph=True, backend="eager")(*args)
+                want = fn(*args)
+        try:
+            assert_same(got, want)
+        except AssertionError as exc:
+            raise AssertionError(f"under {mode}: {exc}") from None
+
+
+def test_fullgraph_with_grad_flowing():
+    """Trainable inputs keep their gradients through the compiled call."""
+    x = _x(5).requires_grad_()
+    r1 = torch.tensor([1.0, 2.0], requires_grad=True)
+    r2 = torch.tensor([1.0, 0.5], requires_grad=True)
+    slopes = torch.tensor([0.5, 0.25], requires_grad=True)
+
+    def step(x, r1, r2, slopes):
+        cos, sin = posenc.rope_cos_sin(x.shape[-2], 16, xp=torch)
+        y = posenc.apply_rope(posenc.add_sinusoidal(x), cos, sin)
+        b = posenc.kerple_bias(x.shape[-2], r1=r1, r2=r2) + posenc.alibi_bias(2, x.shape[-2], slopes=slopes)
+        return (y.sum(-1)[:, None, :] * b).sum()
+
+    torch._dynamo.reset()
+    got = torch.compile(step, fullgraph=True, backend="eager")(x, r1, r2, slopes)
+    got_grads = torch.autograd.grad(got, (x, r1, r2, slopes))
+    want = step(x, r1, r2, slopes)
+    want_grads = torch.autograd.grad(want, (x, r1, r2, slopes))
+    torch.testing.assert_close(got, want)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w)
+
+
+# --------------------------------------------------------------------------
+# fullgraph, default (inductor) backend: a few representative calls
+# --------------------------------------------------------------------------
+def _decode_step(q, k, past):
+    """One RoPE decode step: positions past .. past + q_len - 1 for q and k."""
+    pos = past + torch.arange(q.shape[-2])
+    cos, sin = posenc.rope_cos_sin(pos, q.shape[-1])
+    return posenc.apply_rope(q, cos, sin), posenc.apply_rope(k, cos, sin)
+
+
+INDUCTOR = {
+    "rope decode step": (_decode_step, lambda: (_x(1, 32), _x(1, 32) * 0.5, torch.tensor(1000))),
+    "sinusoidal": (lambda p: posenc.sinusoidal(p, 32), lambda: (torch.arange(40) + 100,)),
+    "add_sinusoidal": (lambda x: posenc.add_sinusoidal(x), lambda: (_x(9, 32),)),
+    "alibi_bias": (lambda x: posenc.alibi_bias(8, x.shape[-2], causal=True, xp=torch), lambda: (_x(9),)),
+    "t5_buckets": (lambda x: posenc.t5_buckets(1, x.shape[-2], xp=torch), lambda: (_x(300),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDUCTOR))
+def test_fullgraph_inductor(name):
+    fn, make = INDUCTOR[name]
+    _cache.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        args = make()
+        got = torch.compile(fn, fullgraph=True)(*args)
+        want = fn(*args)
+    assert_same(got, want)
+
+
+# --------------------------------------------------------------------------
+# recompiles over six sequence lengths
+# --------------------------------------------------------------------------
+LENGTHS = (5, 6, 7, 9, 12, 16)
+
+
+class CountingBackend:
+    """A dynamo backend that counts the graphs it is given and runs them eagerly."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        self.graphs += 1
+        return gm.forward
+
+
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "automatic"])
+@pytest.mark.parametrize("name", sorted(set(CASES) - set(LENGTH_CONSTANTS)))
+def test_recompiles_over_lengths(name, dynamic):
+    fn, make = CASES[name]
+    torch._dynamo.reset()
+    backend = CountingBackend()
+    compiled = torch.compile(fn, fullgraph=True, backend=backend, dynamic=dynamic)
+    with torch.no_grad():
+        for n in LENGTHS:
+            args = make(n)
+            assert_same(compiled(*args), fn(*args))
+    assert backend.graphs <= 2, f"{backend.graphs} graphs for {len(LENGTHS)} lengths"
+
+
+def _bias_decode(q, k):
+    """The biases of one decode step: q holds the new tokens, k the whole cache."""
+    ql, kl = q.shape[-2], k.shape[-2]
+    past = kl - ql
+    return (
+        posenc.alibi_bias(4, ql, kl, offset=past, xp=torch),
+        posenc.relative_positions(ql, kl, offset=past, max_distance=8, xp=torch),
+        posenc.t5_buckets(ql, kl, offset=past, bidirectional=False, xp=torch),
+        posenc.kerple_bias(ql, kl, r1=torch.tensor([1.0, 2.0]), r2=torch.tensor([1.0, 0.5]), offset=past),
+        posenc.relative_sinusoidal(ql, kl, dim=16, xp=torch),
+    )
+
+
+@pytest.mark.parametrize("dynamic", [True, None], ids=["dynamic", "automatic"])
+def test_bias_offsets_do_not_recompile(dynamic):
+    """New cache lengths (key lengths and offsets) reuse the graph."""
+    torch._dynamo.reset()
+    backend = CountingBackend()
+    compiled = torch.compile(_bias_decode, fullgraph=True, backend=backend, dynamic=dynamic)
+    with torch.no_grad():
+        for past in (3, 4, 6, 10, 17, 40):
+            q, k = _x(1), _x(past + 1)
+            assert_same(compiled(q, k), _bias_decode(q, k))
+    assert backend.graphs <= 2
+
+
+# --------------------------------------------------------------------------
+# torch.export with a dynamic sequence dimension
+# --------------------------------------------------------------------------
+class _Attention(torch.nn.Module):
+    """A small attention block: RoPE on q and k, positions from a tensor or q's length."""
+
+    def __init__(self, positions: str) -> None:
+        super().__init__()
+        self.positions = positions
+        self.qkv = torch.nn.Linear(32, 96, bias=False)
+        torch.nn.init.normal_(self.qkv.weight, std=0.2, generator=torch.Generator().manual_seed(0))
+
+    def forward(self, x, pos=None):
+        b, n, _ = x.shape
+        q, k, v = (t.reshape(b, n, 2, 16).transpose(1, 2) for t in self.qkv(x).split(32, dim=-1))
+        cos, sin = posenc.rope_cos_sin(pos if self.positions == "tensor" else n, 16, xp=torch)
+        q, k = posenc.apply_rope(q, cos, sin), posenc.apply_rope(k, cos, sin)
+        att = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1)
+        return (att @ v).transpose(1, 2).reshape(b, n, 32)
+
+
+class _AddSinusoidal(torch.nn.Module):
+    def forward(self, x):
+        return posenc.add_sinusoidal(x)
+
+
+class _ALiBiScores(torch.nn.Module):
+    def forward(self, q, k):
+        scores = q @ k.transpose(-1, -2)
+        return scores + posenc.alibi_bias(q.shape[1], q.shape[-2], k.shape[-2], causal=True, xp=torch)
+
+
+def _export_case(which: str):
+    n = torch.export.Dim("n", min=2, max=512)
+    if which in ("rope positions tensor", "rope positions from length"):
+        mod = _Attention("tensor" if which == "rope positions tensor" else "length")
+        make = lambda L: (torch.randn(2, L, 32, generator=torch.Generator().manual_seed(L)), torch.arange(L) + 3)  # noqa: E731
+        if which == "rope positions tensor":
+            return mod, make, {"x": {1: n}, "pos": {0: n}}
+        return mod, lambda L: make(L)[:1], {"x": {1: n}}
+    if which == "add_sinusoidal":
+        return _AddSinusoidal(), lambda L: (_x(L, 32),), {"x": {1: n}}
+    k = torch.export.Dim("k", min=2, max=512)
+    make = lambda L: (_x(L)[None].expand(1, 2, L, 16) * 1.0, _x(L + 2)[None].expand(1, 2, L + 2, 16) * 0.5)  # noqa: E731
+    return _ALiBiScores(), make, {"q": {2: n}, "k": {2: k}}
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "non-strict"])
+@pytest.mark.parametrize("which", ["rope positions tensor", "rope positions from length", "add_sinusoidal", "alibi_bias"])
+def test_export_dynamic_length(which, strict):
+    mod, make, shapes = _export_case(which)
+    _cache.clear()
+    torch._dynamo.reset()
+    prog = torch.export.export(mod, make(7), dynamic_shapes=shapes, strict=strict)
+    with torch.no_grad():
+        for L in (7, 19):
+            args = make(L)
+            assert_same(prog.module()(*args), mod(*args))
