@@ -317,7 +317,8 @@ SEE_ALSO: dict[str, list[str]] = {
     _V + "paper_style": [_V + "figsize", _V + "figure_set"],
     _V + "figure_set": [_V + "paper_style"],
 }
-for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE"):
+SEE_ALSO[_P + "mrope_cos_sin"] = [_P + "rope_cos_sin", _P + "axial_rope_cos_sin", _S + "from_hf"]
+for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional"):
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
 
 

@@ -26,9 +26,11 @@ ref = posenc.sinusoidal(np.arange(50_000_000, 50_000_200), 64)
 print("max error against float64:", np.abs(window - ref).max())
 
 fig, ax = plt.subplots(figsize=(7, 3))
-im = ax.imshow(window.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest",
+im = ax.imshow(window.T, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1,
+               interpolation="nearest",
                extent=(50_000_000, 50_000_200, 64, 0))
-ax.set(xlabel="position", ylabel="dimension", title="positions 5·10⁷ … 5·10⁷ + 200")
+ax.set(xlabel="position", ylabel="dimension",
+       title="positions 5·10⁷ … 5·10⁷ + 200")
 fig.colorbar(im, ax=ax)
 
 # %%

@@ -19,7 +19,8 @@ print(type(pe).__name__, pe.shape, pe.dtype)
 # Rows are positions; the low dimensions oscillate quickly, the high ones
 # hardly move over 100 positions.
 fig, ax = plt.subplots(figsize=(7, 3.5))
-im = ax.imshow(pe, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+im = ax.imshow(pe, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1,
+               interpolation="nearest")
 ax.set(xlabel="dimension", ylabel="position", title="posenc.sinusoidal(100, 512)")
 fig.colorbar(im, ax=ax)
 
@@ -27,7 +28,8 @@ fig.colorbar(im, ax=ax)
 # A few columns against the position: the "clock hands" of the table.
 fig, ax = plt.subplots(figsize=(7, 3))
 for j in (0, 8, 32, 128):
-    ax.plot(pe[:, j], label=f"column {j} (wavelength {posenc.wavelengths(512)[j // 2]:.0f})")
+    ax.plot(pe[:, j],
+            label=f"column {j} (wavelength {posenc.wavelengths(512)[j // 2]:.0f})")
 ax.set(xlabel="position", ylabel="value")
 ax.legend(frameon=False, fontsize=8, loc="lower left")
 

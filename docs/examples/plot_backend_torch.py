@@ -40,7 +40,10 @@ p = positions.to(torch.bfloat16)[:, None]
 naive = torch.stack([torch.sin(p * w), torch.cos(p * w)], -1).reshape(2048, 128)
 
 fig, ax = plt.subplots(figsize=(7, 3))
-ax.semilogy(np.abs(naive.float().numpy() - ref).max(axis=1), lw=0.8, label="angles in bfloat16")
-ax.semilogy(np.abs(pe.float().numpy() - ref).max(axis=1), lw=0.8, label="posenc, dtype=torch.bfloat16")
-ax.set(xlabel="position", ylabel="max |error| over the row", title="bfloat16 tables, d = 128")
+ax.semilogy(np.abs(naive.float().numpy() - ref).max(axis=1), lw=0.8,
+            label="angles in bfloat16")
+ax.semilogy(np.abs(pe.float().numpy() - ref).max(axis=1), lw=0.8,
+            label="posenc, dtype=torch.bfloat16")
+ax.set(xlabel="position", ylabel="max |error| over the row",
+       title="bfloat16 tables, d = 128")
 ax.legend(frameon=False)

@@ -25,7 +25,8 @@ fig, axes = plt.subplots(1, 3, figsize=(8, 2.8), layout="constrained")
 for ax, h in zip(axes, (0, 1, 3)):
     # one colour scale for every head, so that the slopes show
     posenc_viz.plot_bias(
-        bias, head=h, ax=ax, vmin=-slopes[0] * 15, vmax=0.0, title=f"slope {slopes[h]:g}", cbar=h == 3
+        bias, head=h, ax=ax, vmin=-slopes[0] * 15, vmax=0.0,
+        title=f"head {h}, slope {slopes[h]:g}", cbar=h == 3,
     )
 
 # %%
@@ -35,8 +36,10 @@ for ax, h in zip(axes, (0, 1, 3)):
 # ``max_distance``, one bucket for everything beyond; separate buckets for
 # each direction when bidirectional (:func:`posenc.t5_buckets`).
 fig, axes = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
-posenc_viz.plot_bias(posenc.t5_buckets(64), ax=axes[0], title="bidirectional", cbar_label="bucket")
-posenc_viz.plot_bias(posenc.t5_buckets(64, bidirectional=False), ax=axes[1], title="causal (decoder)", cbar_label="bucket")
+posenc_viz.plot_bias(posenc.t5_buckets(64), ax=axes[0], title="bidirectional",
+                     cbar_label="bucket")
+posenc_viz.plot_bias(posenc.t5_buckets(64, bidirectional=False), ax=axes[1],
+                     title="causal (decoder)", cbar_label="bucket")
 
 # %%
 # KERPLE

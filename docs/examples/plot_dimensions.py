@@ -26,4 +26,5 @@ posenc_viz.plot_dimensions(pe, [0, 10, 20, 40], ax=ax)
 x = np.linspace(0.0, 30.0, 301)
 codes = posenc.sines(x, [1.0, 0.5, 0.2])
 fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
-posenc_viz.plot_dimensions(codes, [0, 1, 2], positions=x, labels=["sin(x)", "sin(0.5x)", "sin(0.2x)"], ax=ax)
+posenc_viz.plot_dimensions(codes, [0, 1, 2], positions=x,
+                           labels=["sin(x)", "sin(0.5x)", "sin(0.2x)"], ax=ax)

@@ -25,5 +25,7 @@ posenc_viz.plot_encoding(pe, ax=ax, title="posenc.sinusoidal(100, 512)")
 # tutorials start from (non-negative, so drawn with a sequential map:
 # ``center=None``).
 fig, axes = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
-posenc_viz.plot_encoding(posenc.sinusoidal(100, 64, layout="concat"), ax=axes[0], title='layout="concat", d = 64')
-posenc_viz.plot_encoding(posenc.binary(64, 6), ax=axes[1], center=None, title="binary(64, 6)", cbar_label="bit")
+posenc_viz.plot_encoding(posenc.sinusoidal(100, 64, layout="concat"),
+                         ax=axes[0], title='layout="concat", d = 64')
+posenc_viz.plot_encoding(posenc.binary(64, 6), ax=axes[1], center=None,
+                         title="binary(64, 6)", cbar_label="bit")

@@ -26,7 +26,8 @@ for f in files:
 # %%
 n = len(files)
 cols = 3
-fig, axes = plt.subplots(-(-n // cols), cols, figsize=(9, 2.6 * -(-n // cols)), layout="constrained")
+fig, axes = plt.subplots(-(-n // cols), cols, figsize=(9, 2.6 * -(-n // cols)),
+                         layout="constrained")
 for ax in axes.flat:
     ax.axis("off")
 for ax, f in zip(axes.flat, files):

@@ -30,7 +30,8 @@ posenc_viz.plot_rope_scaling(128, scalings, ax=ax, title="head dim 128, base 100
 w0 = posenc.rope_frequencies(128)
 for label, s in scalings.items():
     w = posenc.rope_frequencies(128, scaling=s)
-    print(f"{label:11s} first {w[0] / w0[0]:.3f}  last {w[-1] / w0[-1]:.3f}  attention {s.attention_scaling():.4f}")
+    print(f"{label:11s} first {w[0] / w0[0]:.3f}  last {w[-1] / w0[-1]:.3f}"
+          f"  attention {s.attention_scaling():.4f}")
 
 # %%
 # From a Hugging Face config
@@ -53,4 +54,5 @@ config = {
 kwargs = scaling.from_hf(config)
 print(kwargs)
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
-posenc_viz.plot_rope_scaling(kwargs["dim"], [kwargs["scaling"]], base=kwargs["base"], ax=ax, title="Llama 3.1")
+posenc_viz.plot_rope_scaling(kwargs["dim"], [kwargs["scaling"]],
+                             base=kwargs["base"], ax=ax, title="Llama 3.1")

@@ -14,7 +14,11 @@ import posenc
 import posenc_viz
 
 fig, axes = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
-posenc_viz.plot_similarity(posenc.sinusoidal(100, 512), ax=axes[0], title="sinusoidal(100, 512)")
+posenc_viz.plot_similarity(posenc.sinusoidal(100, 512), ax=axes[0],
+                           title="sinusoidal(100, 512)")
 posenc_viz.plot_similarity(
-    posenc.learned_table(100, 512, seed=0), ax=axes[1], normalize=True, title="learned_table (initial), cosine"
+    posenc.learned_table(100, 512, seed=0),
+    ax=axes[1],
+    normalize=True,
+    title="learned_table (initial), cosine",
 )

@@ -16,7 +16,8 @@ import posenc_viz
 
 fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
 for d in (64, 128, 512):
-    posenc_viz.plot_similarity_by_offset(d, 200, normalize=True, ax=ax, label=f"d = {d}")
+    posenc_viz.plot_similarity_by_offset(d, 200, normalize=True, ax=ax,
+                                         label=f"d = {d}")
 ax.legend(frameon=False)
 print(posenc.similarity_by_offset(np.array([-3, 0, 3]), 512))
 
@@ -25,6 +26,13 @@ print(posenc.similarity_by_offset(np.array([-3, 0, 3]), 512))
 # ----------------------
 # ``kind="rope_bound"`` draws the upper bound of RoFormer (Su et al.) on the
 # relative attention score of rotary embeddings, with the same frequencies:
-# it decays with the distance.
+# it decays with the distance.  Positive distances on a logarithmic axis show
+# the decay over five decades; a larger base pushes it farther out.
+k = np.unique(np.geomspace(1, 100_000, 600).astype(int))
 fig, ax = plt.subplots(figsize=(7, 3), layout="constrained")
-posenc_viz.plot_similarity_by_offset(128, 2000, kind="rope_bound", normalize=True, ax=ax)
+for base in (1e4, 5e5):
+    posenc_viz.plot_similarity_by_offset(128, k, base=base, kind="rope_bound",
+                                         normalize=True, ax=ax,
+                                         label=f"base {base:g}")
+ax.set_xscale("log")
+ax.legend(frameon=False)

@@ -25,8 +25,11 @@ print(posenc.wavelengths(512)[[0, -1]])
 # base stretches the slow end.  Frequencies instead of wavelengths:
 fig, axes = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
 posenc_viz.plot_wavelengths(64, ax=axes[0], label="paper", bounds=False)
-posenc_viz.plot_wavelengths(64, convention="fairseq", ax=axes[0], label="fairseq", bounds=False)
+posenc_viz.plot_wavelengths(64, convention="fairseq", ax=axes[0],
+                            label="fairseq", bounds=False)
 axes[0].legend(frameon=False)
 for base in (1e4, 5e5):
-    posenc_viz.plot_wavelengths(64, base=base, quantity="frequency", ax=axes[1], label=f"base {base:g}", bounds=False)
+    posenc_viz.plot_wavelengths(64, base=base, quantity="frequency",
+                                ax=axes[1], label=f"base {base:g}",
+                                bounds=False)
 axes[1].legend(frameon=False)
