@@ -290,6 +290,11 @@ def relative_positions(
     --------
     t5_buckets : the same matrix bucketed as in T5.
 
+    References
+    ----------
+    .. [1] P. Shaw, J. Uszkoreit, A. Vaswani, "Self-attention with relative position
+           representations", NAACL 2018, https://doi.org/10.18653/v1/N18-2074
+
     Examples
     --------
     >>> import posenc
@@ -388,6 +393,12 @@ def alibi_slopes(
     MPT (``build_mpt_alibi_tensor``, which orders the odd and even slopes of
     the next power of two) produce the same slopes.
 
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train short, test long: attention with
+           linear biases enables input length extrapolation", ICLR 2022,
+           https://arxiv.org/abs/2108.12409
+
     Examples
     --------
     >>> import posenc
@@ -485,6 +496,12 @@ def alibi_bias(
     and in rounding: the paper's form stays small near the diagonal, where
     the attention mass is, while BLOOM's grows with the key position, so in
     bfloat16 the paper's form keeps more of the nearby differences.
+
+    References
+    ----------
+    .. [1] O. Press, N. A. Smith, M. Lewis, "Train short, test long: attention with
+           linear biases enables input length extrapolation", ICLR 2022,
+           https://arxiv.org/abs/2108.12409
 
     Examples
     --------
@@ -737,6 +754,12 @@ def t5_bucket(
     NumPy and JAX evaluating the reference formula disagree with each other
     at those points too).
 
+    References
+    ----------
+    .. [1] C. Raffel et al., "Exploring the limits of transfer learning with a unified
+           text-to-text transformer", JMLR 21(140), 2020,
+           https://arxiv.org/abs/1910.10683
+
     Examples
     --------
     >>> import numpy as np, posenc
@@ -793,6 +816,12 @@ def t5_buckets(
     -----
     The matrix depends on ``j - i`` only: the ``query_len + key_len - 1``
     distinct buckets are computed once and gathered into place.
+
+    References
+    ----------
+    .. [1] C. Raffel et al., "Exploring the limits of transfer learning with a unified
+           text-to-text transformer", JMLR 21(140), 2020,
+           https://arxiv.org/abs/1910.10683
 
     Examples
     --------
@@ -883,6 +912,11 @@ def relative_sinusoidal(
     -----
     The sines and cosines come from posenc's exact angles: a float32 table
     stays within a few ulp of the float64 values at every distance.
+
+    References
+    ----------
+    .. [1] Z. Dai et al., "Transformer-XL: attentive language models beyond a fixed-
+           length context", ACL 2019, https://doi.org/10.18653/v1/P19-1285
 
     Examples
     --------
@@ -986,6 +1020,12 @@ def kerple_bias(
     -------
     array
         Shape ``(num_heads, query_len, key_len)``.
+
+    References
+    ----------
+    .. [1] T.-C. Chi, T.-H. Fan, P. J. Ramadge, A. I. Rudnicky, "KERPLE: kernelized
+           relative positional embedding for length extrapolation", NeurIPS 2022,
+           https://arxiv.org/abs/2205.09921
 
     Examples
     --------
