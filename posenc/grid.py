@@ -249,6 +249,13 @@ def sincos_grid(
     The sines and cosines are those of :func:`posenc.sinusoidal`: within a
     few float32 ulp of the float64 values at every grid size.
 
+    References
+    ----------
+    .. [1] A. Dosovitskiy et al., "An image is worth 16x16 words: transformers for image
+           recognition at scale", ICLR 2021, https://arxiv.org/abs/2010.11929
+    .. [2] K. He et al., "Masked autoencoders are scalable vision learners", CVPR 2022,
+           https://arxiv.org/abs/2111.06377
+
     Examples
     --------
     >>> import posenc
@@ -326,6 +333,11 @@ def sincos_coords(
     Angles are formed in float64 where the device has it and with posenc's
     digit decomposition where it does not (error below 5e-7 for
     ``|coords| < 2**32``), never as a rounded float32 product.
+
+    References
+    ----------
+    .. [1] K. He et al., "Masked autoencoders are scalable vision learners", CVPR 2022,
+           https://arxiv.org/abs/2111.06377
 
     Examples
     --------
@@ -415,6 +427,11 @@ def axial_rope_cos_sin(
     -------
     cos, sin : arrays
         Shape ``(prod(grid_shape), dim)``.
+
+    References
+    ----------
+    .. [1] B. Heo, S. Park, D. Han, S. Yun, "Rotary position embedding for vision
+           transformer", ECCV 2024, https://arxiv.org/abs/2403.13298
 
     Examples
     --------
