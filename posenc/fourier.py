@@ -121,6 +121,11 @@ def fourier_features(
     rest of the product is exact in float32 too, while ``scale_pi=True``
     leaves an error of about ``|f x| * 6e-8``.
 
+    References
+    ----------
+    .. [1] B. Mildenhall et al., "NeRF: representing scenes as neural radiance fields
+           for view synthesis", ECCV 2020, https://arxiv.org/abs/2003.08934
+
     Examples
     --------
     >>> import numpy as np, posenc
@@ -230,6 +235,12 @@ def gaussian_fourier_features(
     with :math:`|t|`; the sines and cosines are then taken in the output
     precision (float32 for float32 output, which keeps them fast).
 
+    References
+    ----------
+    .. [1] M. Tancik et al., "Fourier features let networks learn high frequency
+           functions in low dimensional domains", NeurIPS 2020,
+           https://arxiv.org/abs/2006.10739
+
     Examples
     --------
     >>> import numpy as np, posenc
@@ -302,6 +313,12 @@ def gaussian_matrix(
     dtype, device, xp
         Output dtype (default: the namespace's default float), device and
         namespace.
+
+    References
+    ----------
+    .. [1] M. Tancik et al., "Fourier features let networks learn high frequency
+           functions in low dimensional domains", NeurIPS 2020,
+           https://arxiv.org/abs/2006.10739
 
     Examples
     --------
