@@ -126,6 +126,12 @@ class Linear(Scaling):
         The interpolation factor, > 0 (usually the ratio of the new to the
         original context length).
 
+    References
+    ----------
+    .. [1] S. Chen, S. Wong, L. Chen, Y. Tian, "Extending context window of large
+           language models via positional interpolation", 2023,
+           https://arxiv.org/abs/2306.15595
+
     Examples
     --------
     >>> import posenc
@@ -260,6 +266,12 @@ class YaRN(Scaling):
     truncate : bool, default True
         Round the ramp bounds to whole dimensions (``False``: gpt-oss).
 
+    References
+    ----------
+    .. [1] B. Peng, J. Quesnelle, H. Fan, E. Shippole, "YaRN: efficient context window
+           extension of large language models", ICLR 2024,
+           https://arxiv.org/abs/2309.00071
+
     Examples
     --------
     >>> from posenc import scaling
@@ -341,6 +353,11 @@ class Llama3(Scaling):
         :math:`L_0` (8192 for Llama 3.1).
     low_freq_factor, high_freq_factor : float, default 1 and 4
         Bounds of the blend, ``0 < low < high``.
+
+    References
+    ----------
+    .. [1] A. Grattafiori et al., "The Llama 3 herd of models", 2024,
+           https://arxiv.org/abs/2407.21783
 
     Examples
     --------
@@ -431,6 +448,11 @@ class LongRoPE(Scaling):
         ``None`` means no extension (factor 1).
     attention_factor : float, optional
         Explicit attention factor.
+
+    References
+    ----------
+    .. [1] Y. Ding et al., "LongRoPE: extending LLM context window beyond 2 million
+           tokens", ICML 2024, https://arxiv.org/abs/2402.13753
 
     Examples
     --------
