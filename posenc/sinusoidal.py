@@ -313,6 +313,11 @@ def sinusoidal(
     (chunks of about Dask's ``array.chunk-size``, 128 MiB by default), so
     tables far larger than memory can be reduced chunk by chunk.
 
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention is all you need", NeurIPS 2017,
+           https://arxiv.org/abs/1706.03762
+
     Examples
     --------
     >>> import posenc
@@ -527,6 +532,11 @@ def add_sinusoidal(
     -------
     array
         Same shape, dtype and device as ``x``.
+
+    References
+    ----------
+    .. [1] A. Vaswani et al., "Attention is all you need", NeurIPS 2017,
+           https://arxiv.org/abs/1706.03762
 
     Examples
     --------
