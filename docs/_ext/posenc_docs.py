@@ -693,7 +693,16 @@ def _write_pages(app: Any, exc: Exception | None) -> None:
 
     path = Path(app.outdir) / "_static" / "posenc_pages.js"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("window.POSENC_PAGES = " + json.dumps(_PAGES, separators=(",", ":")) + ";\n", encoding="utf-8")
+    prefix = "window.POSENC_PAGES = "
+    pages: dict[str, str] = {}
+    if path.is_file():  # an incremental build rewrites only the changed pages
+        try:
+            pages = json.loads(path.read_text(encoding="utf-8")[len(prefix) :].rstrip().rstrip(";"))
+        except ValueError:
+            pages = {}
+    pages.update(_PAGES)
+    pages = {k: v for k, v in pages.items() if (Path(app.outdir) / k).is_file()}
+    path.write_text(prefix + json.dumps(pages, separators=(",", ":")) + ";\n", encoding="utf-8")
 
 
 def _reset_namespace(app: Any, docname: str, source: list[str]) -> None:
