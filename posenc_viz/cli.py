@@ -1,22 +1,33 @@
 """The ``posenc-viz`` command: write the standard figures to a folder.
 
 ``posenc-viz all --out figures`` writes the whole set; one subcommand per
-figure writes just that one.  Exit status 0 on success, 2 for bad arguments
-or an unusable output folder (argparse's usage line and one error line, no
-traceback), 1 when matplotlib is missing.
+figure writes just that one.  ``--table PATH[:KEY]`` draws a table read
+from a file (:func:`posenc_viz.load_table`) instead of posenc's, the
+``grid-similarity`` subcommand draws the ViT paper's figure of a table, and
+``rope-scaling --hf-config config.json`` draws a released model's RoPE.
+Exit status 0 on success, 2 for bad arguments, an unreadable input file or
+an unusable output folder (argparse's usage line and one error line, no
+traceback, nothing written), 1 when a needed package (matplotlib,
+safetensors, torch) is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import re
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import posenc
 
-from . import figures
+from . import _mpl, figures
+from .similarity import grid_layout, table_2d
+from .tables import KINDS, load_table
 
 PROG = "posenc-viz"
 
@@ -32,6 +43,27 @@ COMMANDS = {
     "alibi": ("alibi", "four heads of a causal ALiBi bias"),
     "t5-buckets": ("t5_buckets", "T5 relative position buckets"),
 }
+
+#: subcommands of a table read from a file (not in ``all``)
+TABLE_COMMANDS = {
+    "grid-similarity": (
+        "grid_similarity",
+        "ViT-style grid of cosine-similarity maps of a table's patch embeddings (Dosovitskiy et al., Fig. 7)",
+    ),
+}
+
+#: subcommands that draw ``--table`` instead of posenc's sinusoidal table, and what they draw then
+TABLE_OPTION = {
+    "encoding": "the table as a heatmap",
+    "similarity": "the cosine similarity of its rows",
+    "similarity-by-offset": "the mean cosine similarity of rows t and t+k",
+    "dimensions": "four columns spread over its width",
+}
+
+#: defaults of the size options (None in the parser, so that an explicit one is seen)
+SIZE_DEFAULTS = {"dim": 512, "length": 100, "base": 10000.0, "layout": "interleaved", "head_dim": 128}
+
+MAX_PREFIX = 1024
 
 
 def _int_in(lo: int, hi: int, *, even: bool = False):
@@ -76,30 +108,41 @@ def _formats(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(parts))
 
 
-def _common() -> argparse.ArgumentParser:
+def _table_spec(text: str) -> tuple[str, str | None]:
+    """``PATH`` or ``PATH:KEY`` (split at the last colon after a known suffix)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected PATH or PATH:KEY, got an empty string")
+    head, sep, key = text.rpartition(":")
+    if sep and head.lower().endswith(tuple(KINDS)) and not Path(text).exists():
+        if not key:
+            raise argparse.ArgumentTypeError(f"expected PATH:KEY with a key after the colon, got {text!r}")
+        return head, key
+    return text, None
+
+
+def _grid(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"expected HxW such as 14x14, got {text!r}")
+    h, w = int(m.group(1)), int(m.group(2))
+    if h < 1 or w < 1 or h * w > figures.MAX_GRID_MAPS:
+        raise argparse.ArgumentTypeError(
+            f"expected HxW with positive sizes and at most {figures.MAX_GRID_MAPS} patches, got {text!r}"
+        )
+    return h, w
+
+
+def _file(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    return text
+
+
+def _output() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("options")
+    g = p.add_argument_group("output")
     g.add_argument(
         "--out", metavar="DIR", type=_folder, default="figures", help="output folder, created if missing (default: figures)"
-    )
-    g.add_argument(
-        "--dim", type=_int_in(2, figures.MAX_DIM, even=True), default=512, help="model dimension, even (default: 512)"
-    )
-    g.add_argument(
-        "--length", type=_int_in(1, figures.MAX_LENGTH), default=100, help="number of positions (default: 100)"
-    )
-    g.add_argument("--base", type=_base, default=10000.0, help="frequency base (default: 10000)")
-    g.add_argument(
-        "--layout",
-        choices=figures.LAYOUTS,
-        default="interleaved",
-        help="sin/cos column layout of the table (default: interleaved)",
-    )
-    g.add_argument(
-        "--head-dim",
-        type=_int_in(2, figures.MAX_HEAD_DIM, even=True),
-        default=128,
-        help="rotary dimension of the RoPE figures (default: 128)",
     )
     g.add_argument(
         "--format",
@@ -120,6 +163,42 @@ def _common() -> argparse.ArgumentParser:
     return p
 
 
+def _sizes() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("posenc's tables")
+    g.add_argument(
+        "--dim", type=_int_in(2, figures.MAX_DIM, even=True), default=None, help="model dimension, even (default: 512)"
+    )
+    g.add_argument(
+        "--length", type=_int_in(1, figures.MAX_LENGTH), default=None, help="number of positions (default: 100)"
+    )
+    g.add_argument("--base", type=_base, default=None, help="frequency base (default: 10000)")
+    g.add_argument(
+        "--layout",
+        choices=figures.LAYOUTS,
+        default=None,
+        help="sin/cos column layout of the table (default: interleaved)",
+    )
+    g.add_argument(
+        "--head-dim",
+        type=_int_in(2, figures.MAX_HEAD_DIM, even=True),
+        default=None,
+        help="rotary dimension of the RoPE figures (default: 128)",
+    )
+    return p
+
+
+def _add_table(g: Any, *, required: bool = False) -> None:
+    g.add_argument(
+        "--table",
+        metavar="PATH[:KEY]",
+        type=_table_spec,
+        required=required,
+        help="a table from a file (.npy, .npz, .safetensors, .pt/.pth/.bin) and, after a colon, "
+        "its key (a dotted path in a torch checkpoint)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``posenc-viz`` (one subparser per command)."""
     return _build()[0]
@@ -134,17 +213,147 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     parser.add_argument("--version", action="version", version=f"%(prog)s {posenc.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True
-    common = _common()
+    output, sizes = _output(), _sizes()
     subs = {}
     subs["all"] = sub.add_parser(
         "all",
-        parents=[common],
+        parents=[sizes, output],
         help="the whole standard figure set",
         description="Write the whole standard figure set: " + ", ".join(figures.FIGURES) + ".",
     )
     for cmd, (_, text) in COMMANDS.items():
-        subs[cmd] = sub.add_parser(cmd, parents=[common], help=text, description=f"Write one figure: {text}.")
+        description = f"Write one figure: {text}."
+        if cmd in TABLE_OPTION:
+            description += f" With --table: {TABLE_OPTION[cmd]}."
+        if cmd == "rope-scaling":
+            description += " With --hf-config: the model's RoPE against the unscaled one."
+        subs[cmd] = p = sub.add_parser(cmd, parents=[sizes, output], help=text, description=description)
+        if cmd in TABLE_OPTION:
+            _add_table(p.add_argument_group("a table from a file"))
+        if cmd == "rope-scaling":
+            g = p.add_argument_group("a released model")
+            g.add_argument(
+                "--hf-config",
+                metavar="JSON",
+                type=_file,
+                help="a Hugging Face config.json: its RoPE (head dim, theta, scaling) replaces --head-dim and --base",
+            )
+            g.add_argument(
+                "--layer-type",
+                metavar="NAME",
+                default=None,
+                help="with --hf-config: which per-layer-type RoPE entry (such as full_attention)",
+            )
+    for cmd, (_, text) in TABLE_COMMANDS.items():
+        subs[cmd] = p = sub.add_parser(cmd, parents=[output], help=text, description=f"Write one figure: {text}.")
+        g = p.add_argument_group("a table from a file")
+        _add_table(g, required=True)
+        g.add_argument(
+            "--grid", metavar="HxW", type=_grid, default=None, help="patch grid (default: square, from the row count)"
+        )
+        g.add_argument(
+            "--prefix",
+            metavar="N",
+            type=_int_in(0, MAX_PREFIX),
+            default=0,
+            help="rows before the patches (cls and register tokens), dropped (default: 0)",
+        )
     return parser, subs
+
+
+class _Usage(Exception):
+    """A bad input file or option combination: usage and one error line."""
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _read_table(spec: tuple[str, str | None], command: str) -> Any:
+    path, key = spec
+    try:
+        table = table_2d(load_table(path, key), name="table")
+    except ImportError:
+        raise
+    except FileNotFoundError:
+        raise _Usage(f"argument --table: file {path!r} does not exist") from None
+    except OSError as exc:
+        raise _Usage(f"argument --table: cannot read {path!r}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError) as exc:
+        text = str(exc).replace("`source`", "the file").replace("`key`", "KEY").replace("`table`", "the table")
+        raise _Usage(f"argument --table: {' '.join(text.split())}") from None
+    if table.dtype.kind == "b":
+        table = table.astype("int8")
+    if table.size > figures.MAX_TABLE_SIZE:
+        raise _Usage(f"argument --table: the table {tuple(table.shape)} is larger than {figures.MAX_TABLE_SIZE} values")
+    if command != "encoding" and command != "dimensions" and table.shape[0] > figures.MAX_LENGTH:
+        raise _Usage(
+            f"argument --table: {table.shape[0]} rows is more than the {figures.MAX_LENGTH} "
+            f"a {command} figure draws (a rows x rows matrix)"
+        )
+    return table
+
+
+def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
+    from posenc import scaling
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _Usage(f"argument --hf-config: file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Usage(f"argument --hf-config: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Usage(f"argument --hf-config: {path!r} is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise _Usage(f"argument --hf-config: {path!r} must hold a JSON object, got a {type(config).__name__}")
+    try:
+        rope = scaling.from_hf(config, **({} if layer_type is None else {"layer_type": layer_type}))
+    except (ValueError, TypeError) as exc:
+        text = str(exc).replace("`layer_type`", "--layer-type")
+        raise _Usage(f"argument --hf-config: {' '.join(text.split())}") from None
+    label = config.get("model_type")
+    if not isinstance(label, str) or not label:
+        label = Path(path).stem
+    return {"dim": rope["dim"], "base": rope["base"], "scaling": rope["scaling"], "label": label}
+
+
+def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None, bool]:
+    """Parameters, figure names (None: the whole set) and whether posenc's
+    own figures are drawn (the standard path of figure_set)."""
+    command = args.command
+    table_spec = getattr(args, "table", None)
+    hf_config = getattr(args, "hf_config", None)
+    layer_type = getattr(args, "layer_type", None)
+    given = [name for name in SIZE_DEFAULTS if getattr(args, name, None) is not None]
+    if table_spec is not None and given:
+        raise _Usage(f"argument {_option(given[0])}: not allowed with --table (the table sets the figure)")
+    if hf_config is not None:
+        clash = [n for n in given if n in ("base", "head_dim")]
+        if clash:
+            raise _Usage(f"argument {_option(clash[0])}: not allowed with --hf-config (the config sets it)")
+    elif layer_type is not None:
+        raise _Usage("argument --layer-type: only with --hf-config")
+    sizes = {name: SIZE_DEFAULTS[name] if getattr(args, name, None) is None else getattr(args, name) for name in SIZE_DEFAULTS}
+    p = figures._check_params(**sizes)
+    if command == "all":
+        return p, None, True
+    name = COMMANDS[command][0] if command in COMMANDS else TABLE_COMMANDS[command][0]
+    if table_spec is not None:
+        p = replace(p, table=_read_table(table_spec, command))
+    if command in TABLE_COMMANDS:
+        if p.table.shape[0] - args.prefix > figures.MAX_GRID_MAPS:
+            raise _Usage(f"argument --table: more than {figures.MAX_GRID_MAPS} patches to draw")
+        try:
+            grid = grid_layout(p.table.shape[0], args.grid, args.prefix, names={"grid_shape": "--grid", "num_prefix_tokens": "--prefix"})
+        except (ValueError, TypeError) as exc:  # the message names --grid or --prefix
+            raise _Usage(" ".join(str(exc).split())) from None
+        p = replace(p, grid=grid)
+    if hf_config is not None:
+        p = replace(p, rope=_read_config(hf_config, layer_type))
+    return p, [name], table_spec is None and hf_config is None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,36 +361,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, subs = _build()
     args = parser.parse_args(argv)
     subparser = subs[args.command]
-    names = None if args.command == "all" else [COMMANDS[args.command][0]]
 
     def progress(path: Path) -> None:
         print(f"wrote {path}", flush=True)
 
+    error = None
     try:
-        figures.figure_set(
-            args.out,
-            dim=args.dim,
-            length=args.length,
-            base=args.base,
-            layout=args.layout,
-            head_dim=args.head_dim,
-            formats=args.formats,
-            dpi=args.dpi,
-            column=args.column,
-            names=names,
-            force=args.force,
-            progress=progress,
-        )
+        p, names, standard = _prepare(args)
+        if standard:
+            figures.figure_set(
+                args.out,
+                dim=p.dim,
+                length=p.length,
+                base=p.base,
+                layout=p.layout,
+                head_dim=p.head_dim,
+                formats=args.formats,
+                dpi=args.dpi,
+                column=args.column,
+                names=names,
+                force=args.force,
+                progress=progress,
+            )
+        else:
+            _mpl.require("matplotlib.figure")  # fail before touching the file system
+            figures.write_set(
+                args.out, p, tuple(names), args.formats, dpi=args.dpi, column=args.column, force=args.force, progress=progress
+            )
     except ImportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    except _Usage as exc:
+        error = str(exc)
     except figures.OutputExistsError as exc:
-        subparser.error(f"{exc.summary()}; nothing was written; pass --force to overwrite")
+        error = f"{exc.summary()}; nothing was written; pass --force to overwrite"
     except (OSError, ValueError, TypeError) as exc:
-        subparser.error(_one_line(exc))
+        error = _one_line(exc)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    if error is not None:
+        subparser.error(error)
     return 0
 
 

@@ -22,8 +22,8 @@ from . import _mpl
 from ._common import check_bool
 from .bias import plot_bias
 from .heatmap import plot_encoding
-from .similarity import plot_similarity, plot_similarity_by_offset
-from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths
+from .similarity import cosine_maps, grid_figsize, plot_grid_similarity, plot_similarity, plot_similarity_by_offset
+from .spectrum import _scaling_label, plot_dimensions, plot_rope_scaling, plot_wavelengths
 from .style import paper_style
 
 __all__ = ["figure_set", "FIGURES", "FORMATS", "OutputExistsError"]
@@ -50,6 +50,10 @@ MAX_DIM = 16384
 MAX_LENGTH = 4096
 MAX_HEAD_DIM = 1024
 DPI_RANGE = (50, 1200)
+#: Limits of a table read from a file: its size, and the rows of the
+#: similarity figures (an N x N matrix) and the maps of grid_similarity.
+MAX_TABLE_SIZE = 2**26
+MAX_GRID_MAPS = 4096
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,17 @@ class Params:
     base: float
     layout: str
     head_dim: int
+    #: a 2-D host table read from a file: drawn instead of posenc's sinusoidal one
+    table: Any = None
+    #: (prefix rows, height, width) of the grid_similarity figure
+    grid: tuple[int, int, int] | None = None
+    #: a model's RoPE: from_hf's "dim", "base", "scaling" and a "label"
+    rope: Mapping[str, Any] | None = None
 
 
 def _table(p: Params) -> np.ndarray:
+    if p.table is not None:
+        return p.table
     return np.asarray(posenc.sinusoidal(p.length, p.dim, base=p.base, layout=p.layout))
 
 
@@ -89,8 +101,21 @@ def _clock_columns(p: Params) -> list[tuple[int, float]]:
     return [((2 * i if p.layout == "interleaved" else i), float(lam[i])) for i in picked if i < half]
 
 
+def _draw_table_dimensions(ax: Any, table: np.ndarray) -> None:
+    """Four columns spread evenly over a table's width, against the row."""
+    d = table.shape[1]
+    cols = list(dict.fromkeys(int(round(c)) for c in np.linspace(0, d - 1, 4)))
+    plot_dimensions(table, cols, labels=[f"dim {c}" for c in cols], ax=ax, legend=False)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi + 0.45 * (hi - lo))  # room for the legend above the curves
+    ax.legend(loc="upper center", ncols=2, columnspacing=1.0, handlelength=1.4, borderaxespad=0.1)
+
+
 def _draw_dimensions(fig: Any, p: Params) -> None:
     ax = fig.subplots()
+    if p.table is not None:
+        _draw_table_dimensions(ax, p.table)
+        return
     cols = _clock_columns(p)
     labels = [f"dim {c} (λ ≈ {lam:.3g})" for c, lam in cols]
     # fractional positions (posenc takes any real position): smooth curves
@@ -104,13 +129,32 @@ def _draw_dimensions(fig: Any, p: Params) -> None:
 def _draw_similarity(fig: Any, p: Params) -> None:
     fig.set_layout_engine("compressed")  # square Axes: keep the colour bar beside it
     ax = fig.subplots()
-    plot_similarity(_table(p), ax=ax)
+    # a table from a file has its own scale: cosine similarity compares directions
+    plot_similarity(_table(p), normalize=p.table is not None, ax=ax)
     ax.set_aspect("equal")
+
+
+def offset_profile(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets ``k = -(n-1) .. n-1`` and the mean cosine similarity of the
+    rows ``t`` and ``t + k`` of a table (float64; symmetric in ``k``)."""
+    n = table.shape[0]
+    sim = cosine_maps(table, table)
+    ks = np.arange(-(n - 1), n)
+    return ks, np.array([np.mean(np.diagonal(sim, int(k))) for k in ks])
 
 
 def _draw_similarity_by_offset(fig: Any, p: Params) -> None:
     ax = fig.subplots()
-    plot_similarity_by_offset(p.dim, p.length, base=p.base, ax=ax)
+    if p.table is None:
+        plot_similarity_by_offset(p.dim, p.length, base=p.base, ax=ax)
+        return
+    ks, y = offset_profile(p.table)
+    ax.plot(ks, y)
+    if ks.size > 1:
+        ax.axvline(0.0, color="0.6", linewidth=0.6, zorder=0)
+        ax.set_xlim(float(ks[0]), float(ks[-1]))
+    ax.set_xlabel("offset $k$ (rows)")
+    ax.set_ylabel("mean cosine similarity")
 
 
 def _draw_rope_decay(fig: Any, p: Params) -> None:
@@ -124,6 +168,14 @@ def _draw_rope_scaling(fig: Any, p: Params) -> None:
     from posenc import scaling as sc
 
     ax = fig.subplots()
+    if p.rope is not None:
+        s = p.rope["scaling"]
+        if s is None:  # a model without scaling: its own curve is the unscaled one
+            plot_rope_scaling(p.rope["dim"], {f"{p.rope['label']} (no scaling)": None}, base=p.rope["base"], original=False, ax=ax)
+        else:
+            label = f"{p.rope['label']} ({_scaling_label(s)})"
+            plot_rope_scaling(p.rope["dim"], {label: s}, base=p.rope["base"], ax=ax)
+        return
     factor, original = 4.0, 4096
     scalings = {
         "Linear ×4": sc.Linear(factor),
@@ -174,6 +226,19 @@ def _draw_t5(fig: Any, p: Params) -> None:
     ax.set_aspect("equal")
 
 
+def _draw_grid_similarity(fig: Any, p: Params) -> None:
+    prefix, h, w = p.grid
+    plot_grid_similarity(p.table, (h, w), num_prefix_tokens=prefix, fig=fig)
+
+
+def _grid_aspect(p: Params, column: str) -> float:
+    from .style import COLUMN_WIDTHS
+
+    _, h, w = p.grid
+    width = COLUMN_WIDTHS[column]
+    return grid_figsize(width, h, w, ratio=h / w) / width
+
+
 def _has(*names: str) -> Callable[[], bool]:
     return lambda: all(hasattr(posenc, n) for n in names)
 
@@ -182,7 +247,8 @@ def _has(*names: str) -> Callable[[], bool]:
 class _Spec:
     draw: Callable[[Any, Params], None]
     column: str
-    aspect: tuple[float, float]  # height / width at single and at double width
+    # height / width at single and at double width, or a function of the parameters and the column
+    aspect: tuple[float, float] | Callable[[Params, str], float]
     available: Callable[[], bool] = lambda: True
 
 
@@ -200,6 +266,11 @@ _SPECS: dict[str, _Spec] = {
 
 #: Names of the figures of the standard set, in the order they are written.
 FIGURES = tuple(_SPECS)
+
+#: Figures of a table read from a file only (not in the standard set).
+_TABLE_SPECS: dict[str, _Spec] = {
+    "grid_similarity": _Spec(_draw_grid_similarity, "single", _grid_aspect),
+}
 
 
 def available_figures() -> tuple[str, ...]:
@@ -360,9 +431,9 @@ def _render(
 ) -> list[Path]:
     """Draw one figure and write each format atomically (temp file, then rename)."""
     mfig = _mpl.require("matplotlib.figure")
-    spec = _SPECS[name]
+    spec = _SPECS[name] if name in _SPECS else _TABLE_SPECS[name]
     col = spec.column if column is None else column
-    aspect = spec.aspect[0 if col == "single" else 1]
+    aspect = spec.aspect(p, col) if callable(spec.aspect) else spec.aspect[0 if col == "single" else 1]
     written = []
     with paper_style(col, aspect=aspect):
         fig = mfig.Figure()
@@ -483,6 +554,22 @@ def figure_set(
     if progress is not None:
         _check_progress(progress)
     _mpl.require("matplotlib.figure")  # fail before touching the file system
+    return write_set(out_dir, p, chosen, fmts, dpi=dpi, column=column, force=force, progress=progress)
+
+
+def write_set(
+    out_dir: str | os.PathLike,
+    p: Params,
+    chosen: tuple[str, ...],
+    fmts: tuple[str, ...],
+    *,
+    dpi: int,
+    column: str | None,
+    force: bool,
+    progress: Callable[[Path], None] | None,
+) -> list[Path]:
+    """Write checked figures: the folder is made, existing targets are
+    refused unless ``force``, then each figure is drawn and written."""
     out = _prepare_dir(out_dir)
     targets = [(n, f, out / f"{n}.{f}") for n in chosen for f in fmts]
     blocked = [t for _, _, t in targets if t.is_dir()]

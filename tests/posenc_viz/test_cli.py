@@ -140,15 +140,23 @@ def test_single_figure_in_process(tmp_path, capsys):
 
 def test_every_command_has_help(capsys):
     parser, subs = cli._build()
-    assert set(subs) == {"all", *cli.COMMANDS}
+    assert set(subs) == {"all", *cli.COMMANDS, *cli.TABLE_COMMANDS}
     assert {name for name, _ in cli.COMMANDS.values()} == set(figures.FIGURES)
     for cmd in subs:
         with pytest.raises(SystemExit) as info:
             cli.main([cmd, "--help"])
         assert info.value.code == 0
         text = capsys.readouterr().out
-        for opt in ("--dim", "--length", "--base", "--layout", "--format", "--dpi", "--out", "--force"):
+        for opt in ("--format", "--dpi", "--out", "--force", "--column"):
             assert opt in text, (cmd, opt)
+        sizes = ("--dim", "--length", "--base", "--layout", "--head-dim")
+        if cmd in cli.TABLE_COMMANDS:
+            assert not any(opt in text for opt in sizes), cmd
+            assert all(opt in text for opt in ("--table", "--grid", "--prefix")), cmd
+        else:
+            assert all(opt in text for opt in sizes), cmd
+            assert ("--table" in text) == (cmd in cli.TABLE_OPTION), cmd
+            assert ("--hf-config" in text) == (cmd == "rope-scaling"), cmd
 
 
 def test_help_and_version_subprocess(tmp_path):
