@@ -157,7 +157,10 @@ def mrope_cos_sin(
     ns = _compat.resolve({"position_ids": position_ids}, xp=xp, device=device, dtype=dtype).xp
     rows = [position_ids[i, ...] for i in range(len(AXES))]
     kw = {"base": base, "scaling": scaling, "layout": layout, "seq_len": seq_len, "dtype": dtype, "device": device, "xp": xp}
-    cos_sin = [rope_cos_sin(r, dim, **kw) for r in rows]
+    try:
+        cos_sin = [rope_cos_sin(r, dim, **kw) for r in rows]
+    except (ValueError, TypeError) as exc:  # the rows are the user's position_ids
+        raise type(exc)(str(exc).replace("`positions`", "`position_ids`")) from None
     runs = _runs(_owners(sections, mrope_interleaved))
     half = dim // 2
     cos = _pick([c for c, _ in cos_sin], runs, half, layout, ns)
