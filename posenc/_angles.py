@@ -47,9 +47,9 @@ perform the same floating-point operations, so they agree bit for bit.
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,7 @@ import numpy as np
 from . import _cache, _compat
 from ._compat import Context
 
-__all__ = ["sincos", "sincos_range", "host_sincos", "range_table", "cast"]
+__all__ = ["Freqs", "as_freqs", "sincos", "sincos_range", "host_sincos", "range_table", "cast"]
 
 _DIGIT = 256
 _LEVELS = 4
@@ -68,6 +68,50 @@ MAX_FREQUENCY = 2.0**900
 #: largest position magnitude of array positions used in a float64 angle
 MAX_POSITION = 2.0**64
 _F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class Freqs:
+    """Host float64 frequencies as a hashable constant.
+
+    The frequencies depend only on Python arguments (``dim``, ``base``, a
+    scaling), so they travel through a call as their float64 bytes: a value
+    that torch's tracer treats as a constant and that keys the host caches.
+    Magnitudes are clipped to :data:`MAX_FREQUENCY`.
+
+    Attributes
+    ----------
+    key : bytes
+        The float64 frequencies, native byte order.
+    m : int
+        How many there are.
+    top : float
+        The largest magnitude (0.0 when there are none).
+    """
+
+    key: bytes
+    m: int
+    top: float
+
+    @staticmethod
+    def from_array(values: Any) -> "Freqs":
+        """Freqs of a host array (eager code and host functions only)."""
+        f = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        top = float(np.max(np.abs(f))) if f.size else 0.0
+        if not top <= MAX_FREQUENCY:
+            f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
+            top = float(np.max(np.abs(f)))
+        return Freqs(f.tobytes(), int(f.size), top)
+
+    @property
+    def array(self) -> np.ndarray:
+        """The frequencies as a read-only float64 NumPy array (host code only)."""
+        return np.frombuffer(self.key, dtype=np.float64)
+
+
+def as_freqs(freqs: Any) -> Freqs:
+    """``freqs`` as :class:`Freqs` (a host array is converted)."""
+    return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
 
 
 def _two_pi_parts() -> tuple[float, float, float]:
@@ -133,6 +177,7 @@ def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     return arrays
 
 
+@_compat.host_constant
 def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
     """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
     the fine angles ``r * w`` (cached, read-only)."""
@@ -151,25 +196,37 @@ def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np
     return got
 
 
-@functools.lru_cache(maxsize=32)
-def _digit_tables(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray]:
+@_compat.host_constant
+def _digit_tables(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sin and cos of ``k * 256**level * w`` (levels, 256, m), and the
+    frequencies clipped to the float32 range (cached, read-only)."""
+    key = ("digits", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is not None:
+        return got
     w = np.frombuffer(freqs_key, dtype=np.float64)
     k = np.arange(_DIGIT, dtype=np.float64)
     scale = np.float64(_DIGIT) ** np.arange(_LEVELS, dtype=np.float64)
     ang = reduced_angle(k[None, :, None] * scale[:, None, None], w[None, None, :], np)  # (levels, 256, m)
-    return _readonly(np.sin(ang), np.cos(ang))
+    got = _readonly(np.sin(ang), np.cos(ang), np.clip(w, -_F32_MAX, _F32_MAX))
+    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
 
 
-def _key(freqs: np.ndarray) -> bytes:
-    return np.ascontiguousarray(freqs, dtype=np.float64).tobytes()
+@_compat.host_constant
+def _turns(freqs_key: bytes) -> np.ndarray:
+    """The frequencies in turns per position, ``w / (2 pi)`` (float64, read-only)."""
+    key = ("turns", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is None:
+        (got,) = _readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)
+        _cache.HOST.put(key, got, got.nbytes)
+    return got
 
 
-def _clip_freqs(freqs: np.ndarray) -> np.ndarray:
-    """Host float64 frequencies with magnitudes of at most :data:`MAX_FREQUENCY`."""
-    f = np.asarray(freqs, dtype=np.float64)
-    if f.size and not float(np.max(np.abs(f))) <= MAX_FREQUENCY:
-        f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
-    return f
+@_compat.host_constant
+def _host_freqs(freqs_key: bytes) -> np.ndarray:
+    return np.frombuffer(freqs_key, dtype=np.float64)
 
 
 def _range_split(n: int) -> tuple[int, int]:
@@ -179,27 +236,35 @@ def _range_split(n: int) -> tuple[int, int]:
     return block, (-(-n // block) if n else 0)
 
 
-def sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
-    """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m)."""
+def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Any, Any]:
+    """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m).
+
+    ``n`` may be a traced length (a torch ``SymInt``): then the positions are
+    an ``arange`` and take the array path.
+    """
     xp = ctx.xp
-    freqs = _clip_freqs(freqs)
-    m = int(freqs.shape[0])
+    freqs = as_freqs(freqs)
+    m = freqs.m
+    if _compat.is_symbolic(n) or _compat.is_symbolic(start):
+        p = xp.arange(n, device=ctx.device)
+        return sincos(p + start if not (isinstance(start, int) and start == 0) else p, freqs, ctx)
+    start, n = int(start), int(n)
     block, nq = _range_split(n)
     if n == 0 or m == 0:
         z = _zeros((n, m), ctx.work, ctx)
         return z, z
     backend = _backend(xp)
     if backend == "dask":
-        return _dask_sincos_range(int(start), n, freqs, ctx)
-    if backend == "torch" and _torch_on_cpu(ctx):
+        return _dask_sincos_range(start, n, freqs, ctx)
+    if backend == "torch" and not _compat.compiling() and _torch_on_cpu(ctx):
         # torch CPU: the same operations in NumPy (single-threaded: torch's
         # intra-op threads cost more than they save on tables this small)
         import torch
 
         dtype = np.dtype(str(ctx.work).removeprefix("torch."))
-        s, c = _numpy_sincos(int(start), n, _key(freqs), 0, n, dtype)
+        s, c = _numpy_sincos(start, n, freqs.key, 0, n, dtype)
         return torch.from_numpy(s), torch.from_numpy(c)
-    sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(int(start), nq, block, _key(freqs)))
+    sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(start, nq, block, freqs.key))
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
     s = sq * cr + cq * sr
@@ -241,8 +306,10 @@ def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
     return np.concatenate([a, b], axis=-1)
 
 
-def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: Any) -> tuple[int, tuple[np.ndarray, ...]]:
-    """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (cached, read-only)."""
+@_compat.host_constant
+def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) -> tuple[int, tuple[np.ndarray, ...]]:
+    """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (a
+    name; cached, read-only)."""
     dtype = np.dtype(dtype)
     block, nq = _range_split(n)
     key = ("pairs", start, nq, block, freqs_key, layout, dtype.str)
@@ -265,7 +332,7 @@ def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Any:
 def range_table(
     start: int,
     n: int,
-    freqs: np.ndarray,
+    freqs: Freqs | np.ndarray,
     dim: int,
     layout: str,
     ctx: Context,
@@ -292,14 +359,24 @@ def range_table(
     * Dask: a lazy array chunked along the rows (chunk size from Dask's
       ``array.chunk-size`` setting); each chunk is built by the NumPy fast
       path when the graph is computed.  Never cached.
+    * torch's compiler tracing: the portable path (host tables become graph
+      constants); a traced length ``n`` or ``start`` (``SymInt``) takes the
+      array path of :func:`sincos` on an ``arange``, so that new lengths do
+      not recompile.
     """
     xp = ctx.xp
-    start, n, dim = int(start), int(n), int(dim)
-    freqs = _clip_freqs(freqs)
-    m = int(freqs.shape[0])
+    freqs = as_freqs(freqs)
+    dim = int(dim)
+    if _compat.is_symbolic(n) or _compat.is_symbolic(start):
+        s, c = sincos_range(start, n, freqs, ctx)
+        return assemble(s, c, dim, layout, ctx)
+    start, n = int(start), int(n)
+    m = freqs.m
     if n == 0 or m == 0:
         return _zeros((n, dim), ctx.dtype, ctx)
-    fkey = _key(freqs)
+    fkey = freqs.key
+    if _compat.compiling():
+        return _portable_table(start, n, fkey, m, dim, layout, ctx)
     if _is_dask(xp):
         return _dask_table(start, n, fkey, dim, layout, ctx)
     backend = _backend(xp)
@@ -334,6 +411,24 @@ def range_table(
     return table
 
 
+def assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
+    """Lay compact ``sin``/``cos`` (..., m) out as a (..., dim) table in
+    ``ctx.dtype``: ``"interleaved"`` or ``"concat"``; a zero last column for
+    odd ``dim``."""
+    xp = ctx.xp
+    lead = tuple(s.shape[:-1])
+    m = int(s.shape[-1])
+    if m == 0:  # dim == 1: the single zero column
+        return _zeros(lead + (dim,), ctx.dtype, ctx)
+    if layout == "interleaved":
+        out = xp.reshape(xp.stack([s, c], axis=-1), lead + (2 * m,))
+    else:
+        out = xp.concat([s, c], axis=-1)
+    if dim % 2:
+        out = xp.concat([out, _zeros(lead + (1,), out.dtype, ctx)], axis=-1)
+    return cast(out, ctx.dtype, xp)
+
+
 def _backend(xp: Any) -> str:
     """``"numpy"``, ``"torch"``, ``"jax"``, ``"dask"`` or ``"other"``."""
     if xp is _compat.normalize_namespace(np):
@@ -348,7 +443,7 @@ def _backend(xp: Any) -> str:
 def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Any:
     """Array API path: two broadcast products and a sum, then a reshape."""
     xp = ctx.xp
-    block, tabs = _pair_tables(start, n, fkey, layout, np.float64)
+    block, tabs = _pair_tables(start, n, fkey, layout, "float64")
     u, v, x, y = (_compat.from_host(t, ctx) for t in tabs)
     nq = int(u.shape[0])
     t = u[:, None, :] * x[None, ...] + v[:, None, :] * y[None, ...]
@@ -411,7 +506,7 @@ def _numpy_table(
     rows is bit-identical to the same rows of the full table.
     """
     rows = n - lo if rows is None else rows
-    block, (u, v, x, y) = _pair_tables(start, n, fkey, layout, dtype)
+    block, (u, v, x, y) = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)
     width = int(u.shape[1])
     if out is None:
         out = np.empty((rows, dim), dtype=dtype)
@@ -520,14 +615,14 @@ def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtyp
     return np.stack(_numpy_sincos(start, n, fkey, lo, rows, dtype), axis=-1)
 
 
-def _dask_sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     """Lazy Dask ``(sin, cos)``, chunked along the rows (see :func:`_dask_table`)."""
     import dask.array as da
     from dask.base import tokenize
 
     work = np.dtype(ctx.work)
-    m = int(freqs.shape[0])
-    fkey = _key(freqs)
+    m = freqs.m
+    fkey = freqs.key
     block, _ = _range_split(n)
     sizes = _dask_rows(n, 2 * m * work.itemsize, block)
     offsets = np.cumsum((0,) + sizes).tolist()
@@ -542,20 +637,34 @@ def _dask_sincos_range(start: int, n: int, freqs: np.ndarray, ctx: Context) -> t
     return sc[..., 0], sc[..., 1]
 
 
-def sincos(positions: int | Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def sincos(positions: int | Any, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Any, Any]:
     """``(sin, cos)`` of ``positions[..., None] * freqs`` in ``ctx.work`` dtype.
 
-    ``positions`` is a Python int n (meaning 0..n-1) or a validated real array.
+    ``positions`` is a Python int n (meaning 0..n-1), a traced length (torch
+    ``SymInt``) or a validated real array.  Array positions take one of three
+    paths, by the output dtype and the device:
+
+    * float64 output: the angle reduced in float64 with an exact product
+      (:func:`reduced_angle`), about 1e-16;
+    * float32 (or narrower) output on a device with float64: the angle in
+      turns, ``t = p * w / (2 pi)`` in float64, its fractional part
+      ``t - round(t)`` times 2 pi rounded once to float32, and float32 sin and
+      cos of that reduced angle (:func:`_sincos_turns`);
+    * no float64 on the device: base-256 digit tables (:func:`_sincos_digits`).
     """
-    freqs = _clip_freqs(freqs)
+    freqs = as_freqs(freqs)
     if isinstance(positions, int):
         return sincos_range(0, positions, freqs, ctx)
-    if ctx.float64:
+    if _compat.is_symbolic(positions):
+        positions = ctx.xp.arange(positions, device=ctx.device)
+    if not ctx.float64:
+        return _sincos_digits(positions, freqs, ctx)
+    if ctx.work == ctx.xp.float64:
         return _sincos_f64(positions, freqs, ctx)
-    return _sincos_digits(positions, freqs, ctx)
+    return _sincos_turns(positions, freqs, ctx)
 
 
-def host_sincos(p: float, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
 
     The float64 array path of :func:`sincos` on the host (same clipping of
@@ -563,16 +672,45 @@ def host_sincos(p: float, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     do not depend on the device's precision.
     """
     p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
-    a = reduced_angle(np.float64(p), _clip_freqs(freqs), np)
+    a = reduced_angle(np.float64(p), as_freqs(freqs).array, np)
     return np.sin(a), np.cos(a)
 
 
-def _sincos_f64(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def _sincos_f64(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     xp = ctx.xp
-    w = _compat.from_host(freqs, ctx, xp.float64)
+    w = _compat.from_host(_host_freqs(freqs.key), ctx, xp.float64)
     # |p| <= 2**64 keeps every intermediate of reduced_angle finite
     p = xp.clip(cast(p, xp.float64, xp), min=-MAX_POSITION, max=MAX_POSITION)
     a = reduced_angle(p[..., None], w, xp)
+    return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
+
+
+_TWO_PI = 2.0 * math.pi
+
+
+def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
+    """float32 ``(sin, cos)`` of array positions on a device with float64.
+
+    With ``v = w / (2 pi)`` (host float64), ``t = p * v`` is the angle in
+    turns, rounded once in float64 (absolute error ``|t| * 2**-53``); its
+    fractional part ``f = t - round(t)`` in [-1/2, 1/2] is exact, and
+    ``a = float32(2 pi f)`` in [-pi, pi] carries at most half a float32 ulp
+    of pi (1.2e-7).  float32 sin and cos of ``a`` add about one ulp: the
+    result is within 2.5e-7 of the truth while ``|p * w| <= 2**30``
+    (every int32 position at RoPE's and the sinusoid's largest frequency,
+    1), and the error then grows as ``|p * w| * 2**-52``.  Four float64
+    elementwise operations and float32 transcendentals: faster than sin and
+    cos in float64, which are not vectorised on every CPU.
+    """
+    xp = ctx.xp
+    v = _compat.from_host(_turns(freqs.key), ctx, xp.float64)
+    p64 = cast(p, xp.float64, xp)
+    if not _compat.is_integer_dtype(xp, p.dtype):
+        # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);
+        # integer positions are below 2**64 already
+        p64 = xp.clip(p64, min=-MAX_POSITION, max=MAX_POSITION)
+    t = p64[..., None] * v
+    a = xp.astype((t - xp.round(t)) * _TWO_PI, ctx.float32)
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
 
 
@@ -584,14 +722,14 @@ def _index_dtype(ctx: Context) -> Any:
         return info.default_dtypes()["indexing"]
 
 
-def _sincos_digits(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def _sincos_digits(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     xp = ctx.xp
     f32 = xp.float32
-    m = int(freqs.shape[0])
+    m = freqs.m
     shape = tuple(p.shape)
     flat = xp.reshape(p, (-1,))
     idx_t = _index_dtype(ctx)
-    ts, tc = _digit_tables(_key(freqs))
+    ts, tc, w32host = _digit_tables(freqs.key)
     neg = flat < 0
     frac = None
     if _compat.is_integer_dtype(xp, flat.dtype):
@@ -628,7 +766,7 @@ def _sincos_digits(p: Any, freqs: np.ndarray, ctx: Context) -> tuple[Any, Any]:
             s, c = s * dc + c * ds, c * dc - s * ds
     if frac is not None:
         # frequencies beyond float32 determine no angle of a float32 fraction
-        w32 = _compat.from_host(np.clip(freqs, -_F32_MAX, _F32_MAX), ctx, f32)
+        w32 = _compat.from_host(w32host, ctx, f32)
         fa = frac[:, None] * w32
         fs, fc = xp.sin(fa), xp.cos(fa)
         s, c = s * fc + c * fs, c * fc - s * fs

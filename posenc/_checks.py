@@ -21,6 +21,7 @@ __all__ = [
     "check_float",
     "check_choice",
     "check_positions",
+    "check_offset",
     "check_size",
     "check_float_array",
     "check_int_array",
@@ -258,6 +259,9 @@ def check_positions(
     if isinstance(positions, bool):
         msg = f"`{name}` must be an int or an array of positions, got {show(positions)}"
         raise TypeError(msg)
+    if _compat.is_symbolic(positions):
+        # a traced length (``x.shape[-2]`` under torch.compile): 0..n-1
+        return positions
     if isinstance(positions, numbers.Integral) and not _compat.is_array(positions):
         n = check_int(positions, name, minimum=0)
         if out_tail is not None:
@@ -278,3 +282,26 @@ def check_positions(
         check_size((*tuple(x.shape), *out_tail), what)
     check_all_finite(x, name, ctx)
     return x
+
+
+#: largest magnitude of an integer offset (array positions are clipped there too)
+MAX_OFFSET = 2**64
+
+
+def check_offset(offset: Any, name: str, ctx: _compat.Context) -> Any:
+    """An integer offset added to positions: a Python int (at most
+    :data:`MAX_OFFSET` in magnitude), a traced integer (torch ``SymInt``), or
+    a 0-d integer array of ``ctx``'s namespace -- concrete ones become ints,
+    traced ones (``jax.jit``, ``torch.compile``) are kept as arrays."""
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        if not -MAX_OFFSET <= offset <= MAX_OFFSET:
+            msg = f"`{name}` must be an integer of magnitude at most 2**64, got {offset!r}"
+            raise ValueError(msg)
+        return offset
+    if _compat.is_symbolic(offset):
+        return offset
+    if _compat.is_array(offset) and getattr(offset, "ndim", None) == 0 and _compat.is_integer_dtype(ctx.xp, offset.dtype):
+        if _compat.is_concrete(offset):
+            return check_offset(int(offset), name, ctx)
+        return offset
+    return check_int(offset, name, minimum=-MAX_OFFSET, maximum=MAX_OFFSET)

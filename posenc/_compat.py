@@ -40,6 +40,9 @@ __all__ = [
     "is_integer_dtype",
     "is_real_float_dtype",
     "has_float64",
+    "host_constant",
+    "compiling",
+    "is_symbolic",
 ]
 
 
@@ -316,6 +319,98 @@ class Context:
         return self.xp.float64 if self.float64 else self.xp.float32
 
 
+def host_constant(fn: Any) -> Any:
+    """Mark ``fn`` as host work whose result depends only on its arguments.
+
+    For functions of Python scalars, tuples, strings and bytes that return
+    host constants (NumPy tables of frequencies, angles, slopes, contexts).
+    Under :func:`torch.compile` and :func:`torch.export.export` the tracer
+    calls such a function once, eagerly, and embeds its result as a constant
+    instead of tracing the NumPy code inside it.  This sets the attribute
+    that :func:`torch.compiler.assume_constant_result` sets, without importing
+    torch (``import posenc`` imports no torch); a test checks that torch still
+    marks functions this way.  Outside torch's tracer it changes nothing.
+    """
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+def compiling() -> bool:
+    """Whether torch's compiler or exporter is tracing the current call.
+
+    Fast paths, caches and value checks step aside while it traces: the
+    traced path is the portable one, built from array operations only.
+    """
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def is_symbolic(value: Any) -> bool:
+    """Whether ``value`` is a traced integer of torch's compiler (``SymInt``),
+    such as ``x.shape[-2]`` under ``torch.compile(dynamic=True)``."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.SymInt)
+
+
+#: resolved contexts of the common call (no ``xp``, no ``device``), keyed by
+#: the arrays' (type, dtype, device) and the requested dtype: resolving then
+#: costs one dictionary lookup
+_CONTEXTS: dict[Any, Context] = {}
+_CONTEXTS_MAX = 1024
+#: array types whose ``.device`` attribute is the device array-api-compat reports
+_DEVICE_ATTR: dict[type, bool] = {}
+
+
+def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> Any:
+    """The cache key of a call, or None where the call must take the full path."""
+    parts = []
+    for v in (arrays or {}).values():
+        if v is None or type(v) is int:
+            continue
+        t = type(v)
+        ok = _DEVICE_ATTR.get(t)
+        if ok is None:
+            ok = _device_attr_ok(v)
+            if len(_DEVICE_ATTR) < 256:
+                _DEVICE_ATTR[t] = ok
+        if not ok:
+            return None
+        parts.append((t, v.dtype, v.device))
+    if not parts:
+        return None
+    key = (tuple(parts), dtype, float_output)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def array_key(x: Any) -> Any:
+    """``(type, dtype, device, shape)`` of an array whose type carries its
+    device as an attribute (NumPy, torch, CuPy, array-api-strict), for the
+    caches of per-call checks; None for anything else."""
+    t = type(x)
+    ok = _DEVICE_ATTR.get(t)
+    if ok is None:
+        ok = _device_attr_ok(x)
+        if len(_DEVICE_ATTR) < 256:
+            _DEVICE_ATTR[t] = ok
+    return (t, x.dtype, x.device, x.shape) if ok else None
+
+
+def _device_attr_ok(v: Any) -> bool:
+    """Whether arrays of ``type(v)`` carry their device as ``.device`` (NumPy
+    2, torch, CuPy, array-api-strict): not JAX (a tracer has no device),
+    not Dask, not objects that are no arrays (lists, numbers)."""
+    if not is_array(v) or _aac.is_jax_array(v) or _aac.is_dask_array(v):
+        return False
+    try:
+        return v.device == _aac.device(v) and hasattr(v, "dtype")
+    except Exception:
+        return False
+
+
 def resolve(
     arrays: dict[str, Any] | None = None,
     *,
@@ -335,7 +430,27 @@ def resolve(
     float_output : bool
         When False, ``dtype`` is not validated as a float dtype (the caller
         handles integer outputs itself).
+
+    The common call (arrays of one namespace and device, no ``xp``, no
+    ``device``) is cached per (type, dtype, device) of the arrays and the
+    requested ``dtype``: the checks below run once per such combination.
     """
+    key = None
+    if xp is None and device is None:
+        key = _fast_key(arrays, dtype, float_output)
+        if key is not None:
+            ctx = _CONTEXTS.get(key)
+            if ctx is not None:
+                return ctx
+    ctx = _resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=float_output)
+    if key is not None and len(_CONTEXTS) < _CONTEXTS_MAX:
+        _CONTEXTS[key] = ctx
+    return ctx
+
+
+def _resolve(
+    arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any, float_output: bool
+) -> Context:
     named = {k: v for k, v in (arrays or {}).items() if v is not None and is_array(v)}
     if xp is not None:
         xp = normalize_namespace(xp)
@@ -424,6 +539,9 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     if _aac.is_torch_namespace(xp):
         import torch
 
+        if compiling():
+            # a constant of the traced graph (torch copies it into the graph)
+            return torch.as_tensor(array, dtype=dtype, device=ctx.device)
         # a copy: torch cannot wrap a read-only NumPy buffer without a warning,
         # and a tensor must never alias a host table that posenc may reuse
         return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=ctx.device)
@@ -440,7 +558,8 @@ def is_concrete(x: Any) -> bool:
         jax = sys.modules.get("jax")
         return jax is not None and not isinstance(x, jax.core.Tracer)
     if _aac.is_torch_array(x):
-        return x.device.type != "meta"
+        # traced by torch.compile / torch.export: fake values, never read
+        return x.device.type != "meta" and not compiling()
     if _aac.is_dask_array(x):
         return False
     return not _aac.is_lazy_array(x)

@@ -44,7 +44,12 @@ def _freq_source(base: float, scaling: Scaling | None) -> str:
     return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_checks.show(scaling)}"
 
 
-def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tuple[int, float, Scaling | None, np.ndarray]:
+@_compat.host_constant
+def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float = math.inf) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
+    """Validated ``dim``, ``base``, ``scaling``; the inverse frequencies and
+    the attention factor.  Host work on Python arguments only: a constant of
+    torch's traced graphs.  ``top`` is the largest value the tables' dtypes
+    hold (an attention factor beyond it is refused)."""
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     scaling = check_scaling(scaling)
@@ -62,7 +67,15 @@ def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None) -> tu
     if not finite:
         msg = f"{_freq_source(base, scaling)} overflows float64 in the inverse frequencies"
         raise ValueError(msg)
-    return dim, base, scaling, w
+    freqs = _angles.Freqs.from_array(w)
+    a = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
+    if not abs(a) <= top:
+        msg = (
+            f"`scaling` = {_checks.show(scaling)} has the attention factor {a!r}, which multiplies "
+            f"cos and sin beyond the range of the table dtype (largest {top:.3g})"
+        )
+        raise ValueError(msg)
+    return dim, base, scaling, freqs, a
 
 
 def _dtype_max(ctx: Context) -> float:
@@ -76,38 +89,56 @@ def _dtype_max(ctx: Context) -> float:
     return top
 
 
-def _attention(scaling: Scaling | None, seq_len: int | None, ctx: Context) -> float:
-    """The scaling's attention factor, refused where the tables could not hold it."""
-    if scaling is None:
-        return 1.0
-    a = float(scaling.attention_scaling(seq_len))
-    top = _dtype_max(ctx)
-    if not abs(a) <= top:
-        msg = (
-            f"`scaling` = {_checks.show(scaling)} has the attention factor {a!r}, which multiplies "
-            f"cos and sin beyond the range of the table dtype (largest {top:.3g})"
-        )
-        raise ValueError(msg)
-    return a
+#: ``_dtype_max`` per (namespace, work dtype, output dtype)
+_TOPS: dict[Any, float] = {}
 
 
-def _check_fits(w: np.ndarray, base: float, scaling: Scaling | None, ctx: Context) -> None:
-    """Refuse inverse frequencies the working or output dtype cannot hold."""
-    if w.size:
-        top = float(np.max(np.abs(w)))
-        _checks.check_fits(top, ctx, f"{_freq_source(base, scaling)} gives inverse frequencies", "use a larger base")
+def _top(ctx: Context) -> float:
+    key = (ctx.xp, ctx.work, ctx.dtype)
+    top = _TOPS.get(key)
+    if top is None:
+        top = _dtype_max(ctx)
+        if len(_TOPS) < 256:
+            _TOPS[key] = top
+    return top
 
 
 def _shape_of(positions: Any) -> tuple[int, ...]:
-    return (positions,) if isinstance(positions, int) else tuple(positions.shape)
+    return (positions,) if isinstance(positions, int) or _compat.is_symbolic(positions) else tuple(positions.shape)
 
 
-def _effective_seq_len(seq_len: int | None, positions: Any) -> int | None:
-    """``seq_len`` for the length-dependent scalings: an int ``n`` of positions
-    means ``n`` (Hugging Face's ``max(position_ids) + 1``)."""
-    if seq_len is None and isinstance(positions, int) and positions > 0:
-        return positions
-    return seq_len
+def _length_dependent(scaling: Any) -> bool:
+    from .scaling import DynamicNTK, LongRoPE
+
+    return isinstance(scaling, (DynamicNTK, LongRoPE))
+
+
+def _effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling: Any) -> int | None:
+    """``seq_len`` for the length-dependent scalings, as Hugging Face takes it:
+    ``max(positions) + 1``.  An int ``n`` of positions (from ``offset``) means
+    ``offset + n``; a concrete array is read (one reduction over the
+    positions, only for :class:`~posenc.scaling.DynamicNTK` and
+    :class:`~posenc.scaling.LongRoPE`); a traced or lazy one must come with
+    ``seq_len``: guessing would silently give the unscaled tables."""
+    if seq_len is not None or not _length_dependent(scaling):
+        return seq_len
+    if isinstance(positions, int) and isinstance(offset, int):
+        return positions + offset if positions + offset > 0 else None
+    if not _compat.is_symbolic(positions) and _compat.is_array(positions) and _compat.is_concrete(positions) and not _compat.is_array(offset) and not _compat.is_symbolic(offset):
+        size = math.prod(positions.shape)
+        if size == 0:
+            return None
+        xp = _compat.resolve({"positions": positions}).xp
+        top = xp.max(positions)
+        top = float(top) + offset + 1.0
+        if not math.isfinite(top):
+            return None
+        return max(1, math.ceil(top))
+    msg = (
+        f"`seq_len` is required with `scaling` = {_checks.show(scaling)} for traced or lazy positions "
+        "(its tables depend on the sequence length; Hugging Face uses max(positions) + 1): pass seq_len"
+    )
+    raise ValueError(msg)
 
 
 def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
@@ -118,11 +149,17 @@ def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
     return xp.reshape(xp.stack([c, c], axis=-1), lead + (dim,))
 
 
-def _compact_cos_sin(
-    positions: Any, w: np.ndarray, attention: float, ctx: Context
-) -> tuple[Any, Any]:
-    """cos and sin of ``positions * w`` times the attention factor, (..., dim // 2), in ``ctx.work``."""
-    s, c = _angles.sincos(positions, w, ctx)
+def _compact_cos_sin(positions: Any, freqs: _angles.Freqs, attention: float, ctx: Context, offset: Any = 0) -> tuple[Any, Any]:
+    """cos and sin of ``(positions + offset) * w`` times the attention factor,
+    (..., dim // 2), in ``ctx.work``."""
+    if isinstance(positions, int) and (isinstance(offset, int) or _compat.is_symbolic(offset)):
+        s, c = _angles.sincos_range(offset, positions, freqs, ctx)
+    else:
+        if isinstance(positions, int) or _compat.is_symbolic(positions):
+            positions = ctx.xp.arange(positions, device=ctx.device)
+        if not (isinstance(offset, int) and offset == 0):
+            positions = positions + offset
+        s, c = _angles.sincos(positions, freqs, ctx)
     if attention != 1.0:
         c = c * attention
         s = s * attention
@@ -181,9 +218,9 @@ def rope_frequencies(
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     seq_len = _seq_len(seq_len)
-    _, base, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
-    _check_fits(w, base, scaling, ctx)
-    return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
+    _, base, scaling, freqs, _ = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
+    _checks.check_fits(freqs.top, ctx, f"{_freq_source(base, scaling)} gives inverse frequencies", "use a larger base")
+    return _angles.cast(_compat.from_host(_angles._host_freqs(freqs.key), ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
 def rope_cos_sin(
@@ -194,6 +231,7 @@ def rope_cos_sin(
     scaling: Scaling | None = None,
     layout: str = "half",
     seq_len: int | None = None,
+    offset: int | Any = 0,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
@@ -226,10 +264,17 @@ def rope_cos_sin(
     seq_len : int, optional
         The sequence length the length-dependent scalings
         (:class:`~posenc.scaling.DynamicNTK`,
-        :class:`~posenc.scaling.LongRoPE`) switch on.  Default: ``n`` for an
-        int ``n`` of positions (Hugging Face's ``max(position_ids) + 1``), the
-        original length for arrays of positions (posenc never reads the
-        values of an array to decide a shape or a table: pass ``seq_len``).
+        :class:`~posenc.scaling.LongRoPE`) switch on.  Default, as Hugging
+        Face's ``max(position_ids) + 1``: ``offset + n`` for an int ``n``;
+        for a concrete array, its largest value + 1 (read only for those two
+        scalings).  Traced (``jax.jit``, ``torch.compile``) and lazy (Dask)
+        positions cannot be read: with a length-dependent scaling they need
+        ``seq_len``, and a :class:`ValueError` says so.
+    offset : int or 0-d integer array, default 0
+        Added to the positions: ``rope_cos_sin(1, dim, offset=t)`` is the
+        table of the decode step at position ``t``.  May be a traced integer
+        (a 0-d array under ``jax.jit``, a ``SymInt`` under
+        ``torch.compile``): the output shape does not depend on it.
     dtype, device, xp
         Output dtype (half precision is computed in float32 and cast at the
         end), the device for int positions, and the namespace.
@@ -258,16 +303,17 @@ def rope_cos_sin(
     >>> posenc.rope_cos_sin(3, 4, layout="interleaved")[1][2].round(4)
     array([0.9093, 0.9093, 0.02  , 0.02  ])
     """
-    ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
+    ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq_len = _seq_len(seq_len)
     dim = _checks.check_dim(dim, even=True)
+    offset = _checks.check_offset(offset, "offset", ctx)
     # the table size from the shape, before the values are scanned
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
-    seq_len = _effective_seq_len(seq_len, positions)
-    dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
-    attention = _attention(scaling, seq_len, ctx)
-    c, s = _compact_cos_sin(positions, w, attention, ctx)
+    scaling = check_scaling(scaling)
+    seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
+    dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
+    c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
     xp_ = ctx.xp
     return (
         _angles.cast(_layout(c, dim, layout, xp_), ctx.dtype, xp_),
@@ -322,10 +368,104 @@ def _check_x_array(x: Any, xp: Any, rotary_dim: Any) -> int:
     return head_dim
 
 
-def _prepare(
-    x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any
-) -> tuple[Context, str, int, Any, Any, Any, tuple[int, ...]]:
-    """Validate ``apply_rope``'s arguments; return compact work-dtype tables."""
+def _check_heads_axis(heads_axis: Any, x_ndim: int) -> int | None:
+    """``heads_axis`` as a non-negative axis of ``x``'s leading axes, or None."""
+    if heads_axis is None:
+        return None
+    if isinstance(heads_axis, bool) or not isinstance(heads_axis, int):
+        msg = f"`heads_axis` must be an int (an axis of `x`) or None, got {_checks.show(heads_axis)}"
+        raise TypeError(msg)
+    lead = x_ndim - 1
+    axis = heads_axis + x_ndim if heads_axis < 0 else heads_axis
+    if not 0 <= axis < lead:
+        msg = (
+            f"`heads_axis` must name one of the {lead} leading axes of `x` (not its last, head_dim), "
+            f"got {heads_axis} for `x` with {x_ndim} axes"
+        )
+        raise ValueError(msg)
+    return axis
+
+
+def _align(shape: tuple[int, ...], x_shape: tuple[int, ...], heads: int | None, name: str) -> tuple[int, ...] | None:
+    """The shape the leading axes ``shape`` of a table (or of positions) take
+    against ``x``'s leading axes ``x_shape``: with ``heads`` (an axis of
+    ``x``) a size-1 axis is put there; without it, a table must either have
+    ``x``'s number of leading axes or at most one (the sequence axis):
+    anything between could line a batch axis up with the heads."""
+    tl, xl = len(shape), len(x_shape)
+    if heads is None:
+        if 1 < tl < xl:
+            msg = (
+                f"`{name}` of leading shape {tuple(shape)} has {tl} leading axes but `x` of leading shape "
+                f"{tuple(x_shape)} has {xl}: which axis of `x` holds the heads is ambiguous. Pass heads_axis "
+                f"(heads_axis=1 for x of shape (batch, heads, seq, head_dim), heads_axis=2 for (batch, seq, heads, "
+                f"head_dim)), or give `{name}` the rank of `x` (e.g. a size-1 heads axis: cos[:, None])"
+            )
+            raise ValueError(msg)
+        return None
+    if tl == xl:
+        if shape[heads] != 1:
+            msg = (
+                f"`{name}` of leading shape {tuple(shape)} has {shape[heads]} entries on the heads axis "
+                f"{heads} of `x`; tables and positions carry no heads axis (or a size-1 one)"
+            )
+            raise ValueError(msg)
+        return None
+    if tl > xl - 1:
+        msg = (
+            f"`{name}` of leading shape {tuple(shape)} has more leading axes than `x` of leading shape "
+            f"{tuple(x_shape)} without its heads axis {heads}"
+        )
+        raise ValueError(msg)
+    full = (1,) * (xl - 1 - tl) + tuple(shape)
+    return full[:heads] + (1,) + full[heads:]
+
+
+class _Plan:
+    """What ``apply_rope`` does with arrays of given types, dtypes, devices
+    and shapes: validated once, cached (see :func:`_plan`)."""
+
+    __slots__ = ("xp", "layout", "rotary_dim", "head_dim", "half", "lead", "table_shape", "compact", "wt", "fast", "size")
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+#: apply_rope's plans, keyed by the arguments' (type, dtype, device, shape)
+#: and the keyword arguments: repeated calls (every decode step) skip the checks
+_PLANS: dict[Any, _Plan] = {}
+_PLANS_MAX = 2048
+#: elements of ``x`` from which the NumPy / torch CPU fast paths pay off
+#: (below, the formula's few small operations are cheaper)
+_FAST_MIN = 1 << 15
+
+
+def _plan_key(x: Any, cos: Any, sin: Any, *args: Any) -> Any:
+    if _compat.compiling():
+        return None
+    try:
+        key = (_compat.array_key(x), _compat.array_key(cos), _compat.array_key(sin), args)
+        if key[0] is None or key[1] is None or key[2] is None:
+            return None
+        hash(key)
+    except Exception:  # not arrays, unhashable arguments: the full checks say what is wrong
+        return None
+    return key
+
+
+def _plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
+    key = _plan_key(x, cos, sin, layout, rotary_dim, compact, heads_axis)
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        plan = _make_plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
+        if key is not None and len(_PLANS) < _PLANS_MAX:
+            _PLANS[key] = plan
+    return plan
+
+
+def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
+    """Validate ``apply_rope``'s arguments (shapes, dtypes, widths, axes)."""
     _check_x(x)
     for name, v in (("cos", cos), ("sin", sin)):
         if not _compat.is_array(v):
@@ -334,69 +474,131 @@ def _prepare(
     ctx = _compat.resolve({"x": x, "cos": cos, "sin": sin})
     xp = ctx.xp
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    head_dim = _check_x_array(x, xp, rotary_dim)
+    if not isinstance(compact, bool):
+        msg = f"`compact` must be a bool, got {_checks.show(compact)}"
+        raise TypeError(msg)
+    head_dim = _check_x_array(x, xp, True)
     for name, v in (("cos", cos), ("sin", sin)):
         if not _compat.is_real_float_dtype(xp, v.dtype):
             msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
             raise TypeError(msg)
-    if rotary_dim is None:
-        rotary_dim = head_dim
-    else:
-        rotary_dim = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
-        if rotary_dim > head_dim:
-            msg = f"`rotary_dim` must be at most the head dimension {head_dim} of `x`, got {rotary_dim}"
-            raise ValueError(msg)
     if tuple(cos.shape) != tuple(sin.shape):
         msg = f"`sin` must have the shape of `cos`, got {tuple(sin.shape)} and {tuple(cos.shape)}"
         raise ValueError(msg)
-    if cos.ndim < 1 or int(cos.shape[-1]) not in (rotary_dim, rotary_dim // 2):
+    if cos.ndim < 1 or int(cos.shape[-1]) == 0:
+        msg = f"`cos` must have a non-empty last axis (the rotary width), got shape {tuple(cos.shape)}"
+        raise ValueError(msg)
+    width = int(cos.shape[-1])
+    # the tables' width is the rotary width (Hugging Face's rule); compact
+    # half-width tables only when the call says so
+    implied = 2 * width if compact else width
+    if implied % 2:
         msg = (
-            f"`cos` must have a last axis of rotary_dim = {rotary_dim} (or the compact {rotary_dim // 2}), "
-            f"got shape {tuple(cos.shape)}"
+            f"`cos` has an odd last axis {width}: full tables hold rotary_dim values per position, an even "
+            f"number at most x's head_dim {head_dim}; pass compact=True for tables of rotary_dim // 2 values"
         )
         raise ValueError(msg)
-    lead = _broadcast_shapes(tuple(x.shape[:-1]), tuple(cos.shape[:-1]))
+    if rotary_dim is not None:
+        rotary_dim = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
+        if rotary_dim != implied:
+            other = "compact=False (full tables)" if compact else "compact=True (tables of rotary_dim // 2 values)"
+            msg = (
+                f"`rotary_dim` = {rotary_dim} does not match `cos` of width {width}: "
+                f"{'compact' if compact else 'full'} tables of that width rotate {implied} features. "
+                f"Omit rotary_dim (the tables' width decides, as in Hugging Face) or pass {other}"
+            )
+            raise ValueError(msg)
+    rotary_dim = implied
+    if rotary_dim > head_dim:
+        msg = (
+            f"`cos` of width {width} rotates {rotary_dim} features, more than the head dimension {head_dim} of `x`"
+            + ("" if compact else "; for compact tables of rotary_dim // 2 values pass compact=True")
+        )
+        raise ValueError(msg)
+    heads = _check_heads_axis(heads_axis, x.ndim)
+    x_lead = tuple(x.shape[:-1])
+    table_shape = _align(tuple(cos.shape[:-1]), x_lead, heads, "cos")
+    t_lead = tuple(cos.shape[:-1]) if table_shape is None else table_shape
+    lead = _broadcast_shapes(x_lead, t_lead)
     if lead is None:
         msg = (
             f"`cos` and `sin` of shape {tuple(cos.shape)} do not broadcast against `x` of shape "
-            f"{tuple(x.shape)} (leading axes {tuple(cos.shape[:-1])} vs {tuple(x.shape[:-1])})"
+            f"{tuple(x.shape)} (leading axes {t_lead} vs {x_lead})"
         )
         raise ValueError(msg)
     # shape arithmetic only (O(1), nothing read): a broadcast view may be huge
     _checks.check_size(lead + (head_dim,), "output")
-    half = rotary_dim // 2
-    wt = _work_dtype(xp, x.dtype)
-    c, s = cos, sin
-    if int(c.shape[-1]) == rotary_dim:
-        if layout == "half":
-            c, s = c[..., :half], s[..., :half]
-        else:
-            c, s = c[..., ::2], s[..., ::2]
-    c, s = _angles.cast(c, wt, xp), _angles.cast(s, wt, xp)
-    return ctx, layout, rotary_dim, x, c, s, lead
+    return _Plan(
+        xp=xp,
+        layout=layout,
+        rotary_dim=rotary_dim,
+        head_dim=head_dim,
+        half=rotary_dim // 2,
+        lead=lead,
+        table_shape=None if table_shape is None else table_shape + (width,),
+        compact=compact,
+        wt=_work_dtype(xp, x.dtype),
+        fast=_fast_candidate(x, cos, sin),
+        size=math.prod(lead) * head_dim,
+    )
 
 
-def _rotate_portable(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...], xp: Any) -> Any:
-    """The Array API reference: rotate ``x[..., :rotary_dim]`` with compact ``c``, ``s``.
+def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
+    """Rotate ``x`` by the tables ``c``, ``s`` as ``plan`` says."""
+    xp = plan.xp
+    if plan.table_shape is not None:
+        c, s = xp.reshape(c, plan.table_shape), xp.reshape(s, plan.table_shape)
+    kind = plan.fast if plan.size >= _FAST_MIN else None
+    if kind is not None and not _compat.compiling() and _fast_ok(kind, x, c, s):
+        if kind == "torch" and plan.layout == "interleaved" and not _complex_viewable(x):
+            return _rotate_portable(x, c, s, plan)
+        if not plan.compact:
+            h = plan.half
+            c, s = (c[..., :h], s[..., :h]) if plan.layout == "half" else (c[..., ::2], s[..., ::2])
+        c, s = _angles.cast(c, plan.wt, xp), _angles.cast(s, plan.wt, xp)
+        if kind == "numpy":
+            return _rotate_numpy(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
+        return _rotate_torch(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
+    return _rotate_portable(x, c, s, plan)
 
-    ``x`` in its own dtype; computed in float32 (float64 for float64 ``x``).
+
+def _rotate_portable(x: Any, c: Any, s: Any, plan: _Plan) -> Any:
+    """The Array API reference: rotate ``x[..., :rotary_dim]`` by ``c``, ``s``.
+
+    Full tables (``(..., rotary_dim)``): Hugging Face's
+    ``x * cos + rotate_half(x) * sin`` (interleaved: GPT-J's
+    ``rotate_every_two``); compact ones (``(..., rotary_dim // 2)``):
+    ``x1 * c - x2 * s`` and ``x2 * c + x1 * s`` per pair.  Both round the same
+    products in the same order, so they agree bit for bit on tables whose
+    pairs hold one value.  ``x`` keeps its dtype; computed in float32
+    (float64 for float64 ``x``).
     """
+    xp = plan.xp
     out_dtype = x.dtype
-    wt = _work_dtype(xp, out_dtype)
-    head_dim = int(x.shape[-1])
-    half = rotary_dim // 2
+    wt = plan.wt
+    rd, h, head_dim = plan.rotary_dim, plan.half, plan.head_dim
     xw = _angles.cast(x, wt, xp)
-    if layout == "half":
-        x1, x2 = xw[..., :half], xw[..., half:rotary_dim]
-        rot = xp.concat([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+    c, s = _angles.cast(c, wt, xp), _angles.cast(s, wt, xp)
+    xr = xw if rd == head_dim else xw[..., :rd]
+    if plan.layout == "half":
+        x1, x2 = xw[..., :h], xw[..., h:rd]
+        if plan.compact:
+            rot = xp.concat([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+        else:
+            rot = xr * c + xp.concat([-x2, x1], axis=-1) * s
     else:
-        xe, xo = xw[..., 0:rotary_dim:2], xw[..., 1:rotary_dim:2]
-        rot = xp.stack([xe * c - xo * s, xo * c + xe * s], axis=-1)
-        rot = xp.reshape(rot, tuple(rot.shape[:-2]) + (rotary_dim,))
-    if rotary_dim < head_dim:
-        rest = x[..., rotary_dim:]
-        if tuple(rest.shape[:-1]) != lead:
-            rest = xp.broadcast_to(rest, lead + (head_dim - rotary_dim,))
+        xe, xo = xw[..., 0:rd:2], xw[..., 1:rd:2]
+        if plan.compact:
+            rot = xp.stack([xe * c - xo * s, xo * c + xe * s], axis=-1)
+        else:
+            pairs = xp.stack([-xo, xe], axis=-1)
+            rot = xr * c + xp.reshape(pairs, tuple(pairs.shape[:-2]) + (rd,)) * s
+        if plan.compact:
+            rot = xp.reshape(rot, tuple(rot.shape[:-2]) + (rd,))
+    if rd < head_dim:
+        rest = x[..., rd:]
+        if tuple(rest.shape[:-1]) != plan.lead:
+            rest = xp.broadcast_to(rest, plan.lead + (head_dim - rd,))
         rot = xp.concat([_angles.cast(rot, out_dtype, xp), rest], axis=-1)
     return _angles.cast(rot, out_dtype, xp)
 
@@ -500,37 +702,40 @@ def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tu
     return out
 
 
-def _fast_kind(x: Any, c: Any, s: Any) -> str | None:
+def _fast_candidate(x: Any, c: Any, s: Any) -> str | None:
+    """``"numpy"`` or ``"torch"`` where a fast path may apply to arrays like
+    these (types, dtypes, device, strides); grad is decided per call."""
     if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
         if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
             return "numpy"
         return None
-    if _compat.is_array(x) and type(x).__module__.startswith("torch"):
+    if _compat.array_kind(x) == "torch":
         import torch
 
-        if not isinstance(x, torch.Tensor) or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+        if type(x) is not torch.Tensor or type(c) is not torch.Tensor or type(s) is not torch.Tensor:
             return None
-        if torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad):
-            return None
-        if x.stride(-1) != 1 or not all(isinstance(t, torch.Tensor) and type(t) is torch.Tensor for t in (x, c, s)):
+        if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.stride(-1) != 1:
             return None
         return "torch"
     return None
+
+
+def _fast_ok(kind: str, x: Any, c: Any, s: Any) -> bool:
+    """Per call: the torch fast path writes into a fresh tensor, so it is not
+    for inputs that need autograd; NumPy views keep their strides."""
+    if kind == "numpy":
+        return x.strides[-1] == x.itemsize
+    if x.stride(-1) != 1:
+        return False
+    import torch
+
+    return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
 
 
 def _complex_viewable(x: Any) -> bool:
     """Whether torch can view ``x``'s feature pairs (and those of a fresh
     output of its shape) as complex numbers: even strides and offset."""
     return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
-
-
-def _rotate(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...], ctx: Context) -> Any:
-    kind = _fast_kind(x, c, s)
-    if kind == "numpy":
-        return _rotate_numpy(x, c, s, layout, rotary_dim, lead)
-    if kind == "torch" and (layout == "half" or _complex_viewable(x)):
-        return _rotate_torch(x, c, s, layout, rotary_dim, lead)
-    return _rotate_portable(x, c, s, layout, rotary_dim, lead, ctx.xp)
 
 
 def apply_rope(
@@ -540,6 +745,8 @@ def apply_rope(
     *,
     layout: str = "half",
     rotary_dim: int | None = None,
+    compact: bool = False,
+    heads_axis: int | None = None,
 ) -> Any:
     r"""Rotate the last axis of ``x`` by the angles of ``cos`` / ``sin``.
 
@@ -559,20 +766,33 @@ def apply_rope(
     Parameters
     ----------
     x : array
-        Queries or keys, shape ``(..., seq, head_dim)`` (any leading axes).
+        Queries or keys, shape ``(..., seq, head_dim)``: ``(batch, heads,
+        seq, head_dim)``, or any layout with ``heads_axis``.
     cos, sin : array
         Tables from :func:`rope_cos_sin` (with the same ``layout``), shape
-        ``(..., rotary_dim)``, broadcasting against ``x``'s leading axes
-        (``(seq, rotary_dim)`` for ``x`` of shape ``(batch, heads, seq,
-        head_dim)``, or with Hugging Face's ``unsqueeze(1)``).  The tables'
-        duplicated halves (pairs) are read once: only ``cos[..., :h]``
-        (``cos[..., ::2]`` interleaved) is used, and the compact tables of
-        shape ``(..., rotary_dim // 2)`` are accepted as well.
+        ``(..., rotary_dim)``.  Their width is the rotary width, as in
+        Hugging Face: tables narrower than ``x``'s head dimension rotate only
+        the first features (Phi-3's ``partial_rotary_factor``).  Their leading
+        axes broadcast against ``x``'s: either ``(seq, rotary_dim)``, or the
+        rank of ``x`` (``(batch, 1, seq, rotary_dim)``, Hugging Face's
+        ``cos.unsqueeze(1)``), or any shape together with ``heads_axis``.
     layout : {"half", "interleaved"}
         Which features are paired, see :func:`rope_cos_sin`.
     rotary_dim : int, optional
-        Rotate only the first ``rotary_dim`` features (even, at most
-        ``head_dim``).  Default: all of them.
+        A check of the rotary width: it must equal the tables' width (twice
+        it for ``compact=True``).
+    compact : bool, default False
+        The tables hold each angle once, shape ``(..., rotary_dim // 2)``
+        (``cos[..., :h]`` of full half-layout tables).  Never guessed from
+        the width: a width that is no full table is an error.
+    heads_axis : int, optional
+        The axis of ``x`` that holds the heads (``1`` for ``(batch, heads,
+        seq, head_dim)``, ``2`` or ``-2`` for ``(batch, seq, heads,
+        head_dim)``).  The tables (``(batch, seq, rotary_dim)`` from position
+        ids of shape ``(batch, seq)``, or ``(seq, rotary_dim)``) then get a
+        size-1 axis there, as Hugging Face's ``unsqueeze_dim`` does.  Without
+        it, tables with more than one leading axis but fewer than ``x`` are
+        refused: they could line a batch axis up with the heads.
 
     Returns
     -------
@@ -583,15 +803,19 @@ def apply_rope(
 
     Notes
     -----
-    On NumPy arrays and torch CPU tensors (float32 / float64, no autograd)
-    a fast path computes the same products into one preallocated output,
-    in cache-sized blocks of three passes for the half layout and with a
-    single complex multiplication for the interleaved layout, where the
-    textbook ``x * cos + rotate_half(x) * sin`` makes five temporaries the
-    size of ``x``.  The interleaved layout is the faster of the two: about
-    one elementwise multiplication, against about two for the half layout
-    (see :ref:`performance`).  Every other case (JAX, CuPy, Dask, array-api-strict,
-    autograd) uses the Array API formula above; the fast paths are tested
+    Validation depends only on types, dtypes, devices and shapes, and is done
+    once per combination (cached): a decode step costs the formula's few
+    array operations.  From about :math:`2^{15}` elements, NumPy arrays and
+    torch CPU tensors (float32 / float64, no autograd) take a fast path that
+    computes the same products into one preallocated output, in cache-sized
+    blocks of three passes for the half layout and with a single complex
+    multiplication for the interleaved layout, where the textbook
+    ``x * cos + rotate_half(x) * sin`` makes five temporaries the size of
+    ``x``; it reads the first half (every other value, interleaved) of full
+    tables, whose pairs :func:`rope_cos_sin` fills with one value.  The
+    interleaved layout is the faster of the two (see :ref:`performance`).
+    Every other case (JAX, CuPy, Dask, array-api-strict, autograd,
+    ``torch.compile``) uses the Array API formula; the fast paths are tested
     equal to it.
 
     Examples
@@ -603,9 +827,17 @@ def apply_rope(
     array([[-0.4161, -0.02  ,  0.9093,  0.9998]])
     >>> float(np.linalg.norm(posenc.apply_rope(x, cos, sin)))  # a rotation
     1.414213...
+
+    Hugging Face's shapes: ``q`` of ``(batch, heads, seq, head_dim)`` and
+    tables from ``position_ids`` of shape ``(batch, seq)``:
+
+    >>> q = np.ones((2, 4, 3, 8))
+    >>> cos, sin = posenc.rope_cos_sin(np.array([[0, 1, 2], [5, 6, 7]]), 8)
+    >>> posenc.apply_rope(q, cos, sin, heads_axis=1).shape
+    (2, 4, 3, 8)
     """
-    ctx, layout, rotary_dim, x, c, s, lead = _prepare(x, cos, sin, layout, rotary_dim)
-    return _rotate(x, c, s, layout, rotary_dim, lead, ctx)
+    plan = _plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
+    return _apply(plan, x, cos, sin)
 
 
 def rope(
@@ -617,6 +849,8 @@ def rope(
     layout: str = "half",
     rotary_dim: int | None = None,
     seq_len: int | None = None,
+    offset: int | Any = 0,
+    heads_axis: int | None = None,
 ) -> Any:
     """Rotary position embedding in one call: :func:`rope_cos_sin` then
     :func:`apply_rope`.
@@ -624,17 +858,23 @@ def rope(
     Parameters
     ----------
     x : array
-        Queries or keys, shape ``(..., seq, head_dim)``.
+        Queries or keys, shape ``(..., seq, head_dim)`` (or any layout with
+        ``heads_axis``).
     positions : int or array
-        ``n`` (positions ``0 .. n-1``, with ``n == seq``) or an array of
-        positions broadcasting against ``x.shape[:-1]`` (``(seq,)``, or
-        ``(batch, 1, seq)`` for per-sequence offsets of ``(batch, heads, seq,
-        head_dim)`` queries).  It must be on ``x``'s device.
-    base, scaling, layout, seq_len
+        ``n`` (positions ``offset .. offset+n-1``, with ``n == seq``) or an
+        array of positions broadcasting against ``x.shape[:-1]``: ``(seq,)``,
+        or ``(batch, seq)`` position ids with ``heads_axis``, or ``(batch, 1,
+        seq)``.  It must be on ``x``'s device.
+    base, scaling, layout, seq_len, offset
         As in :func:`rope_cos_sin`.
     rotary_dim : int, optional
-        As in :func:`apply_rope`; the frequencies are those of a
-        ``rotary_dim``-dimensional RoPE.
+        Rotate only the first ``rotary_dim`` features (even, at most
+        ``head_dim``); the frequencies are those of a ``rotary_dim``-dimensional
+        RoPE.  Default: all of them.
+    heads_axis : int, optional
+        The axis of ``x`` that holds the heads, as in :func:`apply_rope`:
+        needed for position ids of shape ``(batch, seq)`` against ``x`` of
+        shape ``(batch, heads, seq, head_dim)`` (``heads_axis=1``).
 
     Returns
     -------
@@ -650,30 +890,41 @@ def rope(
     (2, 5, 8)
     >>> np.allclose(posenc.rope(q, 5)[:, 0], q[:, 0])   # position 0 is not rotated
     True
+    >>> q = np.ones((2, 4, 3, 8))         # (batch, heads, seq, head_dim)
+    >>> posenc.rope(q, np.array([[0, 1, 2], [5, 6, 7]]), heads_axis=1).shape
+    (2, 4, 3, 8)
     """
     _check_x(x)
-    ctx = _compat.resolve({"x": x, "positions": positions})
+    ctx = _compat.resolve({"x": x, "positions": positions, "offset": offset})
     xp = ctx.xp
     head_dim = _check_x_array(x, xp, rotary_dim)
     _checks.check_size(tuple(x.shape), "output")  # before anything is computed for a huge view
     dim = head_dim if rotary_dim is None else _checks.check_dim(rotary_dim, "rotary_dim", even=True)
+    if dim > head_dim:
+        msg = f"`rotary_dim` must be at most the head dimension {head_dim} of `x`, got {dim}"
+        raise ValueError(msg)
     wt = _work_dtype(xp, x.dtype)
     tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     seq_len = _seq_len(seq_len)
+    offset = _checks.check_offset(offset, "offset", tctx)
     positions = _checks.check_positions(positions, "positions", tctx, out_tail=(head_dim,), what="output")
     pshape = _shape_of(positions)
-    lead = _broadcast_shapes(tuple(x.shape[:-1]), pshape)
+    heads = _check_heads_axis(heads_axis, x.ndim)
+    aligned = _align(pshape, tuple(x.shape[:-1]), heads, "positions")
+    lead = _broadcast_shapes(tuple(x.shape[:-1]), pshape if aligned is None else aligned)
     if lead is None:
         msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
         raise ValueError(msg)
     _checks.check_size(lead + (head_dim,), "output")
-    seq_len = _effective_seq_len(seq_len, positions)
-    dim, _, scaling, w = _host_inv_freq(dim, base, scaling, seq_len)
+    scaling = check_scaling(scaling)
+    seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
     _checks.check_size(pshape + (dim // 2,), "table")
-    attention = _attention(scaling, seq_len, tctx)
-    c, s = _compact_cos_sin(positions, w, attention, tctx)
-    return apply_rope(x, c, s, layout=layout, rotary_dim=rotary_dim)
+    dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(tctx))
+    c, s = _compact_cos_sin(positions, freqs, attention, tctx, offset)
+    if aligned is not None:
+        c, s = xp.reshape(c, aligned + (dim // 2,)), xp.reshape(s, aligned + (dim // 2,))
+    return apply_rope(x, c, s, layout=layout, compact=True)
 
 
 # --------------------------------------------------------------------------
@@ -743,6 +994,11 @@ def rope_permutation(
         if r > dim:
             msg = f"`rotary_dim` must be at most `dim` = {dim}, got {r}"
             raise ValueError(msg)
+    return _compat.from_host(_host_permutation(dim, r, source, target), ctx, _angles._index_dtype(ctx))
+
+
+@_compat.host_constant
+def _host_permutation(dim: int, r: int, source: str, target: str) -> np.ndarray:
     h = r // 2
     if source == target:
         perm = np.arange(r)
@@ -750,12 +1006,24 @@ def rope_permutation(
         perm = np.concatenate([np.arange(0, r, 2), np.arange(1, r, 2)])
     else:  # interleaved position 2i <- half i, 2i + 1 <- half h + i
         perm = np.stack([np.arange(h), np.arange(h, r)], axis=-1).reshape(r)
-    perm = np.concatenate([perm, np.arange(r, dim)])
-    return _compat.from_host(perm, ctx, _angles._index_dtype(ctx))
+    return np.concatenate([perm, np.arange(r, dim)])
 
 
 # --------------------------------------------------------------------------
 # xPos
+# --------------------------------------------------------------------------
+@_compat.host_constant
+def _xpos_rates(dim: int, scale_base: float) -> tuple[np.ndarray, float]:
+    """xPos's decay rates ``log(zeta) / scale_base`` (host float64) and their
+    largest magnitude."""
+    zeta = (np.arange(0, dim, 2, dtype=np.float64) + 0.4 * dim) / (1.4 * dim)
+    with np.errstate(over="ignore"):
+        host_rate = np.log(zeta) / scale_base  # negative: log(zeta) < 0
+    return host_rate, float(np.max(np.abs(host_rate)))
+
+
+# --------------------------------------------------------------------------
+# xPos functions
 # --------------------------------------------------------------------------
 def xpos_scale(
     positions: int | Any,
@@ -819,10 +1087,7 @@ def xpos_scale(
     scale_base = _checks.check_float(scale_base, "scale_base", positive=True)
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
     xp_ = ctx.xp
-    zeta = (np.arange(0, dim, 2, dtype=np.float64) + 0.4 * dim) / (1.4 * dim)
-    with np.errstate(over="ignore"):
-        host_rate = np.log(zeta) / scale_base  # negative: log(zeta) < 0
-    big = float(np.max(np.abs(host_rate)))
+    host_rate, big = _xpos_rates(dim, scale_base)
     wide_max = float(xp_.finfo(ctx.wide).max)
     if not big <= wide_max:
         msg = (

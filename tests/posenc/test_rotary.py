@@ -167,7 +167,9 @@ def test_apply_rope(xp, layout, rotary_dim, compact):
     cos, sin = ref_cos_sin(np.arange(5) + 11, r, layout=layout)
     ccos, csin = (cos[..., : r // 2], sin[..., : r // 2]) if layout == "half" else (cos[..., ::2], sin[..., ::2])
     tc, ts = (ccos, csin) if compact else (cos, sin)
-    got = xp.call(posenc.apply_rope, xp.asarray(x), xp.asarray(tc), xp.asarray(ts), layout=layout, rotary_dim=rotary_dim)
+    got = xp.call(
+        posenc.apply_rope, xp.asarray(x), xp.asarray(tc), xp.asarray(ts), layout=layout, rotary_dim=rotary_dim, compact=compact
+    )
     xa = xp.asarray(x)
     xp.assert_close(got, ref_apply(x, cos, sin, layout, r), atol=8 * xp.tol(), dtype=xa.dtype)
 
@@ -202,7 +204,8 @@ def test_apply_rope_half_precision(xp, dtype):
     xp.assert_close(got, ref_apply(xr, rc, rs), atol=xp.tol(dt) * 4, rtol=xp.tol(dt) * 2, dtype=dt)
 
 
-#: (x shape, table shape, layout, rotary_dim, transposed x)
+#: (x shape, table shape, layout, rotary_dim, transposed x); a table width of
+#: rotary_dim // 2 is a compact table (compact=True)
 FAST_CASES = [
     ((2, 3, 300, 64), (300, 64), "half", None, False),  # several blocks
     ((2, 3, 300, 64), (300, 64), "interleaved", None, False),
@@ -228,18 +231,21 @@ def _duplicated(compact, layout):
 @pytest.mark.parametrize("case", range(len(FAST_CASES)))
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
-    """apply_rope (fast paths on NumPy and torch CPU) equals the Array API
-    reference path, on every backend, and the float64 formula; ``tiny``
-    blocks make the blocked fast paths cut every case into many pieces
-    (partial leading axes, broadcast tables sliced per block)."""
+    """apply_rope (fast paths on NumPy and torch CPU, forced at every size)
+    equals the Array API reference path, on every backend, and the float64
+    formula; ``tiny`` blocks make the blocked fast paths cut every case into
+    many pieces (partial leading axes, broadcast tables sliced per block)."""
     if dtype == "float64" and not xp.float64:
         pytest.skip("no float64 on this device")
+    monkeypatch.setattr(rotary, "_FAST_MIN", 0)
     if blocks == "tiny":
         if xp.name not in ("numpy", "torch"):
             pytest.skip("only the NumPy and torch CPU fast paths work in blocks")
         monkeypatch.setattr(rotary, "_NP_BLOCK", 37)
         monkeypatch.setattr(rotary, "_TORCH_BLOCK", 37)
     shape, tshape, layout, rdim, transposed = FAST_CASES[case]
+    r_ = shape[-1] if rdim is None else rdim
+    compact = tshape[-1] == r_ // 2
     if transposed:  # a (seq, batch, d) array seen as (batch, seq, d)
         stored = rng(4).standard_normal((shape[1], shape[0], shape[2]))
         x = np.swapaxes(stored, 0, 1)
@@ -247,14 +253,15 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     else:
         x = rng(4).standard_normal(shape)
         xa = xp.asarray(x, dtype)
-    t = rng(5).uniform(-1, 1, tshape)
-    tc, ts = t, np.sqrt(1 - t**2)
+    t = rng(5).uniform(-1, 1, tshape[:-1] + (r_ // 2,))
+    hc, hs = t, np.sqrt(1 - t**2)  # one value per pair
+    tc, ts = (hc, hs) if compact else (_duplicated(hc, layout), _duplicated(hs, layout))
     ca, sa = xp.asarray(tc, dtype), xp.asarray(ts, dtype)
-    got = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim)
+    got = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim, compact=compact)
 
     def portable(xa, ca, sa):
-        ctx, lay, r, xx, c, s, lead = rotary._prepare(xa, ca, sa, layout, rdim)
-        return rotary._rotate_portable(xx, c, s, lay, r, lead, ctx.xp)
+        plan = rotary._make_plan(xa, ca, sa, layout, rdim, compact, None)
+        return rotary._rotate_portable(xa, ca, sa, plan)
 
     ref = xp.call(portable, xa, ca, sa)
     xp.check_array(got, shape=tuple(ref.shape), dtype=ref.dtype)
@@ -263,27 +270,23 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     g, r = xp.to_numpy(got), xp.to_numpy(ref)
     eps = float(np.finfo(g.dtype).eps) * float(np.abs(x).max())
     np.testing.assert_allclose(g, r, rtol=0, atol=4 * eps)
-    # the float64 formula, with the half (even entries) of full tables that apply_rope reads
-    r_ = shape[-1] if rdim is None else rdim
-    if tshape[-1] == r_:
-        tc, ts = (tc[..., : r_ // 2], ts[..., : r_ // 2]) if layout == "half" else (tc[..., ::2], ts[..., ::2])
-    np.testing.assert_allclose(g, ref_apply(x, _duplicated(tc, layout), _duplicated(ts, layout), layout, r_), atol=8 * eps)
+    np.testing.assert_allclose(g, ref_apply(x, _duplicated(hc, layout), _duplicated(hs, layout), layout, r_), atol=8 * eps)
 
 
 def test_fast_path_is_taken():
     torch = pytest.importorskip("torch")
     x = np.zeros((2, 4, 8), np.float32)
     c = np.ones((4, 4), np.float32)
-    assert rotary._fast_kind(x, c, c) == "numpy"
-    assert rotary._fast_kind(x.astype(np.float16), c, c) is None
+    assert rotary._fast_candidate(x, c, c) == "numpy"
+    assert rotary._fast_candidate(x.astype(np.float16), c, c) is None
     t = torch.zeros(2, 4, 8)
     tc = torch.ones(4, 4)
-    assert rotary._fast_kind(t, tc, tc) == "torch"
-    assert rotary._fast_kind(t.requires_grad_(), tc, tc) is None
+    assert rotary._fast_candidate(t, tc, tc) == "torch" and rotary._fast_ok("torch", t, tc, tc)
+    assert not rotary._fast_ok("torch", t.requires_grad_(), tc, tc)
     with torch.no_grad():
-        assert rotary._fast_kind(t, tc, tc) == "torch"
-    assert rotary._fast_kind(torch.zeros(2, 4, 8, device="meta"), tc, tc) is None
-    assert rotary._fast_kind(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc, tc) is None
+        assert rotary._fast_ok("torch", t, tc, tc)
+    assert rotary._fast_candidate(torch.zeros(2, 4, 8, device="meta"), tc, tc) is None
+    assert rotary._fast_candidate(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc, tc) is None
 
 
 def test_matches_hf_rotate_half_torch():
@@ -678,7 +681,9 @@ C8 = np.ones((5, 8))
         (lambda: posenc.apply_rope(X, C8, C8, rotary_dim=0), ValueError, "rotary_dim"),
         (lambda: posenc.apply_rope(X, C8, C8, rotary_dim=4.0), TypeError, "rotary_dim"),
         (lambda: posenc.apply_rope(X, np.ones((4, 8)), np.ones((4, 8))), ValueError, "broadcast"),
-        (lambda: posenc.apply_rope(X, np.ones((5, 6)), np.ones((5, 6))), ValueError, "cos"),
+        (lambda: posenc.apply_rope(X, np.ones((5, 10)), np.ones((5, 10))), ValueError, "cos"),
+        (lambda: posenc.apply_rope(X, np.ones((5, 3)), np.ones((5, 3))), ValueError, "compact=True"),
+        (lambda: posenc.apply_rope(X, np.ones((5, 4)), np.ones((5, 4)), rotary_dim=8), ValueError, "rotary_dim"),
         (lambda: posenc.apply_rope(X, C8, np.ones((5, 4))), ValueError, "sin"),
         (lambda: posenc.apply_rope(X, C8, C8, layout="neox"), ValueError, "layout"),
         (lambda: posenc.apply_rope(X.tolist(), C8, C8), TypeError, "x"),
@@ -715,3 +720,90 @@ def test_mixed_namespaces():
         posenc.apply_rope(torch.zeros(5, 8), np.ones((5, 8)), np.ones((5, 8)))
     with pytest.raises(TypeError, match="positions"):
         posenc.rope(torch.zeros(5, 8), np.arange(5))
+
+
+# ---------------------------------------------------------------- Hugging Face's call shapes, no guessing
+def _hf_apply(q, cos, sin, unsqueeze_dim):
+    """transformers' apply_rotary_pos_emb, in float64 NumPy."""
+    cos, sin = np.expand_dims(cos, unsqueeze_dim), np.expand_dims(sin, unsqueeze_dim)
+    h = q.shape[-1] // 2
+    return q * cos + np.concatenate([-q[..., h:], q[..., :h]], axis=-1) * sin
+
+
+@pytest.mark.parametrize(("b", "h"), [(2, 3), (3, 3), (1, 4)])
+def test_position_ids_with_heads_axis(xp, b, h):
+    """position_ids (b, s) against q (b, h, s, d) and (b, s, h, d): the named
+    heads axis gives Hugging Face's result for every b, h -- also b == h,
+    where plain broadcasting would line batch up with heads."""
+    s, d = 3, 8
+    pid = np.arange(b * s).reshape(b, s) * 7 + 2
+    rc, rs = ref_cos_sin(pid, d)
+    q = rng(8).standard_normal((b, h, s, d))
+    want = _hf_apply(q, rc, rs, 1)
+    dt = "float64" if xp.float64 else "float32"
+    cos, sin = xp.call(posenc.rope_cos_sin, xp.asarray(pid), d, dtype=getattr(xp.ns, dt))
+    got = xp.call(posenc.apply_rope, xp.asarray(q, dt), cos, sin, heads_axis=1)
+    xp.assert_close(got, want, atol=8 * xp.tol())
+    got = xp.call(posenc.rope, xp.asarray(q, dt), xp.asarray(pid), heads_axis=1)
+    xp.assert_close(got, want, atol=8 * xp.tol())
+    # (batch, seq, heads, head_dim): heads on axis 2 (transformers' unsqueeze_dim=2)
+    qt = np.swapaxes(q, 1, 2)
+    got = xp.call(posenc.apply_rope, xp.asarray(qt, dt), cos, sin, heads_axis=-2)
+    xp.assert_close(got, _hf_apply(qt, rc, rs, 2), atol=8 * xp.tol())
+
+
+def test_ambiguous_table_ranks_are_refused():
+    q = np.zeros((3, 3, 4, 8))
+    cos, sin = posenc.rope_cos_sin(np.zeros((3, 4), np.int64), 8)
+    with pytest.raises(ValueError, match="heads_axis"):
+        posenc.apply_rope(q, cos, sin)  # (b, s) vs (h, s) with b == h: refused, never mixed
+    with pytest.raises(ValueError, match="heads_axis"):
+        posenc.rope(q, np.zeros((3, 4), np.int64))
+    with pytest.raises(ValueError, match="heads axis"):
+        posenc.apply_rope(q, cos[:, None] * np.ones((1, 3, 1, 1)), sin[:, None] * np.ones((1, 3, 1, 1)), heads_axis=1)
+    with pytest.raises(ValueError, match="heads_axis"):
+        posenc.apply_rope(q, cos, sin, heads_axis=3)
+    # explicit ranks and the (seq, d) table keep working without the argument
+    posenc.apply_rope(q, cos[:, None], sin[:, None])
+    posenc.apply_rope(q, cos[0], sin[0])
+
+
+def test_table_width_is_the_rotary_width():
+    """As in Hugging Face: half-width full tables (Phi-3, partial_rotary_factor
+    0.5) rotate the first half of the features only; compact tables only
+    with compact=True."""
+    x = rng(9).standard_normal((2, 5, 8))
+    c4, s4 = posenc.rope_cos_sin(5, 4)
+    got = posenc.apply_rope(x, c4, s4)
+    np.testing.assert_allclose(got, ref_apply(x, c4, s4, "half", 4), atol=1e-14)
+    np.testing.assert_array_equal(got[..., 4:], x[..., 4:])
+    c8, s8 = posenc.rope_cos_sin(5, 8)
+    np.testing.assert_allclose(posenc.apply_rope(x, c8[..., :4], s8[..., :4], compact=True), ref_apply(x, c8, s8), atol=1e-14)
+    with pytest.raises(ValueError, match="compact"):
+        posenc.apply_rope(x, c8[..., :4], s8[..., :4], rotary_dim=8)
+
+
+@pytest.mark.parametrize("which", ["dynamic", "longrope"])
+def test_length_dependent_scaling_reads_max_position(which):
+    """seq_len defaults to max(positions) + 1 on concrete arrays (Hugging
+    Face), and is required for traced ones."""
+    sc = scaling.DynamicNTK(4.0, 16) if which == "dynamic" else scaling.LongRoPE([1.0, 2.0], [3.0, 5.0], 16)
+    pos = np.arange(40)
+    got = posenc.rope_cos_sin(pos, 4, scaling=sc)
+    want = posenc.rope_cos_sin(40, 4, scaling=sc)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-15)
+    np.testing.assert_allclose(got[0], posenc.rope_cos_sin(pos, 4, scaling=sc, seq_len=40)[0], atol=1e-15)
+    assert np.abs(got[0] - posenc.rope_cos_sin(pos, 4, scaling=sc, seq_len=16)[0]).max() > 1e-3
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError, match="seq_len"):
+        jax.jit(lambda p: posenc.rope_cos_sin(p, 4, scaling=sc))(jax.numpy.arange(40))
+
+
+def test_traced_offset_under_jit():
+    jax = pytest.importorskip("jax")
+    f = jax.jit(lambda off: posenc.rope_cos_sin(2, 8, offset=off))
+    for off in (0, 5, 4093):
+        got = np.asarray(f(jax.numpy.asarray(off))[0])
+        want = ref_cos_sin(np.arange(off, off + 2), 8)[0]
+        np.testing.assert_allclose(got, want, atol=2.5e-7)
+    np.testing.assert_allclose(posenc.rope_cos_sin(2, 8, offset=5)[1], ref_cos_sin(np.arange(5, 7), 8)[1], atol=1e-15)
