@@ -1081,6 +1081,80 @@ def _plot_bias(draw: Draw, be: Backend) -> Case:
     return _axes_case(be, (b,), kw)
 
 
+@register("posenc_viz.plot_grid_similarity", viz=True, backends=VIZ_BACKENDS)
+def _plot_grid_similarity(draw: Draw, be: Backend) -> Case:
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import FigureBase
+
+    h, w, prefix = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 2))
+    x, _ = real_array(draw, be, (prefix + h * w, draw(st.integers(1, 8))), -1.0, 1.0)
+    args: tuple = (x,) if h == w and draw(st.booleans()) else (x, (h, w))
+    kw: dict[str, Any] = {}
+    if prefix or draw(st.booleans()):
+        kw["num_prefix_tokens"] = prefix
+    shown = h * w
+    if draw(st.booleans()):
+        chosen = draw(st.lists(st.integers(0, h * w - 1), min_size=1, max_size=5))
+        kw["patches"] = [divmod(i, w) if draw(st.booleans()) else i for i in chosen]
+        shown = len(chosen)
+    if draw(st.booleans()):
+        kw["cbar"] = draw(st.booleans())
+    if draw(st.booleans()):
+        kw["fig"] = plt.figure()
+
+    def check(r: Any) -> None:
+        assert isinstance(r, FigureBase), f"expected a Figure, got {type(r).__name__}"
+        if kw.get("fig") is not None:
+            assert r is kw["fig"]
+        maps = [ax for ax in r.axes if ax.images]
+        assert len(maps) == shown and all(len(ax.images) == 1 for ax in maps), (len(maps), shown)
+        assert all(ax.images[0].get_array().shape == (h, w) for ax in maps)
+
+    return Case(be, args, kw, kind="object", check=check, cleanup=lambda: plt.close("all"))
+
+
+@register("posenc_viz.load_table", viz=True, backends=("numpy",))
+def _load_table(draw: Draw, be: Backend) -> Case:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="posenc-hardening-"))
+    shape = draw(shapes(min_dims=1, max_dims=3, min_side=1))
+    _, ref = real_array(draw, be, shape, -1e3, 1e3)
+    kind = draw(st.sampled_from(["npy", "npz", "safetensors", "pt"]))
+    key = draw(st.sampled_from(["pos_embed", "model.pos_embed", "vit.embeddings.position_embeddings"]))
+    one = draw(st.booleans())  # a file of one array: the key may be left out
+    path = folder / f"table.{kind}"
+    if kind == "npy":
+        np.save(path, ref)
+        key = None
+    elif kind == "npz":
+        np.savez(path, **({key: ref} if one else {key: ref, "other": np.zeros(2)}))
+    elif kind == "safetensors":
+        from safetensors.numpy import save_file
+
+        save_file({key: ref} if one else {key: ref, "other": np.zeros(2)}, str(path))
+    else:
+        import torch
+
+        t = torch.asarray(ref)
+        head, _, leaf = key.rpartition(".")
+        state: Any = {leaf: t} if one else {leaf: t, "other": torch.zeros(2)}
+        if head:
+            state = {head: state} if draw(st.booleans()) else {f"{head}.{k}": v for k, v in state.items()}
+        torch.save(state, path)
+    args: tuple = (path if draw(st.booleans()) else str(path),)
+    if key is not None and not (one and draw(st.booleans())):
+        args += (key,)
+
+    def check(r: Any) -> None:
+        assert isinstance(r, np.ndarray) and r.shape == shape and r.dtype == ref.dtype, (type(r), getattr(r, "shape", None))
+        np.testing.assert_array_equal(r, ref)
+
+    return Case(be, args, {}, kind="object", check=check, cleanup=lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 @register("posenc_viz.paper_style", viz=True, backends=("numpy",))
 def _paper_style(draw: Draw, be: Backend) -> Case:
     import matplotlib

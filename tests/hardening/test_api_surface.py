@@ -96,6 +96,7 @@ TRIO_REASONS = {
     "scaling.from_hf": "returns keyword arguments (a dict), no array",
     "posenc_viz.*": "figures: they return Axes, paths or context managers, never arrays",
     "posenc_viz.to_numpy": "returns a host NumPy array by definition",
+    "posenc_viz.load_table": "reads a file into a host NumPy array",
 }
 
 TRIO = ("dtype", "device", "xp")
