@@ -703,7 +703,7 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     cos in float64, which are not vectorised on every CPU.
     """
     xp = ctx.xp
-    v = _compat.from_host(_turns(freqs.key), ctx, xp.float64)
+    v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
     p64 = cast(p, xp.float64, xp)
     if not _compat.is_integer_dtype(xp, p.dtype):
         # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);

@@ -548,6 +548,39 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     return xp.asarray(array, dtype=dtype, device=ctx.device)
 
 
+#: device copies of host constants, by (host key, namespace, device, dtype):
+#: eager NumPy and torch only (never while torch traces, never JAX tracers)
+_CONSTANTS: dict[Any, Any] = {}
+_CONSTANTS_MAX = 512
+
+
+def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
+    """``from_host(make(), ctx, dtype)``, kept per ``key`` (a hashable name of
+    the host values), namespace, device and dtype for eager NumPy and torch.
+
+    The arrays kept here are posenc's own operands and are never handed
+    out: callers combine them into fresh results.
+    """
+    dtype = ctx.work if dtype is None else dtype
+    kind = _KINDS.get(ctx.xp)
+    if kind is None:
+        kind = "numpy" if _aac.is_numpy_namespace(ctx.xp) else "torch" if _aac.is_torch_namespace(ctx.xp) else "other"
+        _KINDS[ctx.xp] = kind
+    if kind == "other" or (kind == "torch" and compiling()):
+        return from_host(make(), ctx, dtype)
+    k = (key, kind, ctx.device, dtype)
+    got = _CONSTANTS.get(k)
+    if got is None:
+        got = from_host(make(), ctx, dtype)
+        if len(_CONSTANTS) >= _CONSTANTS_MAX:
+            _CONSTANTS.clear()
+        _CONSTANTS[k] = got
+    return got
+
+
+_KINDS: dict[Any, str] = {}
+
+
 def is_concrete(x: Any) -> bool:
     """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
 

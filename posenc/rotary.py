@@ -44,12 +44,31 @@ def _freq_source(base: float, scaling: Scaling | None) -> str:
     return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_checks.show(scaling)}"
 
 
+#: results of _host_inv_freq by its (hashable) arguments: a repeated call
+#: (every decode step) costs a dictionary lookup
+_INV_FREQ: dict[Any, tuple[int, float, Scaling | None, _angles.Freqs, float]] = {}
+
+
 @_compat.host_constant
 def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float = math.inf) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
     """Validated ``dim``, ``base``, ``scaling``; the inverse frequencies and
     the attention factor.  Host work on Python arguments only: a constant of
     torch's traced graphs.  ``top`` is the largest value the tables' dtypes
     hold (an attention factor beyond it is refused)."""
+    key = (type(dim), dim, type(base), base, scaling, seq_len, top)
+    try:
+        got = _INV_FREQ.get(key)
+    except TypeError:  # unhashable arguments: the checks below say what is wrong
+        key, got = None, None
+    if got is not None:
+        return got
+    got = _inv_freq_checked(dim, base, scaling, seq_len, top)
+    if key is not None and len(_INV_FREQ) < 1024:
+        _INV_FREQ[key] = got
+    return got
+
+
+def _inv_freq_checked(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     scaling = check_scaling(scaling)
