@@ -240,7 +240,24 @@ def _default_float(xp: Any, device: Any) -> Any:
         return info.default_dtypes()["real floating"]
 
 
+#: (namespace, dtype, kind) -> answer of the two dtype predicates below
+_DTYPE_KIND: dict[Any, bool] = {}
+
+
 def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        key = (xp, dtype, "f")
+        got = _DTYPE_KIND.get(key)
+    except TypeError:  # an unhashable non-dtype
+        key, got = None, None
+    if got is None:
+        got = _is_real_float_dtype(xp, dtype)
+        if key is not None and len(_DTYPE_KIND) < 1024:
+            _DTYPE_KIND[key] = got
+    return got
+
+
+def _is_real_float_dtype(xp: Any, dtype: Any) -> bool:
     try:
         return bool(xp.isdtype(dtype, "real floating"))
     except Exception:
@@ -254,9 +271,18 @@ def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
 
 def is_integer_dtype(xp: Any, dtype: Any) -> bool:
     try:
-        return bool(xp.isdtype(dtype, "integral"))
-    except Exception:
-        return False
+        key = (xp, dtype, "i")
+        got = _DTYPE_KIND.get(key)
+    except TypeError:
+        key, got = None, None
+    if got is None:
+        try:
+            got = bool(xp.isdtype(dtype, "integral"))
+        except Exception:
+            got = False
+        if key is not None and len(_DTYPE_KIND) < 1024:
+            _DTYPE_KIND[key] = got
+    return got
 
 
 def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
-from .scaling import Scaling, _seq_len, check_scaling, default_inv_freq
+from .scaling import DynamicNTK, LongRoPE, Scaling, _seq_len, check_scaling, default_inv_freq
 
 __all__ = [
     "rope_frequencies",
@@ -127,8 +127,6 @@ def _shape_of(positions: Any) -> tuple[int, ...]:
 
 
 def _length_dependent(scaling: Any) -> bool:
-    from .scaling import DynamicNTK, LongRoPE
-
     return isinstance(scaling, (DynamicNTK, LongRoPE))
 
 
