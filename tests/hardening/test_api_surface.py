@@ -93,6 +93,7 @@ TRIO_REASONS = {
     "scaling.YaRN": "a configuration class",
     "scaling.Llama3": "a configuration class",
     "scaling.LongRoPE": "a configuration class",
+    "scaling.Proportional": "a configuration class",
     "scaling.from_hf": "returns keyword arguments (a dict), no array",
     "posenc_viz.*": "figures: they return Axes, paths or context managers, never arrays",
     "posenc_viz.to_numpy": "returns a host NumPy array by definition",
