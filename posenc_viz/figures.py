@@ -236,7 +236,8 @@ def _grid_aspect(p: Params, column: str) -> float:
 
     _, h, w = p.grid
     width = COLUMN_WIDTHS[column]
-    return grid_figsize(width, h, w, ratio=h / w) / width
+    with paper_style(column):  # the margins follow the fonts the figure is drawn with
+        return grid_figsize(width, h, w, ratio=h / w) / width
 
 
 def _has(*names: str) -> Callable[[], bool]:

@@ -374,9 +374,10 @@ _CBAR_WIDTH = 0.07
 def _margins(labels: bool, cbar: bool) -> tuple[float, float, float, float]:
     """Left, right, bottom and top margins in inches for the current rcParams."""
     mpl = _mpl.require("matplotlib")
+    font_manager = _mpl.require("matplotlib.font_manager")
 
     def inches(key: str) -> float:
-        return mpl.font_manager.FontProperties(size=mpl.rcParams[key]).get_size_in_points() / 72.0
+        return font_manager.FontProperties(size=mpl.rcParams[key]).get_size_in_points() / 72.0
 
     label = (1.3 * inches("axes.labelsize") + 1.6 * inches("xtick.labelsize") + 2 * _EDGE) if labels else _EDGE
     # pad, bar, ticks, labels such as "-0.75", the bar's label
