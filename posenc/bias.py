@@ -61,12 +61,27 @@ _SLOPES_EXACT = 2**16
 def _bounded(value: Any, name: str, minimum: int) -> int:
     """An integer in ``[minimum, MAX_ELEMENTS]``: a length or a head count
     (every output has an axis of that length, so an empty output of a larger
-    one is refused too, not only a large one)."""
+    one is refused too, not only a large one).
+
+    A traced length (a torch ``SymInt`` such as ``x.shape[-2]`` under
+    ``torch.compile`` or ``torch.export``) stays traced: a shape is never
+    negative, and turning it into an int would fix the graph to one length.
+    """
+    if _compat.is_symbolic(value):
+        return value
     n = _checks.check_int(value, name, minimum=minimum)
     if n > _checks.MAX_ELEMENTS:
         msg = f"`{name}` must be at most posenc's limit of 2**40, got {n!r}"
         raise ValueError(msg)
     return n
+
+
+def _heads(num_heads: Any) -> int:
+    """A head count: a Python int (a traced one is fixed to its value: the
+    slopes are host constants, and head counts do not change between calls)."""
+    if _compat.is_symbolic(num_heads):
+        num_heads = int(num_heads)
+    return _bounded(num_heads, "num_heads", 1)
 
 
 def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
@@ -75,12 +90,36 @@ def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
     return q, k
 
 
-def _offset(offset: Any, q: int, k: int) -> int:
+def _offset(offset: Any, q: int, k: int, ctx: Context) -> Any:
+    """The offset as a Python int, a torch ``SymInt`` or a traced 0-d
+    integer array (``jax.jit``, ``torch.compile``); concrete 0-d arrays
+    become ints."""
     if offset is None:
         return k - q
+    if _compat.is_symbolic(offset):
+        return offset
+    if not isinstance(offset, int) and _compat.is_array(offset) and getattr(offset, "ndim", None) == 0:
+        if not _compat.is_integer_dtype(ctx.xp, offset.dtype):
+            msg = f"`offset` must be an integer, got {_checks.show(offset)}"
+            raise TypeError(msg)
+        if not _compat.is_concrete(offset):
+            return offset  # traced: shapes never depend on it
     # positions stay within posenc's size limit: an offset beyond it is a typo, not a cache
     lim = _checks.MAX_ELEMENTS
     return _checks.check_int(offset, "offset", minimum=-lim, maximum=lim)
+
+
+def _traced(offset: Any) -> bool:
+    """Whether an offset (or a value derived from it) is a traced array rather
+    than a Python int or ``SymInt``."""
+    return not (isinstance(offset, int) or _compat.is_symbolic(offset))
+
+
+def _array_arg(offset: Any) -> dict[str, Any]:
+    """``offset`` among the arrays that decide the namespace, when it is one."""
+    if offset is None or isinstance(offset, int) or _compat.is_symbolic(offset):
+        return {}
+    return {"offset": offset} if _compat.is_array(offset) else {}
 
 
 def _check_bool(value: Any, name: str) -> bool:
@@ -127,6 +166,8 @@ def _iinfo(xp: Any, dtype: Any) -> tuple[int, int]:
 
 
 def _check_fits(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
+    if _traced(lo) or _traced(hi):
+        return  # a traced offset: its value is not known while tracing
     dmin, dmax = _iinfo(ctx.xp, dtype)
     if lo < dmin or hi > dmax:
         msg = (
@@ -140,16 +181,27 @@ def _arange(start: int, stop: int, ctx: Context, dtype: Any) -> Any:
     return ctx.xp.arange(start, stop, dtype=dtype, device=ctx.device)
 
 
-def _rel_matrix(q: int, k: int, off: int, ctx: Context, dtype: Any) -> Any:
+def _rel_matrix(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
     """``j - (i + off)`` for ``i < q``, ``j < k`` in integer ``dtype``."""
-    i = _arange(off, off + q, ctx, dtype)
     j = _arange(0, k, ctx, dtype)
+    if _traced(off):
+        i = _arange(0, q, ctx, dtype)
+        return (j[None, :] - i[:, None]) - _angles.cast(off, dtype, ctx.xp)
+    i = _arange(off, off + q, ctx, dtype)
     return j[None, :] - i[:, None]
 
 
-def _rel_range(q: int, k: int, off: int) -> tuple[int, int]:
+def _rel_range(q: int, k: int, off: Any) -> tuple[Any, Any]:
     """The smallest and largest ``j - (i + off)`` (for non-empty q, k)."""
     return -(q - 1) - off, k - 1 - off
+
+
+def _rel_vector(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
+    """The ``q + k - 1`` distinct ``j - (i + off)``, increasing (for non-empty q, k)."""
+    if _traced(off):
+        return _arange(-(q - 1), k, ctx, dtype) - _angles.cast(off, dtype, ctx.xp)
+    lo, hi = _rel_range(q, k, off)
+    return _arange(lo, hi + 1, ctx, dtype)
 
 
 def _toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
@@ -169,6 +221,9 @@ def _float_param(x: Any, name: str, ctx: Context) -> Any:
         if isinstance(x, bool) or not isinstance(x, (list, tuple, numbers.Real)):
             msg = f"`{name}` must be an array of shape (num_heads,), got {type(x).__name__}"
             raise TypeError(msg)
+        if _compat.compiling():
+            # constants of the traced graph (value checks skip themselves there)
+            return ctx.xp.asarray(x, dtype=ctx.work, device=ctx.device)
         try:
             host = np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
@@ -265,12 +320,14 @@ def relative_positions(
         Number of queries.
     key_len : int, optional
         Number of keys (default: ``query_len``).
-    offset : int, optional
+    offset : int or 0-d integer array, optional
         Position of the first query on the key axis.  Default
         ``key_len - query_len``: the queries are the last ``query_len`` of
         the ``key_len`` positions, as when decoding with a key/value cache
         (``offset`` is then the number of cached tokens).  Pass ``0`` for
-        queries that start with the keys.
+        queries that start with the keys.  It may be traced (a 0-d integer
+        array under ``jax.jit``, a ``SymInt`` or tensor under
+        ``torch.compile``): the output's shape does not depend on it.
     max_distance : int, optional
         Clip to ``[-max_distance, max_distance]`` (Shaw et al.'s ``k``).
         Add ``max_distance`` to get indices into a table of
@@ -308,9 +365,9 @@ def relative_positions(
     >>> posenc.relative_positions(1, 5, max_distance=2)
     array([[-2, -2, -2, -1,  0]])
     """
-    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype, float_output=False)
+    ctx = _compat.resolve(_array_arg(offset), xp=xp, device=device, dtype=dtype, float_output=False)
     q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k)
+    off = _offset(offset, q, k, ctx)
     if max_distance is not None:
         max_distance = _checks.check_int(max_distance, "max_distance", minimum=0)
     out_t = _int_dtype(dtype, ctx)
@@ -322,7 +379,7 @@ def relative_positions(
     rel = _rel_matrix(q, k, off, ctx, out_t)
     if max_distance is not None:
         lo, hi = _rel_range(q, k, off)
-        if lo < -max_distance or hi > max_distance:
+        if _traced(off) or lo < -max_distance or hi > max_distance:
             rel = ctx.xp.clip(rel, -max_distance, max_distance)
     return rel
 
@@ -330,6 +387,20 @@ def relative_positions(
 # --------------------------------------------------------------------------
 # ALiBi (Press et al.)
 # --------------------------------------------------------------------------
+def _slopes(n: int, max_bias: float, ctx: Context) -> Any:
+    """ALiBi's slopes as a ``ctx.work`` array: from the host table, or while
+    torch traces, a constant of the graph built from Python floats."""
+    if _compat.compiling():
+        return ctx.xp.asarray(_slope_values(n, max_bias), dtype=ctx.work, device=ctx.device)
+    return _compat.from_host(_host_slopes(n, max_bias), ctx, ctx.work)
+
+
+@_compat.host_constant
+def _slope_values(n: int, max_bias: float) -> tuple[float, ...]:
+    """:func:`_host_slopes` as Python floats (a constant for torch's tracer)."""
+    return tuple(_host_slopes(n, max_bias).tolist())
+
+
 def _host_slopes(n: int, max_bias: float) -> np.ndarray:
     """Press et al.'s ``get_slopes`` in float64, generalised to ``max_bias``.
 
@@ -409,10 +480,9 @@ def alibi_slopes(
     array([0.70711, 0.35355, 0.17678, 0.08839])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    n = _bounded(num_heads, "num_heads", 1)
+    n = _heads(num_heads)
     max_bias = _check_max_bias(max_bias)
-    host = _host_slopes(n, max_bias)
-    return _angles.cast(_compat.from_host(host, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return _angles.cast(_slopes(n, max_bias, ctx), ctx.dtype, ctx.xp)
 
 
 def alibi_bias(
@@ -442,10 +512,10 @@ def alibi_bias(
         Number of queries.
     key_len : int, optional
         Number of keys (default ``query_len``).
-    offset : int, optional
+    offset : int or 0-d integer array, optional
         Position of the first query on the key axis; default
         ``key_len - query_len`` (the queries are the last ones, as with a
-        key/value cache).  See :func:`relative_positions`.
+        key/value cache).  May be traced.  See :func:`relative_positions`.
     form : {"paper", "bloom", "mpt"}
         ``"paper"``: :math:`-m_h |j - (i + \text{offset})|`, shape
         ``(num_heads, query_len, key_len)``, zero on the diagonal and
@@ -522,21 +592,21 @@ def alibi_bias(
     """
     form = _checks.check_choice(form, "form", ALIBI_FORMS)
     causal = _check_bool(causal, "causal")
-    n = _bounded(num_heads, "num_heads", 1)
+    n = _heads(num_heads)
     q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k)
     if slopes is not None and max_bias is not None:
         msg = "`max_bias` and `slopes` exclude each other: the slopes are given"
         raise ValueError(msg)
     if dtype is None and _compat.is_array(slopes):
         dtype = _float_dtype_of({"slopes": slopes}, xp, device)
-    ctx = _compat.resolve({"slopes": slopes}, xp=xp, device=device, dtype=dtype)
+    ctx = _compat.resolve({"slopes": slopes, **_array_arg(offset)}, xp=xp, device=device, dtype=dtype)
+    off = _offset(offset, q, k, ctx)
     xp_ = ctx.xp
     rows = q if (form == "paper" or causal) else 1
     if slopes is None:
         max_bias = 8.0 if max_bias is None else _check_max_bias(max_bias)
         _checks.check_size((n, rows, k), "bias")
-        m = _compat.from_host(_host_slopes(n, max_bias), ctx, ctx.work)
+        m = _slopes(n, max_bias, ctx)
     else:
         m = _float_param(slopes, "slopes", ctx)
         _check_heads(m, "slopes", n)
@@ -575,8 +645,15 @@ def _t5_large(n: int, max_exact: int, max_distance: int, num_buckets: int) -> in
     return max_exact + int(v)
 
 
-@functools.lru_cache(maxsize=128)
+@_compat.host_constant
 def _t5_thresholds(num_buckets: int, max_distance: int) -> tuple[int, ...]:
+    """The cached thresholds (a constant for torch's tracer, which calls this
+    once instead of tracing the search)."""
+    return _t5_thresholds_cached(num_buckets, max_distance)
+
+
+@functools.lru_cache(maxsize=128)
+def _t5_thresholds_cached(num_buckets: int, max_distance: int) -> tuple[int, ...]:
     """For each bucket ``b`` above ``max_exact``: the smallest distance that
     reaches it.  The float32 formula is monotone in the distance, so a
     distance ``n >= max_exact`` falls in ``max_exact + #{t <= n}``."""
@@ -645,7 +722,8 @@ def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_
     xp = ctx.xp
     nbe = nb // 2 if bidirectional else nb
     thr = _t5_thresholds(nbe, md)
-    if thr and thr[-1] > _TABLE_LIMIT:
+    if thr and thr[-1] > _TABLE_LIMIT or _compat.compiling():
+        # while torch traces: comparisons with Python ints, no host table
         return _t5_core_compare(rel, nbe, thr, bidirectional, ctx, out_t)
     top, table = _t5_table(nb, md, bidirectional)
     idt = _default_int(ctx, "indexing")
@@ -664,7 +742,7 @@ def _t5_core_compare(rel: Any, nbe: int, thr: tuple[int, ...], bidirectional: bo
     wdt = _default_int(ctx, "indexing")
     rmin, rmax = _iinfo(xp, rel.dtype)
     _, wmax = _iinfo(xp, wdt)
-    top = min(thr[-1], rmax, wmax)
+    top = min(thr[-1] if thr else me, rmax, wmax)
     hi = top if bidirectional else 0
     r = _angles.cast(xp.clip(rel, max(-top, rmin), min(hi, rmax)), wdt, xp)
     n = xp.abs(r)
@@ -837,9 +915,9 @@ def t5_buckets(
     >>> posenc.t5_buckets(1, 201, bidirectional=False)[0, [0, 100, 180, 199, 200]]
     array([31, 30, 17,  1,  0])
     """
-    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype, float_output=False)
+    ctx = _compat.resolve(_array_arg(offset), xp=xp, device=device, dtype=dtype, float_output=False)
     q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k)
+    off = _offset(offset, q, k, ctx)
     nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
     out_t = _int_dtype(dtype, ctx, "indexing")
     _check_bucket_dtype(out_t, nb, ctx)
@@ -847,15 +925,20 @@ def t5_buckets(
     if q == 0 or k == 0:
         return _angles._zeros((q, k), out_t, ctx)
     idt = _default_int(ctx, "indexing")
-    lo, hi = _rel_range(q, k, off)
-    _check_fits(lo, hi, idt, ctx, "relative positions")
-    vec = _t5_core(_arange(lo, hi + 1, ctx, idt), nb, md, bidirectional, ctx, out_t)
+    _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
+    vec = _t5_core(_rel_vector(q, k, off, ctx, idt), nb, md, bidirectional, ctx, out_t)
     return _toeplitz(vec, q, k, ctx)
 
 
 # --------------------------------------------------------------------------
 # Transformer-XL's relative sinusoids (Dai et al.)
 # --------------------------------------------------------------------------
+@_compat.host_constant
+def _xl_freqs(dim: int, base: float) -> _angles.Freqs:
+    """``base ** (-2i / dim)`` in float64 (a constant for torch's tracer)."""
+    return _angles.Freqs.from_array(np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim))
+
+
 def relative_sinusoidal(
     query_len: int,
     key_len: int | None = None,
@@ -944,7 +1027,7 @@ def relative_sinusoidal(
     xp_ = ctx.xp
     if rows == 0:
         return _angles._zeros((0, dim), ctx.dtype, ctx)
-    w = np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim)
+    w = _xl_freqs(dim, base)
     c_hi, c_lo = hi, lo
     if clamp_len is not None:
         c_hi, c_lo = (min(max(d, -clamp_len), clamp_len) for d in (hi, lo))
@@ -1007,8 +1090,9 @@ def kerple_bias(
         training as the KERPLE code does).
     kind : {"log", "power"}, default "log"
         Which kernel.
-    offset : int, optional
-        Position of the first query; default ``key_len - query_len``.
+    offset : int or 0-d integer array, optional
+        Position of the first query; default ``key_len - query_len``.  May
+        be traced, as in :func:`relative_positions`.
     causal : bool, default False
         Put ``-inf`` on the keys after each query.
     dtype, device, xp
@@ -1044,10 +1128,10 @@ def kerple_bias(
     kind = _checks.check_choice(kind, "kind", KERPLE_KINDS)
     causal = _check_bool(causal, "causal")
     q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k)
     if dtype is None:
         dtype = _float_dtype_of({"r1": r1, "r2": r2}, xp, device)
-    ctx = _compat.resolve({"r1": r1, "r2": r2}, xp=xp, device=device, dtype=dtype)
+    ctx = _compat.resolve({"r1": r1, "r2": r2, **_array_arg(offset)}, xp=xp, device=device, dtype=dtype)
+    off = _offset(offset, q, k, ctx)
     xp_ = ctx.xp
     a = _float_param(r1, "r1", ctx)
     b = _float_param(r2, "r2", ctx)
@@ -1061,9 +1145,8 @@ def kerple_bias(
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
     idt = _default_int(ctx)
-    lo, hi = _rel_range(q, k, off)
-    _check_fits(lo, hi, idt, ctx, "relative positions")
-    rel = _arange(lo, hi + 1, ctx, idt)
+    _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
+    rel = _rel_vector(q, k, off, ctx, idt)
     d = _angles.cast(xp_.abs(rel), ctx.work, xp_)[None, :]
     f = xp_.log1p(b * d) if kind == "log" else xp_.pow(d, b)
     vec = 0.0 - a * f  # +0.0 on the diagonal
