@@ -648,6 +648,51 @@ def test_kerple_traced_values_not_checked():
     assert out.shape == (1, 2, 2)
 
 
+# ---------------------------------------------------------------- offsets as arrays
+@pytest.mark.parametrize(("q", "k", "off"), [(1, 6, 5), (3, 40, 30), (2, 5, -3)])
+def test_array_offsets(xp, q, k, off):
+    """``offset`` as a 0-d integer array (a decode step's cache length): traced
+    under ``jax.jit`` and lazy on Dask, where the shapes do not depend on it."""
+    o = xp.asarray(np.asarray(off, dtype=np.int32))
+    kw = {"offset": o, "xp": xp.ns, "device": xp.device}
+    rel = ref_rel(q, k, off)
+    got = xp.call(posenc.relative_positions, q, k, max_distance=4, **kw)
+    xp.assert_close(got, np.clip(rel, -4, 4), dtype=default_int(xp))
+    m = np.array(ref_get_slopes(3))[:, None, None]
+    got = xp.call(posenc.alibi_bias, 3, q, k, causal=True, **kw)
+    exp = np.where(rel > 0, -np.inf, -m * np.abs(rel))
+    xp.assert_close(got, exp, rtol=2 * xp.tol(), dtype=xp.default_float)
+    got = xp.call(posenc.t5_buckets, q, k, bidirectional=False, **kw)
+    idx = xp.ns.__array_namespace_info__().default_dtypes(device=xp.device)["indexing"]
+    xp.assert_close(got, np.vectorize(lambda r: ref_bucket(int(r), 32, 128, False))(rel), dtype=idx)
+    got = xp.call(posenc.kerple_bias, q, k, r1=xp.asarray(R1), r2=xp.asarray(R2), offset=o)
+    xp.assert_close(got, ref_kerple(q, k, R1, R2, "log", off), atol=4 * xp.tol(), rtol=4 * xp.tol())
+
+
+def test_array_offset_refused_when_not_integer():
+    with pytest.raises(TypeError, match="`offset` must be an integer"):
+        posenc.relative_positions(2, 3, offset=np.asarray(1.0))
+    with pytest.raises(ValueError, match="`offset`"):
+        posenc.t5_buckets(2, 3, offset=np.asarray(2**62))
+
+
+def test_jax_jit_offset_does_not_retrace():
+    """One trace serves every cache length of a jitted decode step."""
+    jax = pytest.importorskip("jax")
+    traces = []
+
+    def step(off):
+        traces.append(off)
+        return posenc.alibi_bias(2, 1, 8, offset=off, xp=jax.numpy), posenc.t5_buckets(1, 8, offset=off, xp=jax.numpy)
+
+    f = jax.jit(step)
+    for off in (0, 3, 7, 100):
+        bias, buckets = f(jax.numpy.asarray(off))
+        np.testing.assert_array_equal(np.asarray(bias), posenc.alibi_bias(2, 1, 8, offset=off, dtype=np.float32))
+        np.testing.assert_array_equal(np.asarray(buckets), posenc.t5_buckets(1, 8, offset=off).astype(np.int32))
+    assert len(traces) == 1
+
+
 # ---------------------------------------------------------------- devices, laziness
 def test_dask_stays_lazy_and_chunked():
     da = pytest.importorskip("dask.array")
