@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import posenc
+from posenc import _cache
 
 from . import seeds
 from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
@@ -215,7 +216,7 @@ def _arrays_numpy(cfg: Config) -> list[Row]:
             "posenc.sinusoidal": lambda p=p: posenc.sinusoidal(p, d, dtype="float32"),
         }
         err = {k: float(np.abs(f().astype(np.float64) - truth).max()) for k, f in contestants.items()}
-        times = interleaved(contestants, cfg.rounds)
+        times = interleaved(contestants, cfg.rounds, setup={"posenc.sinusoidal": _cache.clear})
         r = paired_ratio(times["posenc.sinusoidal"], times["naive float32"])
         ok = r <= target and err["posenc.sinusoidal"] <= ERR_TARGET
         case = f"sinusoidal {label} ({n}, {d})"
@@ -241,7 +242,7 @@ def _arrays_torch(cfg: Config, torch, label: str) -> list[Row]:
         "posenc.sinusoidal(arange)": lambda: posenc.sinusoidal(p, d),
     }
     err = {k: float(np.abs(f().double().numpy() - truth).max()) for k, f in contestants.items()}
-    times = interleaved(contestants, cfg.rounds)
+    times = interleaved(contestants, cfg.rounds, setup={"posenc.sinusoidal(arange)": _cache.clear})
     r = paired_ratio(times["posenc.sinusoidal(arange)"], times["seed000 torch"])
     case = f"sinusoidal torch.arange({n}), {d}"
     rows.append(Row("hotpath", case, label, "seed000 torch", ms=median_ms(times["seed000 torch"]), error=err["seed000 torch"], status="INFO"))

@@ -704,6 +704,9 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     """
     xp = ctx.xp
     v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
+    kind = _kernel_kind(p, ctx)
+    if kind is not None and _compat.is_integer_dtype(xp, p.dtype):
+        return _KERNELS[kind](p, v, ctx)
     p64 = cast(p, xp.float64, xp)
     if not _compat.is_integer_dtype(xp, p.dtype):
         # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);
@@ -712,6 +715,81 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     t = p64[..., None] * v
     a = xp.astype((t - xp.round(t)) * _TWO_PI, ctx.float32)
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
+
+
+# ------------------------------------------------------------ kernels of _sincos_turns
+# The same operations as the portable path, written with NumPy's and torch's
+# own functions (no array-api-compat wrappers, the integer-to-float64
+# conversion folded into the product, in-place updates of the temporary):
+# for the small tables of a decode step, where per-operation overhead is the
+# cost.  Integer positions only (|p| < 2**53: the conversion is exact, as the
+# portable path's cast); bit-identical to the portable path (tested).
+def _turns_numpy(p: np.ndarray, v: np.ndarray, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    t = np.multiply(p[..., None], v)
+    t -= np.round(t)
+    t *= _TWO_PI
+    a = t.astype(np.float32)
+    s, c = np.sin(a), np.cos(a)
+    if ctx.work != np.float32:  # pragma: no cover - float32 is the only narrow work dtype
+        s, c = s.astype(ctx.work), c.astype(ctx.work)
+    return s, c
+
+
+def _turns_torch(p: Any, v: Any, ctx: Context) -> tuple[Any, Any]:
+    import torch
+
+    t = p[..., None] * v
+    t.sub_(torch.round(t)).mul_(_TWO_PI)
+    a = t.to(torch.float32)
+    return torch.sin(a), torch.cos(a)
+
+
+_KERNELS = {"numpy": _turns_numpy, "torch": _turns_torch}
+
+
+def _kernel_kind(p: Any, ctx: Context) -> str | None:
+    """Which kernel may compute ``_sincos_turns`` eagerly: NumPy arrays and
+    torch tensors that need no autograd, outside torch's tracer."""
+    if type(p) is np.ndarray:
+        return "numpy"
+    torch = sys.modules.get("torch")
+    if torch is not None and type(p) is torch.Tensor and not _compat.compiling() and not p.requires_grad:
+        return "torch"
+    return None
+
+
+#: elements of a table from which gathering rows of an exact range table pays
+#: off against computing every angle (below: one pass of the array path)
+GATHER_MIN = 1 << 16
+
+
+def gathered_table(p: Any, freqs: Freqs, dim: int, layout: str, ctx: Context) -> Any | None:
+    """The table of integer array positions as rows of the exact range table
+    that spans them, or None where that does not pay off.
+
+    Eager NumPy and torch (no autograd) only, tables of at least
+    :data:`GATHER_MIN` elements, positions whose span ``max - min + 1`` is
+    at most twice their number (a dense set: ``arange``, a window of a
+    cache, batches of nearby sequences).  Two reductions over the positions
+    (not over the table) decide it; the rows are those of
+    :func:`range_table` (exact, cached), gathered with one ``take``.
+    """
+    kind = _kernel_kind(p, ctx)
+    if kind is None or not _compat.is_integer_dtype(ctx.xp, p.dtype) or ctx.dtype != ctx.work or not _compat.is_concrete(p):
+        return None
+    size = math.prod(p.shape)
+    if size * dim < GATHER_MIN:
+        return None
+    lo, hi = int(p.min()), int(p.max())
+    span = hi - lo + 1
+    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
+        return None
+    table = range_table(lo, span, freqs, dim, layout, ctx, share=False)
+    if kind == "numpy":
+        idx = np.subtract(p, lo).reshape(-1)
+        return np.take(table, idx, axis=0).reshape(tuple(p.shape) + (dim,))
+    idx = (p - lo).reshape(-1)
+    return table.index_select(0, idx).reshape(tuple(p.shape) + (dim,))
 
 
 def _index_dtype(ctx: Context) -> Any:

@@ -52,7 +52,21 @@ def is_array(x: Any) -> bool:
     Classes are not arrays, even those whose instances are (``numpy.float32``
     has an ``__array_namespace__`` attribute).
     """
-    return not isinstance(x, type) and _aac.is_array_api_obj(x)
+    t = type(x)
+    got = _IS_ARRAY.get(t)
+    if got is None:
+        if issubclass(t, type):
+            return False
+        torch = sys.modules.get("torch")
+        # torch first: array-api-compat's checks would be traced by torch.compile
+        got = (torch is not None and issubclass(t, torch.Tensor)) or _aac.is_array_api_obj(x)
+        if len(_IS_ARRAY) < 256:
+            _IS_ARRAY[t] = got
+    return got
+
+
+#: is_array's answer per type (array-ness is a property of the class)
+_IS_ARRAY: dict[type, bool] = {}
 
 
 def array_kind(x: Any) -> str:
@@ -613,6 +627,8 @@ def is_concrete(x: Any) -> bool:
     Value checks (NaN positions, out-of-range codes) run only on concrete
     arrays; traced and lazy arrays are never computed by posenc.
     """
+    if type(x) is np.ndarray:
+        return True
     if _aac.is_jax_array(x):
         jax = sys.modules.get("jax")
         return jax is not None and not isinstance(x, jax.core.Tracer)

@@ -320,22 +320,56 @@ def rope_cos_sin(
     >>> posenc.rope_cos_sin(3, 4, layout="interleaved")[1][2].round(4)
     array([0.9093, 0.9093, 0.02  , 0.02  ])
     """
-    ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    seq_len = _seq_len(seq_len)
-    dim = _checks.check_dim(dim, even=True)
-    offset = _checks.check_offset(offset, "offset", ctx)
-    # the table size from the shape, before the values are scanned
-    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
-    scaling = check_scaling(scaling)
-    seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
-    dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
+    key = _table_key(positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
+    plan = _TABLE_PLANS.get(key) if key is not None else None
+    if plan is not None:
+        ctx, dim, freqs, attention, scan = plan
+        if scan:
+            _checks.check_all_finite(positions, "positions", ctx)
+    else:
+        ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
+        layout = _checks.check_choice(layout, "layout", LAYOUTS)
+        seq_len = _seq_len(seq_len)
+        dim = _checks.check_dim(dim, even=True)
+        offset = _checks.check_offset(offset, "offset", ctx)
+        # the table size from the shape, before the values are scanned
+        positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
+        scaling = check_scaling(scaling)
+        dependent = seq_len is None and _length_dependent(scaling)
+        seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
+        dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
+        if key is not None and not dependent and len(_TABLE_PLANS) < _PLANS_MAX:
+            scan = _compat.is_real_float_dtype(ctx.xp, positions.dtype)
+            _TABLE_PLANS[key] = (ctx, dim, freqs, attention, scan)
     c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
     xp_ = ctx.xp
     return (
         _angles.cast(_layout(c, dim, layout, xp_), ctx.dtype, xp_),
         _angles.cast(_layout(s, dim, layout, xp_), ctx.dtype, xp_),
     )
+
+
+#: rope_cos_sin's validated arguments and host constants for array positions,
+#: keyed by the positions' (type, dtype, device, shape) and the other
+#: arguments (offset 0): a repeated call (every decode step) skips the checks
+#: and only scans float positions for NaN
+_TABLE_PLANS: dict[Any, tuple[Context, int, _angles.Freqs, float, bool]] = {}
+
+
+def _table_key(positions: Any, *args: Any) -> Any:
+    offset = args[6]
+    if type(offset) is not int or offset != 0 or _compat.compiling():
+        return None
+    try:
+        pk = _compat.array_key(positions)
+        if pk is None:
+            return None
+        # typed: 128 and 128.0 (refused) or 1 and True hash alike
+        key = (pk, tuple([(type(a), a) for a in args]))
+        hash(key)
+    except Exception:  # unhashable arguments: the full checks say what is wrong
+        return None
+    return key
 
 
 # --------------------------------------------------------------------------
@@ -462,7 +496,8 @@ def _plan_key(x: Any, cos: Any, sin: Any, *args: Any) -> Any:
     if _compat.compiling():
         return None
     try:
-        key = (_compat.array_key(x), _compat.array_key(cos), _compat.array_key(sin), args)
+        # typed: 4 and 4.0 (refused) or 1 and True hash alike
+        key = (_compat.array_key(x), _compat.array_key(cos), _compat.array_key(sin), tuple([(type(a), a) for a in args]))
         if key[0] is None or key[1] is None or key[2] is None:
             return None
         hash(key)

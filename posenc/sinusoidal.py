@@ -343,6 +343,10 @@ def sinusoidal(
     if isinstance(positions, int):
         # a range: cached, NumPy / torch-CPU fast path, row-chunked on Dask
         return _angles.range_table(0, positions, w, dim, layout, ctx)
+    # dense integer positions (an arange, a window): rows of the exact range table
+    table = _angles.gathered_table(positions, _angles.as_freqs(w), dim, layout, ctx)
+    if table is not None:
+        return table
     s, c = _angles.sincos(positions, w, ctx)
     return _assemble(s, c, dim, layout, ctx)
 

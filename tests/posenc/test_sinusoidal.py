@@ -560,3 +560,59 @@ def test_mixed_namespaces_and_xp_conflict():
         posenc.sinusoidal(torch.arange(3), 4, xp=np)
     with pytest.raises(TypeError, match="namespace"):
         posenc.similarity(np.zeros((2, 3)), torch.zeros(2, 3))
+
+
+# ---------------------------------------------------------------- hot path of array positions
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dense_int_positions_gather_the_range_table(xp, dtype):
+    """Dense integer positions (an arange, a window, batches of nearby
+    sequences) are rows of the exact range table on NumPy / torch CPU; every
+    backend agrees with the float64 truth at posenc's bound."""
+    if dtype == "float64" and not xp.float64:
+        pytest.skip("no float64 on this device")
+    p = (np.arange(2 * 300).reshape(2, 1, 300) + 70_000).astype(np.int64)
+    got = xp.call(posenc.sinusoidal, xp.asarray(p), 256, dtype=getattr(xp.ns, dtype))
+    xp.check_array(got, shape=(2, 1, 300, 256))
+    if xp.has_values:
+        # the float64 oracle's own product rounds by ~1e-11 at p = 7e4
+        tol = 1e-10 if dtype == "float64" else 2.5e-7
+        np.testing.assert_allclose(xp.to_numpy(got), ref_table(p, 256), rtol=0, atol=tol)
+    if xp.name in ("numpy", "torch"):
+        # the very rows of the range table (bit for bit)
+        want = posenc.add_sinusoidal(xp.asarray(np.zeros((600, 256)), dtype), offset=70_000)
+        np.testing.assert_array_equal(xp.to_numpy(got).reshape(600, 256), xp.to_numpy(want))
+
+
+def test_turns_kernels_equal_portable():
+    """The NumPy and torch kernels of the array path compute the portable
+    path's operations: bit-identical results."""
+    torch = pytest.importorskip("torch")
+    from posenc import _angles, _compat
+
+    fr = _angles.as_freqs(posenc.frequencies(96))
+    for p in (np.arange(-70_000, 70_000, 37), torch.arange(-70_000, 70_000, 37), np.array([[2**40 + 3, -(2**31)]])):
+        ctx = _compat.resolve({"p": p}, dtype="float32" if isinstance(p, np.ndarray) else torch.float32)
+        kind = _angles._kernel_kind(p, ctx)
+        assert kind in ("numpy", "torch")
+        s1, c1 = _angles._sincos_turns(p, fr, ctx)  # the kernel
+        v = _compat.from_host(_angles._turns(fr.key), ctx, ctx.xp.float64)
+        t = _angles.cast(p, ctx.xp.float64, ctx.xp)[..., None] * v
+        a = ctx.xp.astype((t - ctx.xp.round(t)) * _angles._TWO_PI, ctx.xp.float32)
+        assert bool(ctx.xp.all(ctx.xp.sin(a) == s1)) and bool(ctx.xp.all(ctx.xp.cos(a) == c1))
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_array_positions_accuracy(xp, kind):
+    """float32 tables of array positions: within 2.5e-7 of the truth for
+    |p| < 2**24 (int) and 2**22 (float), every row (the naive float32
+    formula is off by 1e-1 there)."""
+    rng = np.random.default_rng(3)
+    if kind == "int":
+        p = rng.integers(-(2**24) + 1, 2**24, 3000)
+    else:
+        p = rng.uniform(-(2.0**22), 2.0**22, 3000).astype(np.float32)
+    got = xp.call(posenc.sinusoidal, xp.asarray(p), 128, dtype=xp.ns.float32)
+    if xp.has_values:
+        err = np.abs(xp.to_numpy(got).astype(np.float64) - ref_table(p.astype(np.float64), 128)).max()
+        bound = 2.5e-7 if xp.float64 else 5e-7  # no float64: the digit tables
+        assert err <= bound, err
