@@ -286,7 +286,7 @@ def _read_table(spec: tuple[str, str | None], command: str) -> Any:
         table = table.astype("int8")
     if table.size > figures.MAX_TABLE_SIZE:
         raise _Usage(f"argument --table: the table {tuple(table.shape)} is larger than {figures.MAX_TABLE_SIZE} values")
-    if command != "encoding" and command != "dimensions" and table.shape[0] > figures.MAX_LENGTH:
+    if command in ("similarity", "similarity-by-offset", "grid-similarity") and table.shape[0] > figures.MAX_LENGTH:
         raise _Usage(
             f"argument --table: {table.shape[0]} rows is more than the {figures.MAX_LENGTH} "
             f"a {command} figure draws (a rows x rows matrix)"
