@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -49,11 +50,15 @@ def _nerf_freqs(num_bands: int, max_log2_freq: float, log_sampling: bool, scale_
     return f * math.pi if scale_pi else f
 
 
-def _exact_products(coords: Any, freqs: np.ndarray, ctx: _compat.Context) -> bool:
-    """Whether ``coords * freqs`` is exact in the working dtype: the frequencies
-    are powers of two (NeRF's default) and the coordinates already have that dtype."""
-    mant, _ = np.frexp(freqs)
-    return bool(np.all(mant == 0.5)) and coords.dtype == ctx.work
+@_compat.host_constant
+def _nerf_plan(
+    num_bands: int, max_log2_freq: float, log_sampling: bool, scale_pi: bool
+) -> tuple[_angles.Freqs, tuple[float, ...], bool]:
+    """The frequencies as :class:`~posenc._angles.Freqs` and as Python floats,
+    and whether they are all powers of two (a constant for torch's tracer)."""
+    f = _nerf_freqs(num_bands, max_log2_freq, log_sampling, scale_pi)
+    mant, _ = np.frexp(f)
+    return _angles.Freqs.from_array(f), tuple(f.tolist()), bool(np.all(mant == 0.5))
 
 
 def fourier_features(
@@ -176,14 +181,15 @@ def fourier_features(
     if include_input:
         parts.append(_angles.cast(coords, ctx.work, xp_))
     if nb:
-        f = _nerf_freqs(nb, max_log2_freq, log_sampling, scale_pi)
-        if _exact_products(coords, f, ctx):
+        f, values, pow2 = _nerf_plan(nb, max_log2_freq, log_sampling, scale_pi)
+        if pow2 and coords.dtype == ctx.work:
             # x * 2**k is exact in the coordinates' own dtype: no wider angle
             # needed.  It stays finite: coordinates beyond top / (2 f_max), whose
             # angles no float resolves anyway, are clipped there first
-            lim = float(xp_.finfo(coords.dtype).max) / (2.0 * float(np.max(f)))
+            lim = float(xp_.finfo(coords.dtype).max) / (2.0 * f.top)
             x = xp_.clip(coords, -lim, lim)
-            a = x[..., None, :] * _compat.from_host(f[:, None], ctx, ctx.work)  # (..., nb, d)
+            w = xp_.asarray(values, dtype=ctx.work, device=ctx.device)
+            a = x[..., None, :] * w[:, None]  # (..., nb, d)
             sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
         else:
             s, c = _angles.sincos(coords, f, ctx)  # (..., d, nb)
@@ -259,7 +265,7 @@ def gaussian_fourier_features(
         msg = f"`B` must be an array of shape (num_features, in_dim), got {type(B).__name__}"
         raise TypeError(msg)
     B = _checks.check_positions(B, "B", ctx)
-    d = int(coords.shape[-1])
+    d = operator.index(coords.shape[-1])  # fixed while tracing: it may set a loop
     if B.ndim != 2 or int(B.shape[1]) != d or int(B.shape[0]) < 1:
         msg = (
             f"`B` must have shape (num_features, in_dim) with num_features >= 1 and "
@@ -309,7 +315,8 @@ def gaussian_matrix(
         Standard deviation :math:`\sigma` (the paper sweeps 1 to 100; 10 is a
         common choice for images with coordinates in [0, 1]).
     seed : int or numpy.random.Generator, optional
-        For reproducible matrices.
+        For reproducible matrices.  Under :func:`torch.compile` pass an int:
+        the seeded draw becomes a constant of the compiled graph.
     dtype, device, xp
         Output dtype (default: the namespace's default float), device and
         namespace.
@@ -334,11 +341,26 @@ def gaussian_matrix(
     if seed is not None and not isinstance(seed, np.random.Generator):
         seed = _checks.check_int(seed, "seed", minimum=0)
     _checks.check_size((nf, d), "matrix")
+    top = min(float(ctx.xp.finfo(ctx.work).max), float(ctx.xp.finfo(ctx.dtype).max))
+    if isinstance(seed, int) and _compat.compiling():
+        # torch traces: the seeded draw is a constant of the graph
+        b = ctx.xp.asarray(_seeded_values(nf, d, scale, seed, top), dtype=ctx.work, device=ctx.device)
+        return _angles.cast(ctx.xp.reshape(b, (nf, d)), ctx.dtype, ctx.xp)
+    return _angles.cast(_compat.from_host(_draw(nf, d, scale, seed, top), ctx, ctx.work), ctx.dtype, ctx.xp)
+
+
+def _draw(nf: int, d: int, scale: float, seed: int | np.random.Generator | None, top: float) -> np.ndarray:
+    """``scale`` times standard normal draws of shape ``(nf, d)`` (float64, on the host)."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     with np.errstate(over="ignore"):  # refused below
         b = rng.standard_normal((nf, d)) * scale
-    top = min(float(ctx.xp.finfo(ctx.work).max), float(ctx.xp.finfo(ctx.dtype).max))
     if b.size and not float(np.max(np.abs(b))) <= top:
         msg = f"`scale` = {scale!r} draws values up to {float(np.max(np.abs(b))):.3g}, beyond the range of the output dtype (largest {top:.3g})"
         raise ValueError(msg)
-    return _angles.cast(_compat.from_host(b, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return b
+
+
+@_compat.host_constant
+def _seeded_values(nf: int, d: int, scale: float, seed: int, top: float) -> tuple[float, ...]:
+    """:func:`_draw` of an integer seed as Python floats, row by row (a constant for torch's tracer)."""
+    return tuple(_draw(nf, d, scale, seed, top).ravel().tolist())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,9 +98,11 @@ def _pairs_per_axis(dim: int, ndim: int, order: str, source: str) -> int:
     return dim // (2 * ndim)
 
 
-def _axis_freqs(m: int, base: float) -> np.ndarray:
-    """``base ** (-i / m)`` for ``i < m`` in float64 on the host."""
-    return np.power(base, -np.arange(m, dtype=np.float64) / m)
+@_compat.host_constant
+def _axis_freqs(m: int, base: float) -> _angles.Freqs:
+    """``base ** (-i / m)`` for ``i < m`` in float64 on the host (a constant
+    for torch's tracer)."""
+    return _angles.Freqs.from_array(np.power(base, -np.arange(m, dtype=np.float64) / m))
 
 
 def _check_bool(value: Any, name: str) -> None:
@@ -108,10 +111,10 @@ def _check_bool(value: Any, name: str) -> None:
         raise TypeError(msg)
 
 
-def _axis_sincos(shape: tuple[int, ...], freqs: np.ndarray, ctx: Context) -> tuple[list[Any], list[Any]]:
+def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> tuple[list[Any], list[Any]]:
     """Per axis ``k``, sin and cos of ``ik * freqs`` at the grid points, each broadcast to ``(*shape, m)``."""
     xp = ctx.xp
-    nd, m = len(shape), int(freqs.shape[0])
+    nd, m = len(shape), freqs.m
     sins, coss = [], []
     for k, n in enumerate(shape):
         s, c = _angles.sincos_range(0, n, freqs, ctx)  # (n, m), exact range path
@@ -362,7 +365,7 @@ def sincos_coords(
     if coords.ndim < 1 or not 1 <= int(coords.shape[-1]) <= 3:
         msg = f"`coords` must have shape (..., ndim) with ndim 1, 2 or 3, got shape {tuple(coords.shape)}"
         raise ValueError(msg)
-    nd = int(coords.shape[-1])
+    nd = operator.index(coords.shape[-1])  # fixed while tracing: it sets the frequencies
     m = _pairs_per_axis(dim, nd, order, f"ndim = `coords`.shape[-1] = {nd}")
     lead = tuple(coords.shape[:-1])
     _checks.check_size(lead + (dim,), "table")
@@ -540,18 +543,25 @@ def _taps(old: int, new: int, method: str, align_corners: bool, antialias: bool)
     return idx, w
 
 
-def _resample_axis(x: Any, axis: int, idx: np.ndarray, w: np.ndarray, ctx: Context, dtype: Any) -> Any:
-    """``sum_t w[:, t] * take(x, idx[:, t], axis)`` along a negative ``axis``."""
+@_compat.host_constant
+def _plan(old: int, new: int, method: str, align_corners: bool, antialias: bool) -> tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]:
+    """The taps of :func:`_taps` with a nonzero weight, as Python values:
+    ``(indices, weights)`` per tap (a constant for torch's tracer)."""
+    idx, w = _taps(old, new, method, align_corners, antialias)
+    return tuple(
+        (tuple(idx[:, t].tolist()), tuple(w[:, t].tolist())) for t in range(idx.shape[1]) if np.any(w[:, t])
+    )
+
+
+def _resample_axis(x: Any, axis: int, plan: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...], ctx: Context, dtype: Any) -> Any:
+    """``sum_t w_t * take(x, idx_t, axis)`` along a negative ``axis`` over the taps of ``plan``."""
     xp = ctx.xp
     idx_t = _angles._index_dtype(ctx)
     trailing = (1,) * (-axis - 1)
     out = None
-    for tap in range(int(idx.shape[1])):
-        col = w[:, tap]
-        if not np.any(col):
-            continue
-        g = xp.take(x, _compat.from_host(np.ascontiguousarray(idx[:, tap]), ctx, idx_t), axis=x.ndim + axis)
-        term = g * _compat.from_host(np.reshape(col, (-1,) + trailing), ctx, dtype)
+    for idx, w in plan:
+        g = xp.take(x, xp.asarray(idx, dtype=idx_t, device=ctx.device), axis=x.ndim + axis)
+        term = g * xp.reshape(xp.asarray(w, dtype=dtype, device=ctx.device), (-1,) + trailing)
         out = term if out is None else out + term
     return out  # not None: every row's weights sum to 1
 
@@ -640,12 +650,13 @@ def resample_grid(
         msg = "`antialias=True` supports `align_corners=False` only"
         raise ValueError(msg)
     prefix = _checks.check_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
-    tokens, dim = int(table.shape[-2]), int(table.shape[-1])
+    # the token count is fixed while tracing (the interpolation weights depend on it)
+    tokens, dim = operator.index(table.shape[-2]), int(table.shape[-1])
     if prefix > tokens:
         msg = f"`num_prefix_tokens` must be at most the number of rows of `table` ({tokens}), got {prefix}"
         raise ValueError(msg)
     n_grid = tokens - prefix
-    new = _grid_shape(new_grid_shape, "new_grid_shape", max_ndim=2, square_int=True)
+    new = tuple(map(operator.index, _grid_shape(new_grid_shape, "new_grid_shape", max_ndim=2, square_int=True)))
     if old_grid_shape is None:
         side = math.isqrt(n_grid)
         if side * side != n_grid or side == 0:
@@ -656,7 +667,7 @@ def resample_grid(
             raise ValueError(msg)
         old = (side, side)
     else:
-        old = _grid_shape(old_grid_shape, "old_grid_shape", max_ndim=2)
+        old = tuple(map(operator.index, _grid_shape(old_grid_shape, "old_grid_shape", max_ndim=2)))
         if old[0] * old[1] != n_grid:
             msg = (
                 f"`old_grid_shape` {old} holds {old[0] * old[1]} positions but `table` has "
@@ -669,10 +680,8 @@ def resample_grid(
     grid = table[..., prefix:, :]
     grid = xp_.reshape(_angles.cast(grid, work, xp_), lead + (old[0], old[1], dim))
     # width first, then height, as PyTorch's kernels accumulate
-    iw, ww = _taps(old[1], new[1], method, align_corners, antialias)
-    grid = _resample_axis(grid, -2, iw, ww, ctx, work)
-    ih, wh = _taps(old[0], new[0], method, align_corners, antialias)
-    grid = _resample_axis(grid, -3, ih, wh, ctx, work)
+    grid = _resample_axis(grid, -2, _plan(old[1], new[1], method, align_corners, antialias), ctx, work)
+    grid = _resample_axis(grid, -3, _plan(old[0], new[0], method, align_corners, antialias), ctx, work)
     grid = _angles.cast(xp_.reshape(grid, lead + (new[0] * new[1], dim)), table.dtype, xp_)
     if prefix:
         grid = xp_.concat([table[..., :prefix, :], grid], axis=-2)
