@@ -1,0 +1,478 @@
+"""Thin :mod:`torch.nn` modules over posenc's functions.
+
+The way torch users hold positional state: a module built once from its
+configuration, whose tables are buffers that follow ``.to(device)``, called
+in ``forward``.  Every module calls the same portable functions as the rest
+of posenc (:func:`posenc.rope_cos_sin`, :func:`posenc.apply_rope`,
+:func:`posenc.sinusoidal`, :func:`posenc.add_sinusoidal`,
+:func:`posenc.alibi_bias`), so the numbers are posenc's exact ones, and each
+compiles with ``torch.compile(fullgraph=True)`` and exports with
+:func:`torch.export.export`.
+
+This module imports torch; ``import posenc`` does not import it (nor this
+module): import it as ``import posenc.torch`` or
+``from posenc.torch import RotaryEmbedding``.
+
+The cached tables cover positions ``0 .. max_positions - 1``.  A call that
+needs positions beyond them grows the cache (to the next power of two) when
+it runs eagerly; while torch compiles or exports (where a buffer cannot
+grow) it computes the tables of that call directly, with the same functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+import posenc
+
+from . import _checks, _compat
+from .scaling import DynamicNTK, LongRoPE
+
+__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi"]
+
+
+def _max_positions(value: Any) -> int:
+    return _checks.check_int(value, "max_positions", minimum=0, maximum=_checks.MAX_ELEMENTS)
+
+
+def _grown(need: int) -> int:
+    """The cache length that covers ``need`` positions: the next power of two."""
+    return 1 << max(int(need) - 1, 0).bit_length()
+
+
+def _float_dtype(dtype: Any) -> torch.dtype:
+    if dtype is None:
+        return torch.get_default_dtype()
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        msg = f"`dtype` must be a floating torch dtype, got {_checks.show(dtype)}"
+        raise TypeError(msg)
+    return dtype
+
+
+def _fits(offset: Any, n: Any, cached: int) -> bool:
+    """Whether positions ``offset .. offset + n - 1`` lie in a cache of ``cached`` rows
+    (a Python int or traced ``SymInt`` offset; a tensor offset never does)."""
+    if isinstance(offset, torch.Tensor):
+        return False
+    return offset >= 0 and offset + n <= cached
+
+
+def _positions(seq: Any, offset: Any, device: Any) -> torch.Tensor:
+    """The positions ``offset .. offset + seq - 1`` as a tensor (the array path
+    of posenc's functions, for positions outside the cache while tracing)."""
+    return torch.arange(seq, device=device) + offset
+
+
+def _int_offset(offset: Any) -> Any:
+    """An int (or ``SymInt``) offset; an eager 0-d integer tensor becomes its value,
+    a traced one stays a tensor."""
+    if isinstance(offset, torch.Tensor):
+        if offset.ndim != 0 or offset.dtype.is_floating_point or offset.dtype.is_complex or offset.dtype == torch.bool:
+            msg = f"`offset` must be an integer or a 0-d integer tensor, got {_checks.show(offset)}"
+            raise TypeError(msg)
+        if _compat.compiling():
+            return offset
+        return int(offset)
+    if isinstance(offset, bool):
+        msg = f"`offset` must be an integer or a 0-d integer tensor, got {offset!r}"
+        raise TypeError(msg)
+    if _compat.is_symbolic(offset) or isinstance(offset, int):
+        return offset
+    return _checks.check_int(offset, "offset")
+
+
+class RotaryEmbedding(nn.Module):
+    r"""Rotary position embedding (RoPE) of queries and keys.
+
+    Holds exact ``cos`` / ``sin`` tables of :func:`posenc.rope_cos_sin` for
+    positions ``0 .. max_positions - 1`` as non-persistent buffers (they
+    follow ``.to(device)`` and stay out of the ``state_dict``), and rotates
+    ``q`` and ``k`` with :func:`posenc.apply_rope`.
+
+    Parameters
+    ----------
+    dim : int
+        Rotary dimension, a positive even integer: the head size, or the
+        rotated part of it (partial rotary: features from ``dim`` on pass
+        through unchanged).
+    base : float, default 10000.0
+        RoPE's base (``rope_theta``).
+    scaling : posenc.scaling.Scaling, optional
+        Context-extension scaling (:mod:`posenc.scaling`).  With a
+        length-dependent one (:class:`~posenc.scaling.DynamicNTK`,
+        :class:`~posenc.scaling.LongRoPE`) the tables depend on the sequence
+        length: nothing is cached and every call computes its own.
+    layout : {"half", "interleaved"}
+        Which features are paired: Hugging Face's rotate-half, or GPT-J's
+        neighbours (see :func:`posenc.rope_cos_sin`).
+    max_positions : int, default 2048
+        Positions cached when the module is built.
+    dtype : torch.dtype, optional
+        dtype of the cached tables (default: torch's default dtype).
+        :func:`posenc.apply_rope` computes half-precision inputs in float32.
+    device : torch.device or str, optional
+        Device of the cached tables.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from posenc.torch import RotaryEmbedding
+    >>> rope = RotaryEmbedding(8)
+    >>> q = torch.ones(1, 2, 3, 8)  # (batch, heads, seq, head_dim)
+    >>> k = torch.ones(1, 2, 3, 8)
+    >>> q_rot, k_rot = rope(q, k)
+    >>> q_rot[0, 0, 1]  # position 1: pairs (i, i + 4) turned by 1, 0.1, 0.01, 0.001 rad
+    tensor([-0.3012,  0.8952,  0.9900,  0.9990,  1.3818,  1.0948,  1.0099,  1.0010])
+    >>> torch.allclose(q_rot.norm(dim=-1), q.norm(dim=-1))
+    True
+
+    A decode step after 3 cached tokens rotates by position 3:
+
+    >>> q_rot, k_rot = rope(q[:, :, :1], k[:, :, :1], offset=3)
+    >>> torch.equal(q_rot[0, 0, 0], rope(q, q, offset=1)[0][0, 0, 2])
+    True
+
+    Built from a Hugging Face config (a dict or a ``transformers`` config):
+
+    >>> cfg = {"hidden_size": 64, "num_attention_heads": 4, "rope_theta": 500000.0,
+    ...        "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    >>> RotaryEmbedding.from_hf(cfg)
+    RotaryEmbedding(dim=16, base=500000.0, scaling=Linear(factor=2.0), layout='half', cached=2048)
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        base: float = 10000.0,
+        scaling: Any = None,
+        layout: str = "half",
+        max_positions: int = 2048,
+        dtype: Any = None,
+        device: Any = None,
+    ) -> None:
+        super().__init__()
+        self.layout = _checks.check_choice(layout, "layout", ("half", "interleaved"))
+        self.length_dependent = isinstance(scaling, (DynamicNTK, LongRoPE))
+        n = 0 if self.length_dependent else _max_positions(max_positions)
+        # validates dim, base and scaling (errors name them)
+        cos, sin = posenc.rope_cos_sin(n, dim, base=base, scaling=scaling, layout=layout, dtype=_float_dtype(dtype), device=device, xp=torch)
+        self.dim = _checks.check_dim(dim, even=True)
+        self.base = float(base)
+        self.scaling = scaling
+        self.register_buffer("cos_cached", cos, persistent=False)
+        self.register_buffer("sin_cached", sin, persistent=False)
+
+    @classmethod
+    def from_hf(cls, config: Any, *, layer_type: str | None = None, **kwargs: Any) -> "RotaryEmbedding":
+        """The rotary embedding of a Hugging Face config (:func:`posenc.scaling.from_hf`).
+
+        ``kwargs`` (``layout``, ``max_positions``, ``dtype``, ``device``) go
+        to the constructor.  Multimodal RoPE configs (``mrope_section``) are
+        refused: use :func:`posenc.mrope_cos_sin`.
+        """
+        kw = posenc.scaling.from_hf(config, layer_type=layer_type)
+        if "mrope_section" in kw:
+            msg = "`config` describes multimodal RoPE (mrope_section): use posenc.mrope_cos_sin, not RotaryEmbedding"
+            raise ValueError(msg)
+        return cls(kw["dim"], base=kw["base"], scaling=kw["scaling"], **kwargs)
+
+    def _table_kwargs(self) -> dict[str, Any]:
+        return {"base": self.base, "scaling": self.scaling, "layout": self.layout}
+
+    @property
+    def cached(self) -> int:
+        """Number of cached positions."""
+        return int(self.cos_cached.shape[0])
+
+    def _grow(self, need: int) -> None:
+        n = _grown(need)
+        dev, dt = self.cos_cached.device, self.cos_cached.dtype
+        self.cos_cached, self.sin_cached = posenc.rope_cos_sin(n, self.dim, **self._table_kwargs(), dtype=dt, device=dev, xp=torch)
+
+    def cos_sin(
+        self,
+        seq: int,
+        *,
+        position_ids: Any = None,
+        offset: Any = 0,
+        seq_len: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``cos`` and ``sin`` tables of ``seq`` positions.
+
+        Positions ``offset .. offset + seq - 1``, or ``position_ids`` (any
+        shape, integer) when given; ``seq_len`` as in
+        :func:`posenc.rope_cos_sin` (length-dependent scalings only).
+        Returns tables of shape ``(seq, dim)`` or ``position_ids.shape + (dim,)``.
+        """
+        dt, dev = self.cos_cached.dtype, self.cos_cached.device
+        kw = self._table_kwargs()
+        if self.length_dependent:
+            pos = seq if position_ids is None else position_ids
+            return posenc.rope_cos_sin(pos, self.dim, **kw, seq_len=seq_len, offset=0 if position_ids is not None else offset, dtype=dt, device=dev, xp=torch)
+        if position_ids is not None:
+            if not isinstance(position_ids, torch.Tensor) or position_ids.dtype.is_floating_point or position_ids.dtype == torch.bool:
+                msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
+                raise TypeError(msg)
+            if _compat.compiling():
+                # traced ids cannot be bounded: the exact tables of these ids
+                return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
+            if position_ids.numel():
+                lo, hi = (int(v) for v in torch.aminmax(position_ids))
+                if lo < 0:
+                    return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
+                if hi >= self.cached:
+                    self._grow(hi + 1)
+            ids = position_ids.to(dev)
+            return self.cos_cached[ids], self.sin_cached[ids]
+        offset = _int_offset(offset)
+        if not _fits(offset, seq, self.cached):
+            if _compat.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
+                return posenc.rope_cos_sin(_positions(seq, offset, dev), self.dim, **kw, dtype=dt, xp=torch)
+            self._grow(offset + seq)
+        return self.cos_cached[offset : offset + seq], self.sin_cached[offset : offset + seq]
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        position_ids: Any = None,
+        offset: Any = 0,
+        *,
+        seq_len: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotate queries and keys.
+
+        Parameters
+        ----------
+        q, k : torch.Tensor
+            Shape ``(..., seq, head_dim)`` (Hugging Face's ``(batch, heads,
+            seq, head_dim)``); ``q`` and ``k`` may have different head counts
+            but share ``seq``.
+        position_ids : torch.Tensor, optional
+            Integer positions of shape ``(seq,)`` or ``(batch, seq)`` (then
+            the tables get a heads axis at 1, as Hugging Face's
+            ``unsqueeze(1)``).  Default: ``offset .. offset + seq - 1``.
+        offset : int or 0-d integer tensor, default 0
+            The number of cached tokens in a decode step.
+        seq_len : int, optional
+            For the length-dependent scalings, as in :func:`posenc.rope_cos_sin`.
+
+        Returns
+        -------
+        q_rot, k_rot : torch.Tensor
+        """
+        seq = q.shape[-2]
+        cos, sin = self.cos_sin(seq, position_ids=position_ids, offset=offset, seq_len=seq_len)
+        heads_axis = 1 if cos.ndim == 3 and q.ndim == 4 else None
+        q_rot = posenc.apply_rope(q, cos, sin, layout=self.layout, heads_axis=heads_axis)
+        k_rot = posenc.apply_rope(k, cos, sin, layout=self.layout, heads_axis=heads_axis)
+        return q_rot, k_rot
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, base={self.base}, scaling={self.scaling!r}, layout={self.layout!r}, cached={self.cached}"
+
+
+class SinusoidalEmbedding(nn.Module):
+    r"""Adds the sinusoidal table of Vaswani et al. to token embeddings.
+
+    Holds the table of :func:`posenc.sinusoidal` for positions
+    ``0 .. max_positions - 1`` as a non-persistent buffer and returns
+    ``dropout(x * input_scale + table[offset : offset + seq])``: the module
+    of the seed tutorials (a registered buffer and dropout), with posenc's
+    exact table; without dropout it is :func:`posenc.add_sinusoidal` (to the
+    last bit of float32: a cached row and a table computed from ``offset``
+    may round differently).
+
+    Parameters
+    ----------
+    dim : int
+        Feature dimension (``d_model``), a positive even integer.
+    base, layout, convention, min_timescale, max_timescale
+        As in :func:`posenc.sinusoidal`.
+    input_scale : float, default 1.0
+        Multiplies ``x`` first (``sqrt(d_model)`` in the Transformer).
+    dropout : float, default 0.0
+        Dropout probability applied to the sum (in training mode).
+    max_positions : int, default 2048
+        Positions cached when the module is built.
+    dtype : torch.dtype, optional
+        dtype of the cached table (default: torch's default dtype); the
+        table is cast to ``x``'s dtype when added.
+    device : torch.device or str, optional
+        Device of the cached table.
+
+    Examples
+    --------
+    >>> import torch, posenc
+    >>> from posenc.torch import SinusoidalEmbedding
+    >>> pe = SinusoidalEmbedding(4)
+    >>> pe(torch.zeros(1, 3, 4))
+    tensor([[[ 0.0000,  1.0000,  0.0000,  1.0000],
+             [ 0.8415,  0.5403,  0.0100,  0.9999],
+             [ 0.9093, -0.4161,  0.0200,  0.9998]]])
+    >>> x = torch.randn(2, 5, 4)
+    >>> torch.allclose(pe(x, offset=7), posenc.add_sinusoidal(x, offset=7), rtol=0, atol=1e-6)
+    True
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        convention: str = "paper",
+        min_timescale: float | None = None,
+        max_timescale: float | None = None,
+        input_scale: float = 1.0,
+        dropout: float = 0.0,
+        max_positions: int = 2048,
+        dtype: Any = None,
+        device: Any = None,
+    ) -> None:
+        super().__init__()
+        self.options = {
+            "base": base,
+            "layout": layout,
+            "convention": convention,
+            "min_timescale": min_timescale,
+            "max_timescale": max_timescale,
+        }
+        n = _max_positions(max_positions)
+        table = posenc.sinusoidal(n, dim, **self.options, dtype=_float_dtype(dtype), device=device, xp=torch)
+        self.dim = _checks.check_dim(dim, even=True)
+        self.input_scale = _checks.check_float(input_scale, "input_scale")
+        p = _checks.check_float(dropout, "dropout", nonnegative=True)
+        if p > 1.0:
+            msg = f"`dropout` must be a probability in [0, 1], got {dropout!r}"
+            raise ValueError(msg)
+        self.dropout = nn.Dropout(p)
+        self.register_buffer("table", table, persistent=False)
+
+    @property
+    def cached(self) -> int:
+        """Number of cached positions."""
+        return int(self.table.shape[0])
+
+    def forward(self, x: torch.Tensor, offset: Any = 0) -> torch.Tensor:
+        """``dropout(x * input_scale + PE)`` for ``x`` of shape ``(..., seq, dim)``
+        at positions ``offset .. offset + seq - 1`` (``offset``: an int, the
+        number of cached tokens in a decode step)."""
+        if x.ndim < 2 or x.shape[-1] != self.dim:
+            msg = f"`x` must have shape (..., seq, {self.dim}), got shape {tuple(x.shape)}"
+            raise ValueError(msg)
+        seq = x.shape[-2]
+        offset = _int_offset(offset)
+        if not _fits(offset, seq, self.cached):
+            if _compat.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
+                pos = _positions(seq, offset, self.table.device)
+                pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=self.table.dtype, xp=torch)
+            else:
+                n = _grown(offset + seq)
+                self.table = posenc.sinusoidal(n, self.dim, **self.options, dtype=self.table.dtype, device=self.table.device, xp=torch)
+                pe = self.table[offset : offset + seq]
+        else:
+            pe = self.table[offset : offset + seq]
+        if pe.dtype != x.dtype:
+            pe = pe.to(x.dtype)
+        if self.input_scale != 1.0:
+            x = x * self.input_scale
+        return self.dropout(x + pe)
+
+    def extra_repr(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options.items() if v is not None)
+        return f"dim={self.dim}, {opts}, input_scale={self.input_scale}, cached={self.cached}"
+
+
+class ALiBi(nn.Module):
+    r"""ALiBi attention biases (Press et al., 2022), with fixed or learned slopes.
+
+    ``forward(scores)`` adds :func:`posenc.alibi_bias` to attention logits of
+    shape ``(..., num_heads, query_len, key_len)``.  Fixed slopes
+    (:func:`posenc.alibi_slopes`) are a non-persistent buffer; learned ones
+    (``learned=True``) a :class:`torch.nn.Parameter` initialised to them,
+    whose gradients flow through the bias.
+
+    Parameters
+    ----------
+    num_heads : int
+        Number of heads.
+    max_bias : float, default 8.0
+        The ``8`` of the slopes :math:`2^{-8h/n}`.
+    learned : bool, default False
+        Train the slopes.
+    form : {"paper", "bloom", "mpt"}
+        As in :func:`posenc.alibi_bias`.
+    causal : bool, default False
+        Also mask the future keys with ``-inf``.
+    dtype : torch.dtype, optional
+        dtype of the slopes (default: torch's default dtype).
+    device : torch.device or str, optional
+        Device of the slopes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from posenc.torch import ALiBi
+    >>> alibi = ALiBi(2, causal=True)
+    >>> alibi(torch.zeros(1, 2, 3, 3))[0, 0]
+    tensor([[ 0.0000,    -inf,    -inf],
+            [-0.0625,  0.0000,    -inf],
+            [-0.1250, -0.0625,  0.0000]])
+
+    A decode step: one query after 3 cached keys (the queries are the last
+    positions by default):
+
+    >>> alibi(torch.zeros(1, 2, 1, 4))[0, 1]
+    tensor([[-0.0117, -0.0078, -0.0039,  0.0000]])
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        *,
+        max_bias: float = 8.0,
+        learned: bool = False,
+        form: str = "paper",
+        causal: bool = False,
+        dtype: Any = None,
+        device: Any = None,
+    ) -> None:
+        super().__init__()
+        slopes = posenc.alibi_slopes(num_heads, max_bias=max_bias, dtype=_float_dtype(dtype), device=device, xp=torch)
+        self.num_heads = int(slopes.shape[0])
+        self.form = _checks.check_choice(form, "form", ("paper", "bloom", "mpt"))
+        for flag, name in ((learned, "learned"), (causal, "causal")):
+            if not isinstance(flag, bool):
+                msg = f"`{name}` must be a bool, got {_checks.show(flag)}"
+                raise TypeError(msg)
+        self.causal = causal
+        if learned:
+            self.slopes = nn.Parameter(slopes)
+        else:
+            self.register_buffer("slopes", slopes, persistent=False)
+
+    def bias(self, query_len: int, key_len: int | None = None, *, offset: Any = None, dtype: Any = None) -> torch.Tensor:
+        """The bias :func:`posenc.alibi_bias` of these slopes (arguments as there)."""
+        return posenc.alibi_bias(
+            self.num_heads, query_len, key_len, offset=offset, form=self.form, causal=self.causal, slopes=self.slopes, dtype=dtype
+        )
+
+    def forward(self, scores: torch.Tensor, offset: Any = None) -> torch.Tensor:
+        """``scores + bias`` for logits of shape ``(..., num_heads, query_len, key_len)``.
+
+        ``offset``: position of the first query on the key axis (default
+        ``key_len - query_len``, the queries are the last positions).
+        """
+        if scores.ndim < 3 or scores.shape[-3] != self.num_heads:
+            msg = f"`scores` must have shape (..., {self.num_heads}, query_len, key_len), got shape {tuple(scores.shape)}"
+            raise ValueError(msg)
+        return scores + self.bias(scores.shape[-2], scores.shape[-1], offset=offset, dtype=scores.dtype)
+
+    def extra_repr(self) -> str:
+        kind = "learned" if isinstance(self.slopes, nn.Parameter) else "fixed"
+        return f"num_heads={self.num_heads}, {kind} slopes, form={self.form!r}, causal={self.causal}"
