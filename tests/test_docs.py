@@ -92,6 +92,13 @@ def public_names() -> list[str]:
             raise
     else:
         names += [f"posenc_viz.{n}" for n in getattr(viz, "__all__", [])]
+    try:
+        modules = importlib.import_module("posenc.torch")
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+    else:
+        names += [f"posenc.torch.{n}" for n in modules.__all__]
     return names
 
 

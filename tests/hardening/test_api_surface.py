@@ -26,6 +26,8 @@ def public_names() -> set[str]:
     names = {f"posenc.{n}" for n in posenc.__all__ if not inspect.ismodule(getattr(posenc, n))}
     names |= {f"posenc.scaling.{n}" for n in scaling.__all__}
     names |= {f"posenc_viz.{n}" for n in posenc_viz.__all__}
+    # the torch modules (imported only when used)
+    names |= {f"posenc.torch.{n}" for n in importlib.import_module("posenc.torch").__all__}
     return names
 
 
