@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import operator
 from typing import Any
 
 import numpy as np
@@ -79,8 +80,9 @@ def _bounded(value: Any, name: str, minimum: int) -> int:
 def _heads(num_heads: Any) -> int:
     """A head count: a Python int (a traced one is fixed to its value: the
     slopes are host constants, and head counts do not change between calls)."""
-    if _compat.is_symbolic(num_heads):
-        num_heads = int(num_heads)
+    if _compat.is_symbolic(num_heads) or (isinstance(num_heads, int) and not isinstance(num_heads, bool)):
+        # operator.index fixes a traced int to its value (int() would keep it traced)
+        num_heads = operator.index(num_heads)
     return _bounded(num_heads, "num_heads", 1)
 
 
