@@ -217,8 +217,8 @@ class RotaryEmbedding(nn.Module):
             if not isinstance(position_ids, torch.Tensor) or position_ids.dtype.is_floating_point or position_ids.dtype == torch.bool:
                 msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
                 raise TypeError(msg)
-            if _compat.compiling():
-                # traced ids cannot be bounded: the exact tables of these ids
+            if _compat.compiling() or not _compat.is_concrete(position_ids):
+                # traced (or meta) ids cannot be bounded: the exact tables of these ids
                 return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
             if position_ids.numel():
                 lo, hi = (int(v) for v in torch.aminmax(position_ids))

@@ -129,6 +129,8 @@ def test_rotary_buffers_are_non_persistent_and_follow_to():
     q = torch.empty(1, 2, 3, 8, device="meta", dtype=torch.float64)
     q_rot, _ = rope(q, q, offset=2)
     assert q_rot.device.type == "meta" and q_rot.shape == q.shape
+    q_rot, _ = rope(q, q, position_ids=torch.zeros(1, 3, dtype=torch.int64, device="meta"))
+    assert q_rot.device.type == "meta" and q_rot.shape == q.shape
 
 
 def test_rotary_half_precision_inputs():
