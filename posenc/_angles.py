@@ -219,14 +219,15 @@ def _turns(freqs_key: bytes) -> np.ndarray:
     key = ("turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
-        (got,) = _readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)
+        (got,) = _readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)  # owns its memory
         _cache.HOST.put(key, got, got.nbytes)
     return got
 
 
 @_compat.host_constant
 def _host_freqs(freqs_key: bytes) -> np.ndarray:
-    return np.frombuffer(freqs_key, dtype=np.float64)
+    # a copy: torch's tracer takes only arrays that own their memory as constants
+    return np.frombuffer(freqs_key, dtype=np.float64).copy()
 
 
 def _range_split(n: int) -> tuple[int, int]:
@@ -664,6 +665,7 @@ def sincos(positions: int | Any, freqs: Freqs | np.ndarray, ctx: Context) -> tup
     return _sincos_turns(positions, freqs, ctx)
 
 
+@_compat.host_constant
 def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
 

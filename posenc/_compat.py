@@ -46,12 +46,42 @@ __all__ = [
 ]
 
 
+#: module names of the namespaces posenc tells apart (the modules and their
+#: array-api-compat wrappers)
+_NAMESPACE_KINDS = {
+    "numpy": "numpy",
+    "array_api_compat.numpy": "numpy",
+    "torch": "torch",
+    "array_api_compat.torch": "torch",
+    "cupy": "cupy",
+    "array_api_compat.cupy": "cupy",
+    "dask.array": "dask",
+    "array_api_compat.dask.array": "dask",
+    "jax.numpy": "jax",
+    "jax.experimental.array_api": "jax",
+}
+
+
+def namespace_kind(xp: Any) -> str:
+    """``"numpy"``, ``"torch"``, ``"cupy"``, ``"dask"``, ``"jax"`` or
+    ``"other"``: the one classifier of namespaces, by module name (plain
+    string comparisons, which torch's compiler folds while tracing)."""
+    return _NAMESPACE_KINDS.get(getattr(xp, "__name__", None), "other")
+
+
 def is_array(x: Any) -> bool:
     """True for an array of any supported backend (NumPy scalars included).
 
     Classes are not arrays, even those whose instances are (``numpy.float32``
     has an ``__array_namespace__`` attribute).
     """
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.compiler.is_compiling():
+        # no cache lookups while torch traces (its tracer would follow them)
+        if isinstance(x, torch.Tensor):
+            return True
+        if x is None or isinstance(x, (bool, int, float, complex, str, list, tuple, torch.SymInt)):
+            return False
     t = type(x)
     got = _IS_ARRAY.get(t)
     if got is None:
@@ -98,25 +128,40 @@ def array_kind(x: Any) -> str:
     return "strict" if strict else "other"
 
 
-@functools.lru_cache(maxsize=None)
+#: normalize_namespace's answers (a plain dict: torch's compiler warns about
+#: tracing functools caches)
+_NAMESPACES: dict[Any, Any] = {}
+
+
 def _normalize_cached(xp: Any) -> Any:
-    if _aac.is_numpy_namespace(xp):
+    if compiling():
+        return _normalize(xp)
+    got = _NAMESPACES.get(xp)
+    if got is None:
+        got = _normalize(xp)
+        if len(_NAMESPACES) < 64:
+            _NAMESPACES[xp] = got
+    return got
+
+
+def _normalize(xp: Any) -> Any:
+    if namespace_kind(xp) == "numpy":
         import array_api_compat.numpy as ns
 
         return ns
-    if _aac.is_torch_namespace(xp):
+    if namespace_kind(xp) == "torch":
         import array_api_compat.torch as ns
 
         return ns
-    if _aac.is_cupy_namespace(xp):
+    if namespace_kind(xp) == "cupy":
         import array_api_compat.cupy as ns
 
         return ns
-    if _aac.is_dask_namespace(xp):
+    if namespace_kind(xp) == "dask":
         import array_api_compat.dask.array as ns
 
         return ns
-    if _aac.is_jax_namespace(xp):
+    if namespace_kind(xp) == "jax":
         import jax.numpy as ns
 
         return ns
@@ -161,7 +206,7 @@ def _namespace_from_dtype(dtype: Any) -> Any | None:
 def _same_device(xp: Any, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return True
-    if _aac.is_torch_namespace(xp):
+    if namespace_kind(xp) == "torch":
         import torch
 
         a, b = torch.device(a), torch.device(b)
@@ -180,7 +225,7 @@ def _normalize_device(xp: Any, device: Any) -> Any:
     if isinstance(device, (bool, float, complex, bytes)):
         msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
         raise TypeError(msg)
-    if _aac.is_torch_namespace(xp) and not isinstance(device, bool):
+    if namespace_kind(xp) == "torch" and not isinstance(device, bool):
         import torch
 
         if isinstance(device, torch.device):
@@ -259,6 +304,8 @@ _DTYPE_KIND: dict[Any, bool] = {}
 
 
 def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
+    if compiling():
+        return _is_real_float_dtype(xp, dtype)
     try:
         key = (xp, dtype, "f")
         got = _DTYPE_KIND.get(key)
@@ -276,7 +323,7 @@ def _is_real_float_dtype(xp: Any, dtype: Any) -> bool:
         return bool(xp.isdtype(dtype, "real floating"))
     except Exception:
         # torch's bfloat16/float16 and other extension types
-        if _aac.is_torch_namespace(xp):
+        if namespace_kind(xp) == "torch":
             import torch
 
             return isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex
@@ -284,19 +331,25 @@ def _is_real_float_dtype(xp: Any, dtype: Any) -> bool:
 
 
 def is_integer_dtype(xp: Any, dtype: Any) -> bool:
+    if compiling():
+        return _is_integer_dtype(xp, dtype)
     try:
         key = (xp, dtype, "i")
         got = _DTYPE_KIND.get(key)
     except TypeError:
         key, got = None, None
     if got is None:
-        try:
-            got = bool(xp.isdtype(dtype, "integral"))
-        except Exception:
-            got = False
+        got = _is_integer_dtype(xp, dtype)
         if key is not None and len(_DTYPE_KIND) < 1024:
             _DTYPE_KIND[key] = got
     return got
+
+
+def _is_integer_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        return bool(xp.isdtype(dtype, "integral"))
+    except Exception:
+        return False
 
 
 def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
@@ -306,13 +359,13 @@ def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
         raise TypeError(msg)
     if isinstance(dtype, str):
         obj = getattr(xp, dtype, None)
-        if obj is None and _aac.is_jax_namespace(xp):
+        if obj is None and namespace_kind(xp) == "jax":
             obj = getattr(xp, dtype, None)
         if obj is None:
             msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
             raise ValueError(msg)
         dtype = obj
-    if _aac.is_numpy_namespace(xp) or _aac.is_dask_namespace(xp):
+    if namespace_kind(xp) == "numpy" or namespace_kind(xp) == "dask":
         try:
             dtype = np.dtype(dtype)
         except (TypeError, ValueError):
@@ -372,7 +425,30 @@ def host_constant(fn: Any) -> Any:
     marks functions this way.  Outside torch's tracer it changes nothing.
     """
     fn._dynamo_marked_constant = True
-    return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        # A float reaches the tracer as a lazily built variable under
+        # torch.compile(dynamic=True), which it refuses as an argument of a
+        # constant function: rebuilding the float from its exact hex form
+        # gives the same value as a plain constant.
+        if compiling():
+            plain = []
+            for a in args:
+                plain.append(_plain_float(a) if isinstance(a, float) else a)
+            for k in kwargs:
+                if isinstance(kwargs[k], float):
+                    kwargs[k] = _plain_float(kwargs[k])
+            return fn(*plain, **kwargs)
+        return fn(*args, **kwargs)
+
+    # the wrapper itself is traced (only the wrapped function is constant)
+    functools.update_wrapper(call, fn, updated=())
+    call.__wrapped_host__ = fn
+    return call
+
+
+def _plain_float(a: float) -> float:
+    return float.fromhex(a.hex())
 
 
 def compiling() -> bool:
@@ -443,6 +519,10 @@ def _device_attr_ok(v: Any) -> bool:
     """Whether arrays of ``type(v)`` carry their device as ``.device`` (NumPy
     2, torch, CuPy, array-api-strict): not JAX (a tracer has no device),
     not Dask, not objects that are no arrays (lists, numbers)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        # decided without array-api-compat, whose checks torch.compile would trace
+        return True
     if not is_array(v) or _aac.is_jax_array(v) or _aac.is_dask_array(v):
         return False
     try:
@@ -475,6 +555,10 @@ def resolve(
     ``device``) is cached per (type, dtype, device) of the arrays and the
     requested ``dtype``: the checks below run once per such combination.
     """
+    if compiling():
+        ctx = _traced_resolve(arrays, xp, device, dtype, float_output)
+        if ctx is not None:
+            return ctx
     key = None
     if xp is None and device is None:
         key = _fast_key(arrays, dtype, float_output)
@@ -486,6 +570,47 @@ def resolve(
     if key is not None and len(_CONTEXTS) < _CONTEXTS_MAX:
         _CONTEXTS[key] = ctx
     return ctx
+
+
+def _traced_resolve(arrays: dict[str, Any] | None, xp: Any, device: Any, dtype: Any, float_output: bool) -> Context | None:
+    """:func:`resolve` while torch's compiler traces: torch tensors (or a
+    creation call with ``xp=torch``) are resolved from their device alone, on
+    the host (:func:`_traced_torch_dtypes`), without the array-api-compat
+    checks the tracer would have to follow.  None where the call is anything
+    else, or is an error: the full path then decides (and raises)."""
+    torch = sys.modules["torch"]
+    devices = []
+    for v in (arrays or {}).values():
+        if isinstance(v, torch.Tensor):
+            devices.append(v.device)
+        elif not (v is None or isinstance(v, (bool, int, float, str, list, tuple)) or is_symbolic(v)):
+            # lists and tuples of numbers are converted in the namespace later
+            return None
+    if xp is not None and xp is not torch and xp is not sys.modules.get("array_api_compat.torch"):
+        return None
+    if not devices and xp is None:
+        return None
+    if devices:
+        if any(d != devices[0] for d in devices) or device is not None:
+            return None
+        dev = devices[0]
+    else:
+        dev = device
+    import array_api_compat.torch as ns
+
+    dev, out, work, f64 = _traced_torch_dtypes(dev, dtype, float_output)
+    return Context(xp=ns, device=dev, dtype=out, work=work, float64=f64)
+
+
+@host_constant
+def _traced_torch_dtypes(device: Any, dtype: Any, float_output: bool) -> tuple[Any, Any, Any, bool]:
+    """Device, output dtype, working dtype and float64 availability of torch
+    tensors on ``device``, for calls traced by torch's compiler (run once on
+    the host while tracing: the tensors themselves are fake there)."""
+    import torch
+
+    ctx = _resolve(None, xp=torch, device=device, dtype=dtype, float_output=float_output)
+    return ctx.device, ctx.dtype, ctx.work, ctx.float64
 
 
 def _resolve(
@@ -556,7 +681,7 @@ def _is(xp: Any, dtype: Any, name: str) -> bool:
             return True
     except Exception:  # pragma: no cover
         return False
-    if _aac.is_torch_namespace(xp):
+    if namespace_kind(xp) == "torch":
         return False
     # NumPy-like namespaces: ``np.float64`` and ``jnp.float64`` name one dtype
     try:
@@ -574,9 +699,9 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     """
     xp = ctx.xp
     dtype = ctx.work if dtype is None else dtype
-    if _aac.is_numpy_namespace(xp):
+    if namespace_kind(xp) == "numpy":
         return np.asarray(array, dtype=dtype)
-    if _aac.is_torch_namespace(xp):
+    if namespace_kind(xp) == "torch":
         import torch
 
         if compiling():
@@ -602,9 +727,11 @@ def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
     out: callers combine them into fresh results.
     """
     dtype = ctx.work if dtype is None else dtype
+    if compiling():
+        return from_host(make(), ctx, dtype)
     kind = _KINDS.get(ctx.xp)
     if kind is None:
-        kind = "numpy" if _aac.is_numpy_namespace(ctx.xp) else "torch" if _aac.is_torch_namespace(ctx.xp) else "other"
+        kind = "numpy" if namespace_kind(ctx.xp) == "numpy" else "torch" if namespace_kind(ctx.xp) == "torch" else "other"
         _KINDS[ctx.xp] = kind
     if kind == "other" or (kind == "torch" and compiling()):
         return from_host(make(), ctx, dtype)
@@ -629,6 +756,10 @@ def is_concrete(x: Any) -> bool:
     """
     if type(x) is np.ndarray:
         return True
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        # traced by torch.compile / torch.export: fake values, never read
+        return x.device.type != "meta" and not torch.compiler.is_compiling()
     if _aac.is_jax_array(x):
         jax = sys.modules.get("jax")
         return jax is not None and not isinstance(x, jax.core.Tracer)

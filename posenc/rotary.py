@@ -17,6 +17,7 @@ context-extension scalings live in :mod:`posenc.scaling`.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -113,6 +114,8 @@ _TOPS: dict[Any, float] = {}
 
 
 def _top(ctx: Context) -> float:
+    if _compat.compiling():
+        return _dtype_max(ctx)
     key = (ctx.xp, ctx.work, ctx.dtype)
     top = _TOPS.get(key)
     if top is None:
@@ -761,9 +764,8 @@ def _fast_candidate(x: Any, c: Any, s: Any) -> str | None:
         if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
             return "numpy"
         return None
-    if _compat.array_kind(x) == "torch":
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
         if type(x) is not torch.Tensor or type(c) is not torch.Tensor or type(s) is not torch.Tensor:
             return None
         if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.stride(-1) != 1:

@@ -73,13 +73,12 @@ def _freq_source(
     return " with ".join(parts)
 
 
-def _check_fits(values: np.ndarray, ctx: Context, what: str, source: str) -> None:
-    """Refuse host values that would overflow the output (or working) dtype."""
-    if values.size:
-        top = float(np.max(np.abs(values)))
-        _checks.check_fits(top, ctx, f"{source} gives {what}", "request a wider dtype or less extreme arguments")
+def _check_fits(top: float, ctx: Context, what: str, source: str) -> None:
+    """Refuse host values up to ``top`` that would overflow the output (or working) dtype."""
+    _checks.check_fits(top, ctx, f"{source} gives {what}", "request a wider dtype or less extreme arguments")
 
 
+@_compat.host_constant
 def _freq_args(
     dim: Any,
     base: Any,
@@ -88,7 +87,9 @@ def _freq_args(
     max_timescale: Any,
     *,
     even: bool = False,
-) -> tuple[int, np.ndarray]:
+) -> tuple[int, _angles.Freqs]:
+    """Validated ``dim`` and the host frequencies (a constant of torch's
+    traced graphs: Python arguments only)."""
     dim = _checks.check_dim(dim, even=even)
     base = _checks.check_float(base, "base", positive=True)
     convention = _checks.check_choice(convention, "convention", CONVENTIONS)
@@ -107,7 +108,24 @@ def _freq_args(
         source = _freq_source(base, convention, min_timescale, max_timescale)
         msg = f"{source} gives frequencies beyond the float64 range"
         raise ValueError(msg)
-    return dim, w
+    return dim, _angles.Freqs.from_array(w)
+
+
+@_compat.host_constant
+def _host_values(kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any) -> tuple[np.ndarray, float]:
+    """The frequencies or the wavelengths (``kind``) on the host and their
+    largest magnitude (a constant of torch's traced graphs)."""
+    _, freqs = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    w = np.array(freqs.array)
+    if kind == "frequencies":
+        return w, freqs.top
+    with np.errstate(all="ignore"):  # a frequency of 0 (underflow) has no finite wavelength
+        lam = 2.0 * math.pi / w
+    if not np.isfinite(lam).all():
+        source = _freq_source(base, convention, min_timescale, max_timescale)
+        msg = f"{source} gives wavelengths beyond the float64 range"
+        raise ValueError(msg)
+    return lam, float(np.max(np.abs(lam))) if lam.size else 0.0
 
 
 def frequencies(
@@ -163,8 +181,8 @@ def frequencies(
     array([1.00000000e+00, 4.64158883e-02, 2.15443469e-03, 1.00000000e-04])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    _check_fits(w, ctx, "frequencies", _freq_source(base, convention, min_timescale, max_timescale))
+    w, top = _host_values("frequencies", dim, base, convention, min_timescale, max_timescale)
+    _check_fits(top, ctx, "frequencies", _freq_source(base, convention, min_timescale, max_timescale))
     return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -193,14 +211,8 @@ def wavelengths(
     array([  6.28318531, 628.31853072])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    with np.errstate(all="ignore"):  # a frequency of 0 (underflow) has no finite wavelength
-        lam = 2.0 * math.pi / w
-    source = _freq_source(base, convention, min_timescale, max_timescale)
-    if not np.isfinite(lam).all():
-        msg = f"{source} gives wavelengths beyond the float64 range"
-        raise ValueError(msg)
-    _check_fits(lam, ctx, "wavelengths", source)
+    lam, top = _host_values("wavelengths", dim, base, convention, min_timescale, max_timescale)
+    _check_fits(top, ctx, "wavelengths", _freq_source(base, convention, min_timescale, max_timescale))
     return _angles.cast(_compat.from_host(lam, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -410,10 +422,15 @@ def sines(
     if isinstance(frequencies, (str, bytes)) or not isinstance(frequencies, Sequence):
         msg = f"`frequencies` must be a sequence of numbers or an array, got {type(frequencies).__name__}"
         raise TypeError(msg)
-    w = np.asarray([_checks.check_float(v, "frequencies") for v in frequencies], dtype=np.float64)
-    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(max(int(w.shape[0]), 1),), what="table")
+    w = _sine_freqs(tuple(frequencies))
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(max(w.m, 1),), what="table")
     s, _ = _angles.sincos(positions, w, ctx)
     return _angles.cast(s, ctx.dtype, ctx.xp)
+
+
+@_compat.host_constant
+def _sine_freqs(frequencies: tuple[Any, ...]) -> _angles.Freqs:
+    return _angles.Freqs.from_array(np.asarray([_checks.check_float(v, "frequencies") for v in frequencies], dtype=np.float64))
 
 
 def binary(
@@ -524,8 +541,11 @@ def add_sinusoidal(
     x : array
         Real floating embeddings ``(..., seq, dim)``.  The output has the
         dtype and device of ``x``; the table is computed in at least float32.
-    offset : int, default 0
-        Position of the first row, at most ``2**64`` in magnitude.
+    offset : int or 0-d integer array, default 0
+        Position of the first row, at most ``2**64`` in magnitude: the number
+        of tokens already in the cache.  May be traced (a 0-d array under
+        ``jax.jit``, a ``SymInt`` under ``torch.compile``): the output shape
+        does not depend on it.
     input_scale : float, default 1.0
         Factor applied to ``x`` first; Vaswani et al. multiply the embeddings
         by :math:`\sqrt{d}`: pass ``input_scale=math.sqrt(dim)``.
@@ -564,17 +584,21 @@ def add_sinusoidal(
     # the output has x's shape (x may be a zero-stride view of a huge shape)
     _checks.check_size(tuple(x.shape), "output")
     ctx = _compat.resolve({"x": x}, dtype=x.dtype)
-    bound = int(_angles.MAX_POSITION)
-    offset = _checks.check_int(offset, "offset", minimum=-bound, maximum=bound)
+    offset = _checks.check_offset(offset, "offset", ctx)
     input_scale = _checks.check_float(input_scale, "input_scale")
     limit, _ = _checks.largest(ctx, x.dtype)
     if not abs(input_scale) <= limit:
         msg = f"`input_scale` = {input_scale!r} overflows the dtype {_checks.dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
         raise ValueError(msg)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    seq, dim = int(x.shape[-2]), int(x.shape[-1])
+    # a traced sequence length (torch SymInt) stays traced: no recompile per length
+    seq, dim = x.shape[-2], int(x.shape[-1])
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    pe = _angles.range_table(offset, seq, w, dim, layout, ctx, share=False)
+    if _compat.is_array(offset):  # a traced offset (jax.jit, torch.compile): the array path
+        s, c = _angles.sincos(xp_.arange(seq, device=ctx.device) + offset, w, ctx)
+        pe = _angles.assemble(s, c, dim, layout, ctx)
+    else:
+        pe = _angles.range_table(offset, seq, w, dim, layout, ctx, share=False)
     if input_scale != 1.0:
         x = x * input_scale
     return x + pe
@@ -635,14 +659,27 @@ def learned_table(
         truncate = _checks.check_float(truncate, "truncate", positive=True)
     if seed is not None and not isinstance(seed, np.random.Generator):
         seed = _checks.check_int(seed, "seed", minimum=0)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        t, top = _draw_table(seed, n, dim, std, truncate)
+    else:  # an int seed: a constant of torch's traced graphs
+        t, top = _seeded_table(seed, n, dim, std, truncate)
+    _checks.check_fits(top, ctx, f"`std` = {std!r} gives values", "request a smaller `std` or a wider dtype")
+    return _angles.cast(_compat.from_host(t, ctx, ctx.work), ctx.dtype, ctx.xp)
+
+
+def _draw_table(rng: np.random.Generator, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
+    """The host table ``std * N(0, 1)`` (truncated) and its largest magnitude."""
     if truncate is None:
         t = rng.standard_normal((n, dim))
     else:
         t = _truncated_normal(rng, (n, dim), truncate)
     top = float(np.max(np.abs(t))) * std if t.size else 0.0  # a Python float: inf, never a warning
-    _checks.check_fits(top, ctx, f"`std` = {std!r} gives values", "request a smaller `std` or a wider dtype")
-    return _angles.cast(_compat.from_host(t * std, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return t * std, top
+
+
+@_compat.host_constant
+def _seeded_table(seed: int | None, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
+    return _draw_table(np.random.default_rng(seed), n, dim, std, truncate)
 
 
 def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], c: float) -> np.ndarray:
@@ -801,8 +838,8 @@ def shift_matrix(
         _checks.check_size((dim, dim), "matrix")
         hs, hc = _angles.host_sincos(off, w)
         s, c = _compat.from_host(hs, ctx, ctx.work), _compat.from_host(hc, ctx, ctx.work)
-    m = int(w.shape[0])
-    eye = _compat.from_host(np.eye(m), ctx, ctx.work)
+    m = w.m
+    eye = _compat.from_host(_eye(m), ctx, ctx.work)
     if layout == "interleaved":
         # R[..., i, a, b]: a = output row (sin, cos), b = input (sin, cos)
         r = xp_.stack([xp_.stack([c, s], axis=-1), xp_.stack([-s, c], axis=-1)], axis=-2)
@@ -817,10 +854,15 @@ def shift_matrix(
     if dim % 2:
         zc = _angles._zeros(lead + (2 * m, 1), ctx.work, ctx)
         mat = xp_.concat([mat, zc], axis=-1)
-        last = _compat.from_host(np.eye(1, dim, dim - 1), ctx, ctx.work)
+        last = _compat.from_host(_eye(1, dim, dim - 1), ctx, ctx.work)
         last = xp_.broadcast_to(last, lead + (1, dim))
         mat = xp_.concat([mat, last], axis=-2)
     return _angles.cast(mat, ctx.dtype, xp_)
+
+
+@_compat.host_constant
+def _eye(n: int, m: int | None = None, k: int = 0) -> np.ndarray:
+    return np.eye(n, m, k)
 
 
 def similarity(a: Any, b: Any = None) -> Any:

@@ -289,7 +289,7 @@ def test_every_backend_matches_the_numpy_fast_path(xp):
 def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
     lo = data.draw(st.integers(0, n - 1))
     rows = data.draw(st.integers(1, n - lo))
-    key = _angles._key(posenc.frequencies(dim))
+    key = _angles.as_freqs(posenc.frequencies(dim)).key
     full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
     part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
     np.testing.assert_array_equal(part, full[lo : lo + rows])
@@ -345,7 +345,7 @@ def test_torch_cpu_sincos_range_equals_the_portable_formula():
     w = posenc.frequencies(48)
     for start, n in ((0, 4096), (7, 1000), (10**6, 333)):
         block, nq = _angles._range_split(n)
-        tabs = _angles._range_tables(start, nq, block, _angles._key(w))
+        tabs = _angles._range_tables(start, nq, block, _angles.as_freqs(w).key)
         for dt in (torch.float32, torch.float64):
             s, c = _angles.sincos_range(start, n, w, _compat.resolve(xp=torch, dtype=dt))
             sq, cq, sr, cr = (torch.as_tensor(np.array(t), dtype=dt) for t in tabs)
