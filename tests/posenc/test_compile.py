@@ -155,7 +155,9 @@ def assert_same(got: Any, want: Any, *, per_row: bool = False) -> None:
     ``per_row``: the ulp of the largest magnitude along the last axis, for
     sums of products (a rotated query) that a compiler may reorder: where
     the terms cancel, the element is small and its own ulp says nothing of
-    the error.
+    the error; also for tables computed by two exact algorithms (a traced
+    length's array path against the eager range path), whose values near
+    zero differ in many of their own ulp but not in the table's.
     """
     got, want = _flat(got), _flat(want)
     assert len(got) == len(want)
@@ -286,7 +288,9 @@ def test_recompiles_over_lengths(name):
     with torch.no_grad():
         for n in LENGTHS:
             args = make(n)
-            assert_same(compiled(*args), fn(*args))
+            # a traced length takes the array path of the exact engine, eager
+            # the range path: both exact, rounded apart by an ulp of the scale
+            assert_same(compiled(*args), fn(*args), per_row=True)
     assert backend.graphs <= 2, f"{backend.graphs} graphs for {len(LENGTHS)} lengths"
 
 
@@ -313,7 +317,7 @@ def test_bias_offsets_do_not_recompile(dynamic):
     with torch.no_grad():
         for past in (3, 4, 6, 10, 17, 40):
             q, k = _x(1), _x(past + 1)
-            assert_same(compiled(q, k), _bias_decode(q, k))
+            assert_same(compiled(q, k), _bias_decode(q, k), per_row=True)
     assert backend.graphs <= 2
 
 
