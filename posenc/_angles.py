@@ -246,7 +246,9 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     xp = ctx.xp
     freqs = as_freqs(freqs)
     m = freqs.m
-    if _compat.is_symbolic(n) or _compat.is_symbolic(start):
+    if _compat.compiling() or _compat.is_symbolic(n) or _compat.is_symbolic(start):
+        # torch's tracer cannot tell a traced length from an int: the array
+        # path, whose constants do not depend on it (no recompile per length)
         p = xp.arange(n, device=ctx.device)
         return sincos(p + start if not (isinstance(start, int) and start == 0) else p, freqs, ctx)
     start, n = int(start), int(n)
@@ -360,15 +362,17 @@ def range_table(
     * Dask: a lazy array chunked along the rows (chunk size from Dask's
       ``array.chunk-size`` setting); each chunk is built by the NumPy fast
       path when the graph is computed.  Never cached.
-    * torch's compiler tracing: the portable path (host tables become graph
-      constants); a traced length ``n`` or ``start`` (``SymInt``) takes the
-      array path of :func:`sincos` on an ``arange``, so that new lengths do
-      not recompile.
+    * torch's compiler tracing, and a traced length ``n`` or ``start``
+      (``SymInt``): the array path of :func:`sincos` on an ``arange``, whose
+      constants do not depend on the length (new lengths do not recompile;
+      inside the tracer a traced length looks like an int).  Its values are
+      within posenc's bound of the truth, like the range path's, but not
+      bit-identical to them.
     """
     xp = ctx.xp
     freqs = as_freqs(freqs)
     dim = int(dim)
-    if _compat.is_symbolic(n) or _compat.is_symbolic(start):
+    if _compat.compiling() or _compat.is_symbolic(n) or _compat.is_symbolic(start):
         s, c = sincos_range(start, n, freqs, ctx)
         return assemble(s, c, dim, layout, ctx)
     start, n = int(start), int(n)
@@ -376,8 +380,6 @@ def range_table(
     if n == 0 or m == 0:
         return _zeros((n, dim), ctx.dtype, ctx)
     fkey = freqs.key
-    if _compat.compiling():
-        return _portable_table(start, n, fkey, m, dim, layout, ctx)
     if _is_dask(xp):
         return _dask_table(start, n, fkey, dim, layout, ctx)
     backend = _backend(xp)
@@ -713,7 +715,8 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     if not _compat.is_integer_dtype(xp, p.dtype):
         # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);
         # integer positions are below 2**64 already
-        p64 = xp.clip(p64, min=-MAX_POSITION, max=MAX_POSITION)
+        bound = _compat.constant("max-position", lambda: np.asarray(MAX_POSITION), ctx, xp.float64)
+        p64 = xp.maximum(xp.minimum(p64, bound), -bound)
     t = p64[..., None] * v
     a = xp.astype((t - xp.round(t)) * _TWO_PI, ctx.float32)
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)

@@ -154,6 +154,11 @@ def check_float(
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"`{name}` must be a real number, got {show(value)}"
         raise TypeError(msg)
+    if isinstance(value, float) and _compat.compiling():
+        # torch.compile(dynamic=True) hands Python floats over as lazily
+        # built (possibly symbolic) values: rebuilt from the exact hex form,
+        # a plain constant
+        value = float.fromhex(value.hex())
     value = float(value)
     if finite and not math.isfinite(value):
         msg = f"`{name}` must be finite, got {value!r}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -432,12 +433,9 @@ def host_constant(fn: Any) -> Any:
         # constant function: rebuilding the float from its exact hex form
         # gives the same value as a plain constant.
         if compiling():
-            plain = []
-            for a in args:
-                plain.append(_plain_float(a) if isinstance(a, float) else a)
+            plain = [_plain(a) for a in args]
             for k in kwargs:
-                if isinstance(kwargs[k], float):
-                    kwargs[k] = _plain_float(kwargs[k])
+                kwargs[k] = _plain(kwargs[k])
             return fn(*plain, **kwargs)
         return fn(*args, **kwargs)
 
@@ -447,8 +445,16 @@ def host_constant(fn: Any) -> Any:
     return call
 
 
-def _plain_float(a: float) -> float:
-    return float.fromhex(a.hex())
+def _plain(a: Any) -> Any:
+    """A Python number as a plain constant of torch's tracer: floats rebuilt
+    from their exact hex form (``dynamic=True`` hands them over lazily), ints
+    through ``operator.index`` (a traced int, such as a head dimension read
+    from a shape, is fixed for the graph: a guard, not a recompile per call)."""
+    if isinstance(a, float):
+        return float.fromhex(a.hex())
+    if isinstance(a, int) and not isinstance(a, bool):
+        return operator.index(a)
+    return a
 
 
 def compiling() -> bool:

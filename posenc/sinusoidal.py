@@ -112,20 +112,21 @@ def _freq_args(
 
 
 @_compat.host_constant
-def _host_values(kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any) -> tuple[np.ndarray, float]:
-    """The frequencies or the wavelengths (``kind``) on the host and their
-    largest magnitude (a constant of torch's traced graphs)."""
+def _host_values(kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any) -> tuple[np.ndarray, float, str]:
+    """The frequencies or the wavelengths (``kind``) on the host, their
+    largest magnitude and the arguments that set them, for messages (a
+    constant of torch's traced graphs)."""
     _, freqs = _freq_args(dim, base, convention, min_timescale, max_timescale)
     w = np.array(freqs.array)
+    source = _freq_source(base, convention, min_timescale, max_timescale)
     if kind == "frequencies":
-        return w, freqs.top
+        return w, freqs.top, source
     with np.errstate(all="ignore"):  # a frequency of 0 (underflow) has no finite wavelength
         lam = 2.0 * math.pi / w
     if not np.isfinite(lam).all():
-        source = _freq_source(base, convention, min_timescale, max_timescale)
         msg = f"{source} gives wavelengths beyond the float64 range"
         raise ValueError(msg)
-    return lam, float(np.max(np.abs(lam))) if lam.size else 0.0
+    return lam, float(np.max(np.abs(lam))) if lam.size else 0.0, source
 
 
 def frequencies(
@@ -181,8 +182,8 @@ def frequencies(
     array([1.00000000e+00, 4.64158883e-02, 2.15443469e-03, 1.00000000e-04])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    w, top = _host_values("frequencies", dim, base, convention, min_timescale, max_timescale)
-    _check_fits(top, ctx, "frequencies", _freq_source(base, convention, min_timescale, max_timescale))
+    w, top, source = _host_values("frequencies", dim, base, convention, min_timescale, max_timescale)
+    _check_fits(top, ctx, "frequencies", source)
     return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
@@ -211,8 +212,8 @@ def wavelengths(
     array([  6.28318531, 628.31853072])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    lam, top = _host_values("wavelengths", dim, base, convention, min_timescale, max_timescale)
-    _check_fits(top, ctx, "wavelengths", _freq_source(base, convention, min_timescale, max_timescale))
+    lam, top, source = _host_values("wavelengths", dim, base, convention, min_timescale, max_timescale)
+    _check_fits(top, ctx, "wavelengths", source)
     return _angles.cast(_compat.from_host(lam, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
