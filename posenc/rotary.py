@@ -360,7 +360,7 @@ _TABLE_PLANS: dict[Any, tuple[Context, int, _angles.Freqs, float, bool]] = {}
 
 
 def _table_key(positions: Any, *args: Any) -> Any:
-    offset = args[6]
+    offset = args[5]  # (dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
     if type(offset) is not int or offset != 0 or _compat.compiling():
         return None
     try:

@@ -1,0 +1,66 @@
+"""The plumbing of the hot path: cached resolution and validation never change
+what a call accepts, and the host-constant mark is torch's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import posenc
+from posenc import _compat, rotary
+
+
+def test_host_constant_sets_torchs_mark():
+    """posenc marks host functions without importing torch; the mark must be
+    the one torch.compiler.assume_constant_result sets."""
+    torch = pytest.importorskip("torch")
+
+    def f():
+        return 1
+
+    marked = torch.compiler.assume_constant_result(f)
+    flags = {k for k, v in vars(marked).items() if v is True}
+    wrapped = _compat.host_constant(lambda: 1)
+    assert flags <= {k for k, v in vars(wrapped.__wrapped_host__).items() if v is True}
+    assert not any(v is True for v in vars(wrapped).values() if not callable(v))
+
+
+def test_cached_contexts_still_refuse_mixed_namespaces_and_devices():
+    torch = pytest.importorskip("torch")
+    x = np.zeros((3, 4))
+    ctx = _compat.resolve({"x": x})
+    assert _compat.resolve({"x": x}) is ctx  # one lookup per (type, dtype, device)
+    with pytest.raises(TypeError, match="namespace"):
+        _compat.resolve({"x": x, "y": torch.zeros(2)})
+    with pytest.raises(ValueError, match="device"):
+        _compat.resolve({"x": torch.zeros(2), "y": torch.zeros(2, device="meta")})
+
+
+def test_cached_plans_keep_every_check():
+    """A plan cached for one call never admits a call that differs only in
+    an argument's type (4 vs 4.0, 1 vs True) or an array's shape or dtype."""
+    x = np.zeros((2, 3, 5, 8))
+    cos, sin = posenc.rope_cos_sin(5, 8)
+    posenc.apply_rope(x, cos, sin, rotary_dim=8)
+    with pytest.raises(TypeError, match="rotary_dim"):
+        posenc.apply_rope(x, cos, sin, rotary_dim=8.0)
+    pid = np.zeros((2, 5), np.int64)
+    c2, s2 = posenc.rope_cos_sin(pid, 8)
+    posenc.apply_rope(x, c2, s2, heads_axis=1)
+    with pytest.raises(TypeError, match="heads_axis"):
+        posenc.apply_rope(x, c2, s2, heads_axis=True)
+    with pytest.raises(TypeError, match="dtype"):
+        posenc.apply_rope(x.astype(np.int64), cos, sin)
+    posenc.rope_cos_sin(np.arange(4), 8)
+    with pytest.raises(TypeError, match="dim"):
+        posenc.rope_cos_sin(np.arange(4), 8.0)
+    with pytest.raises(ValueError, match="positions"):
+        posenc.rope_cos_sin(np.array([0.0, np.nan]), 8)
+    assert len(rotary._PLANS) > 0 and len(rotary._TABLE_PLANS) > 0
+
+
+def test_namespace_kind():
+    import array_api_compat.numpy as anp
+
+    assert _compat.namespace_kind(np) == "numpy" and _compat.namespace_kind(anp) == "numpy"
+    assert _compat.namespace_kind(object()) == "other"
