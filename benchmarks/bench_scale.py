@@ -76,7 +76,7 @@ def worker(n: int, d: int, chunk: str) -> dict:
     nchunks = len(table.chunks[0])
     offsets = np.cumsum((0,) + table.chunks[0])
     w = posenc.frequencies(d)
-    key = _angles._key(w)
+    key = _angles.as_freqs(w).key
     equal, diff_array_path, truth_err = True, 0.0, 0.0
     for i in sorted({0, nchunks // 2, nchunks - 1}):
         lo, hi = int(offsets[i]), int(offsets[i + 1])

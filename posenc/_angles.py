@@ -225,6 +225,12 @@ def _turns(freqs_key: bytes) -> np.ndarray:
 
 
 @_compat.host_constant
+def _turns_values(freqs_key: bytes) -> tuple[float, ...]:
+    """:func:`_turns` as Python floats (a constant torch.export keeps)."""
+    return tuple(_turns(freqs_key).tolist())
+
+
+@_compat.host_constant
 def _host_freqs(freqs_key: bytes) -> np.ndarray:
     # a copy: torch's tracer takes only arrays that own their memory as constants
     return np.frombuffer(freqs_key, dtype=np.float64).copy()
@@ -707,7 +713,12 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     cos in float64, which are not vectorised on every CPU.
     """
     xp = ctx.xp
-    v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
+    if _compat.compiling():
+        # Python numbers: torch.export captures a traced NumPy constant as a
+        # fake tensor
+        v = xp.asarray(_turns_values(freqs.key), dtype=xp.float64, device=ctx.device)
+    else:
+        v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
     kind = _kernel_kind(p, ctx)
     if kind is not None and _compat.is_integer_dtype(xp, p.dtype):
         return _KERNELS[kind](p, v, ctx)

@@ -204,6 +204,22 @@ def _namespace_from_dtype(dtype: Any) -> Any | None:
     return None
 
 
+def _namespace_from_device(device: Any) -> Any | None:
+    """The namespace a device object belongs to (torch, CuPy, JAX,
+    array-api-strict), or None for strings, ints and unknown objects."""
+    if isinstance(device, (str, int)):
+        return None
+    mod = type(device).__module__ or ""
+    for prefix, name in (("torch", "torch"), ("cupy", "cupy"), ("jaxlib", "jax.numpy"), ("jax", "jax.numpy")):
+        if mod.startswith(prefix) and name.split(".")[0] in sys.modules:
+            return normalize_namespace(sys.modules[name] if name in sys.modules else __import__(name, fromlist=["_"]))
+    if mod.startswith("array_api_strict"):
+        import array_api_strict
+
+        return array_api_strict
+    return None
+
+
 def _same_device(xp: Any, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return True
@@ -642,6 +658,9 @@ def _resolve(
                 raise TypeError(msg)
     elif dtype is not None and not isinstance(dtype, str) and (ns := _namespace_from_dtype(dtype)) is not None:
         xp = ns
+    elif device is not None and (ns := _namespace_from_device(device)) is not None:
+        # a device object names its namespace: device=torch.device("cpu")
+        xp = ns
     else:
         xp = normalize_namespace(np)
 
@@ -710,7 +729,7 @@ def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
     if namespace_kind(xp) == "torch":
         import torch
 
-        if compiling():
+        if torch.compiler.is_dynamo_compiling():
             # a constant of the traced graph (torch copies it into the graph)
             return torch.as_tensor(array, dtype=dtype, device=ctx.device)
         # a copy: torch cannot wrap a read-only NumPy buffer without a warning,

@@ -603,8 +603,9 @@ def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
     xp = plan.xp
     if plan.table_shape is not None:
         c, s = xp.reshape(c, plan.table_shape), xp.reshape(s, plan.table_shape)
-    kind = plan.fast if plan.size >= _FAST_MIN else None
-    if kind is not None and not _compat.compiling() and _fast_ok(kind, x, c, s):
+    # no size comparison while torch traces (a traced size would be guarded)
+    kind = None if plan.fast is None or _compat.compiling() else plan.fast if plan.size >= _FAST_MIN else None
+    if kind is not None and _fast_ok(kind, x, c, s):
         if kind == "torch" and plan.layout == "interleaved" and not _complex_viewable(x):
             return _rotate_portable(x, c, s, plan)
         if not plan.compact:

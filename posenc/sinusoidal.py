@@ -247,6 +247,7 @@ def sinusoidal(
     convention: str = "paper",
     min_timescale: float | None = None,
     max_timescale: float | None = None,
+    padding_idx: int | None = None,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
@@ -278,6 +279,11 @@ def sinusoidal(
         Frequency spacing, see :func:`frequencies`.
     min_timescale, max_timescale : float, optional
         tensor2tensor's timescales.
+    padding_idx : int, optional
+        The row of this position is zero (fairseq's and M2M100's padding row:
+        ``sinusoidal(n, dim, convention="fairseq", layout="concat",
+        padding_idx=1)`` is their ``get_embedding(n, dim, 1)``).  For array
+        positions, every position equal to it gives a zero row.
     dtype, device, xp
         Output dtype (default: the namespace's default float), the device for
         ``int`` positions, and the namespace; array positions decide both
@@ -353,15 +359,23 @@ def sinusoidal(
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
     # the output size is checked before the positions are scanned for NaN
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
+    if padding_idx is not None:
+        padding_idx = _checks.check_int(padding_idx, "padding_idx")
     if isinstance(positions, int):
         # a range: cached, NumPy / torch-CPU fast path, row-chunked on Dask
-        return _angles.range_table(0, positions, w, dim, layout, ctx)
-    # dense integer positions (an arange, a window): rows of the exact range table
-    table = _angles.gathered_table(positions, _angles.as_freqs(w), dim, layout, ctx)
-    if table is not None:
+        table = _angles.range_table(0, positions, w, dim, layout, ctx)
+    else:
+        # dense integer positions (an arange, a window): rows of the exact range table
+        table = _angles.gathered_table(positions, _angles.as_freqs(w), dim, layout, ctx)
+        if table is None:
+            s, c = _angles.sincos(positions, w, ctx)
+            table = _assemble(s, c, dim, layout, ctx)
+    if padding_idx is None:
         return table
-    s, c = _angles.sincos(positions, w, ctx)
-    return _assemble(s, c, dim, layout, ctx)
+    xp_ = ctx.xp
+    p = xp_.arange(positions, device=ctx.device) if isinstance(positions, int) else positions
+    zero = _angles._zeros((), table.dtype, ctx)
+    return xp_.where((p == padding_idx)[..., None], zero, table)
 
 
 def sines(

@@ -387,7 +387,10 @@ def _rope_cos_sin(draw: Draw, be: Backend) -> Case:
     return Case(be, (pos, dim), kw, shape=(pshape + (dim,),) * 2, dtype=dt, kind="arrays")
 
 
-@register("mrope_cos_sin")
+@register(
+    "mrope_cos_sin",
+    huge=(lambda: ((np.broadcast_to(np.zeros((3, 1), np.int64), (3, 2**30)), 2**11), {"mrope_section": [2**8, 2**8, 2**9]}),),
+)
 def _mrope_cos_sin(draw: Draw, be: Backend) -> Case:
     shape = draw(shapes(max_dims=2))
     pid, _ = real_array(draw, be, (3,) + shape, -(2.0**20), 2.0**20, integer=draw(st.booleans()))

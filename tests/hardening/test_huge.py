@@ -33,6 +33,7 @@ NO_ALLOCATION = {
     "scaling.YaRN": "a configuration object",
     "scaling.Llama3": "a configuration object",
     "scaling.LongRoPE": "a configuration object (its factor lists are the user's)",
+    "scaling.Proportional": "a configuration object",
     "scaling.from_hf": "reads a config dict",
     "posenc_viz.to_numpy": "copies the user's array; no table of its own",
     "posenc_viz.paper_style": "matplotlib settings",
@@ -45,6 +46,8 @@ NO_ALLOCATION = {
     "posenc_viz.plot_wavelengths": "tables come from posenc calls, which check their sizes",
     "posenc_viz.plot_rope_scaling": "tables come from posenc calls, which check their sizes",
     "posenc_viz.plot_bias": "draws the user's bias",
+    "posenc_viz.load_table": "reads the user's file (its arrays are the file's)",
+    "posenc_viz.plot_grid_similarity": "the similarity maps of the user's table (one per patch, of the grid's size)",
 }
 
 #: (name, request) -> (open finding, whether the call may run: hangs do not)

@@ -616,3 +616,20 @@ def test_array_positions_accuracy(xp, kind):
         err = np.abs(xp.to_numpy(got).astype(np.float64) - ref_table(p.astype(np.float64), 128)).max()
         bound = 2.5e-7 if xp.float64 else 5e-7  # no float64: the digit tables
         assert err <= bound, err
+
+
+def test_padding_row_matches_m2m100(xp):
+    """fairseq / M2M100: the padding row is zero (``padding_idx``), the other
+    rows the fairseq table; on every backend, against transformers' own table."""
+    m2m = pytest.importorskip("transformers.models.m2m_100.modeling_m2m_100")
+    torch = pytest.importorskip("torch")
+    for n, d in ((10, 8), (7, 9)):
+        # transformers builds it in float32: its own rounding, a few 1e-8
+        want = m2m.M2M100SinusoidalPositionalEmbedding.get_embedding(n, d, 1).to(torch.float64).numpy()
+        got = xp.call(posenc.sinusoidal, n, d, convention="fairseq", layout="concat", padding_idx=1, xp=xp.ns, device=xp.device)
+        xp.assert_close(got, want, atol=2e-7)
+        assert not np.any(want[1]) and np.any(want[2])
+    p = np.array([[1, 2, 3], [1, 1, 5]])
+    got = xp.call(posenc.sinusoidal, xp.asarray(p), 8, convention="fairseq", layout="concat", padding_idx=1)
+    want = ref_table(p, 8, convention="fairseq", layout="concat") * (p != 1)[..., None]
+    xp.assert_close(got, want, atol=10 * xp.tol())
