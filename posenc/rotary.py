@@ -228,6 +228,12 @@ def rope_frequencies(
     array
         Shape ``(dim // 2,)``.
 
+    References
+    ----------
+    .. [1] J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu, "RoFormer: Enhanced
+           Transformer with Rotary Position Embedding", 2021,
+           https://arxiv.org/abs/2104.09864
+
     Examples
     --------
     >>> import posenc
@@ -311,6 +317,12 @@ def rope_cos_sin(
     and beyond, on devices with and without float64; the usual
     ``cos(float32(p) * inv_freq)`` is off by about 2e-4 at p = 4096 and by
     4e-2 near :math:`10^6` (see :func:`posenc.sinusoidal`).
+
+    References
+    ----------
+    .. [1] J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu, "RoFormer: Enhanced
+           Transformer with Rotary Position Embedding", 2021,
+           https://arxiv.org/abs/2104.09864
 
     Examples
     --------
@@ -873,6 +885,12 @@ def apply_rope(
     ``torch.compile``) uses the Array API formula; the fast paths are tested
     equal to it.
 
+    References
+    ----------
+    .. [1] J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu, "RoFormer: Enhanced
+           Transformer with Rotary Position Embedding", 2021,
+           https://arxiv.org/abs/2104.09864
+
     Examples
     --------
     >>> import numpy as np, posenc
@@ -936,6 +954,12 @@ def rope(
     array
         The rotated ``x`` (its dtype; tables computed in float32, or float64
         for float64 ``x``).
+
+    References
+    ----------
+    .. [1] J. Su, Y. Lu, S. Pan, A. Murtadha, B. Wen, Y. Liu, "RoFormer: Enhanced
+           Transformer with Rotary Position Embedding", 2021,
+           https://arxiv.org/abs/2104.09864
 
     Examples
     --------
@@ -1128,6 +1152,11 @@ def xpos_scale(
         beyond the range of the output dtype saturate just below its largest
         value (never ``inf``); those of large positive positions underflow
         to 0.
+
+    References
+    ----------
+    .. [1] Y. Sun et al., "A Length-Extrapolatable Transformer", ACL 2023,
+           https://arxiv.org/abs/2212.10554
 
     Examples
     --------
