@@ -321,51 +321,39 @@ _DTYPE_KIND: dict[Any, bool] = {}
 
 
 def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
+    return _dtype_is(xp, dtype, "real floating")
+
+
+def is_integer_dtype(xp: Any, dtype: Any) -> bool:
+    return _dtype_is(xp, dtype, "integral")
+
+
+def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:
+    """``xp.isdtype(dtype, kind)``, kept per (namespace, dtype, kind) outside
+    torch's tracer (NumPy's ``isdtype`` costs microseconds per call)."""
     if compiling():
-        return _is_real_float_dtype(xp, dtype)
+        return _isdtype(xp, dtype, kind)
     try:
-        key = (xp, dtype, "f")
+        key = (xp, dtype, kind)
         got = _DTYPE_KIND.get(key)
     except TypeError:  # an unhashable non-dtype
         key, got = None, None
     if got is None:
-        got = _is_real_float_dtype(xp, dtype)
+        got = _isdtype(xp, dtype, kind)
         if key is not None and len(_DTYPE_KIND) < 1024:
             _DTYPE_KIND[key] = got
     return got
 
 
-def _is_real_float_dtype(xp: Any, dtype: Any) -> bool:
+def _isdtype(xp: Any, dtype: Any, kind: str) -> bool:
     try:
-        return bool(xp.isdtype(dtype, "real floating"))
+        return bool(xp.isdtype(dtype, kind))
     except Exception:
         # torch's bfloat16/float16 and other extension types
-        if namespace_kind(xp) == "torch":
+        if kind == "real floating" and namespace_kind(xp) == "torch":
             import torch
 
             return isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex
-        return False
-
-
-def is_integer_dtype(xp: Any, dtype: Any) -> bool:
-    if compiling():
-        return _is_integer_dtype(xp, dtype)
-    try:
-        key = (xp, dtype, "i")
-        got = _DTYPE_KIND.get(key)
-    except TypeError:
-        key, got = None, None
-    if got is None:
-        got = _is_integer_dtype(xp, dtype)
-        if key is not None and len(_DTYPE_KIND) < 1024:
-            _DTYPE_KIND[key] = got
-    return got
-
-
-def _is_integer_dtype(xp: Any, dtype: Any) -> bool:
-    try:
-        return bool(xp.isdtype(dtype, "integral"))
-    except Exception:
         return False
 
 
@@ -505,15 +493,9 @@ def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> 
     for v in (arrays or {}).values():
         if v is None or type(v) is int:
             continue
-        t = type(v)
-        ok = _DEVICE_ATTR.get(t)
-        if ok is None:
-            ok = _device_attr_ok(v)
-            if len(_DEVICE_ATTR) < 256:
-                _DEVICE_ATTR[t] = ok
-        if not ok:
+        if not _has_device_attr(v):
             return None
-        parts.append((t, v.dtype, v.device))
+        parts.append((type(v), v.dtype, v.device))
     if not parts:
         return None
     key = (tuple(parts), dtype, float_output)
@@ -528,13 +510,18 @@ def array_key(x: Any) -> Any:
     """``(type, dtype, device, shape)`` of an array whose type carries its
     device as an attribute (NumPy, torch, CuPy, array-api-strict), for the
     caches of per-call checks; None for anything else."""
+    return (type(x), x.dtype, x.device, x.shape) if _has_device_attr(x) else None
+
+
+def _has_device_attr(x: Any) -> bool:
+    """:func:`_device_attr_ok` kept per type."""
     t = type(x)
     ok = _DEVICE_ATTR.get(t)
     if ok is None:
         ok = _device_attr_ok(x)
         if len(_DEVICE_ATTR) < 256:
             _DEVICE_ATTR[t] = ok
-    return (t, x.dtype, x.device, x.shape) if ok else None
+    return ok
 
 
 def _device_attr_ok(v: Any) -> bool:
@@ -754,11 +741,8 @@ def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
     dtype = ctx.work if dtype is None else dtype
     if compiling():
         return from_host(make(), ctx, dtype)
-    kind = _KINDS.get(ctx.xp)
-    if kind is None:
-        kind = "numpy" if namespace_kind(ctx.xp) == "numpy" else "torch" if namespace_kind(ctx.xp) == "torch" else "other"
-        _KINDS[ctx.xp] = kind
-    if kind == "other" or (kind == "torch" and compiling()):
+    kind = namespace_kind(ctx.xp)
+    if kind not in ("numpy", "torch"):
         return from_host(make(), ctx, dtype)
     k = (key, kind, ctx.device, dtype)
     got = _CONSTANTS.get(k)
@@ -768,9 +752,6 @@ def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
             _CONSTANTS.clear()
         _CONSTANTS[k] = got
     return got
-
-
-_KINDS: dict[Any, str] = {}
 
 
 def is_concrete(x: Any) -> bool:
@@ -788,9 +769,6 @@ def is_concrete(x: Any) -> bool:
     if _aac.is_jax_array(x):
         jax = sys.modules.get("jax")
         return jax is not None and not isinstance(x, jax.core.Tracer)
-    if _aac.is_torch_array(x):
-        # traced by torch.compile / torch.export: fake values, never read
-        return x.device.type != "meta" and not compiling()
     if _aac.is_dask_array(x):
         return False
     return not _aac.is_lazy_array(x)
