@@ -57,6 +57,8 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
+    # Markdown: the benchmark report (benchmarks/RESULTS.md) on the performance page
+    "myst_parser",
     "posenc_docs",
 ]
 templates_path = ["_templates"]

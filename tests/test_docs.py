@@ -1,8 +1,9 @@
 """The documentation: every public name has an API page, and the site builds.
 
 ``test_sphinx_build`` runs the same build as ``make docs`` (``-W
---keep-going``: every warning fails) on a copy of ``docs/`` in a temporary
-folder, so that the test leaves the source tree untouched.  It executes the
+--keep-going``: every warning fails) on a copy of ``docs/`` (and of the
+benchmark report it includes) in a temporary folder, so that the test leaves
+the source tree untouched.  It executes the
 gallery examples and the build-time code of the theory pages.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import io
 import os
 import re
 import shutil
@@ -54,7 +56,7 @@ def autosummary_entries(text: str) -> list[str]:
                 break
             i += 1
             entry = line.strip()
-            if not entry or entry.startswith(":") or entry.startswith(".."):
+            if not entry or entry.startswith((":", "..")):
                 continue
             entry = entry.lstrip("~").split()[0]
             if current and entry.split(".")[0] not in _PACKAGES:
@@ -83,7 +85,11 @@ def public_names() -> list[str]:
     else:
         members = getattr(scaling, "__all__", None)
         if members is None:
-            members = [n for n, v in vars(scaling).items() if not n.startswith("_") and getattr(v, "__module__", "") == scaling.__name__]
+            members = [
+                n
+                for n, v in vars(scaling).items()
+                if not n.startswith("_") and getattr(v, "__module__", "") == scaling.__name__
+            ]
         names += [f"posenc.scaling.{n}" for n in members]
     try:
         viz = importlib.import_module("posenc_viz")
@@ -166,45 +172,48 @@ def test_api_toctree_entries_exist():
     assert entries and not missing, f"docs/api/index.rst lists missing pages {missing}"
 
 
-def test_markdown_include_converts_the_benchmark_report():
-    pytest.importorskip("markdown_it")
-    pytest.importorskip("sphinx")
-    sys.path.insert(0, str(DOCS / "_ext"))
-    try:
-        from posenc_docs import markdown_to_nodes
-    finally:
-        sys.path.remove(str(DOCS / "_ext"))
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    """The pipe tables of a Markdown text: rows of cell texts, the ``|---|`` line left out."""
+    tables: list[list[list[str]]] = []
+    previous = ""
+    for line in text.splitlines():
+        if line.startswith("|"):
+            if not previous.startswith("|"):
+                tables.append([])
+            if not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):
+                tables[-1].append([c.strip() for c in line.strip().strip("|").split("|")])
+        previous = line
+    return tables
+
+
+def test_benchmark_report_renders_through_myst():
+    """The performance page includes benchmarks/RESULTS.md with myst-parser's
+    parser; that parser reads every heading, table row and cell of the report
+    without a warning."""
+    pytest.importorskip("myst_parser")
     from docutils import nodes
+    from docutils.core import publish_doctree
+    from myst_parser.parsers.docutils_ import Parser
 
-    md = """# Results
+    page = (DOCS / "performance.rst").read_text(encoding="utf-8")
+    assert re.search(r"^\.\. include:: \.\./benchmarks/RESULTS\.md\n +:parser: myst_parser\.sphinx_$", page, re.M)
 
-Some *text* with `code` and a [link](https://example.org).
-
-- date: today
-- cores: 2
-
-## Section
-
-| case | ratio | note |
-|---|---|---|
-| (4096, 512) | 0.50x | cold \\| cache |
-| b | 1.00x |  |
-
-```text
-raw | output
-```
-"""
-    out = markdown_to_nodes(md)
-    kinds = [type(n).__name__ for n in out]
-    assert kinds == ["rubric", "paragraph", "bullet_list", "rubric", "table", "literal_block"]
-    table = out[4]
-    rows = list(table.findall(nodes.row))
-    assert len(rows) == 3
-    cells = [e.astext() for e in rows[1].findall(nodes.entry)]
-    assert cells == ["(4096, 512)", "0.50x", "cold | cache"]
-    assert out[5].astext() == "raw | output"
-    para = out[1]
-    assert [type(c).__name__ for c in para.children if not isinstance(c, nodes.Text)] == ["emphasis", "literal", "reference"]
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    warnings = io.StringIO()
+    doctree = publish_doctree(
+        text, parser=Parser(), settings_overrides={"warning_stream": warnings, "report_level": 1, "halt_level": 5}
+    )
+    assert warnings.getvalue() == ""
+    assert not list(doctree.findall(nodes.system_message))
+    headings = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
+    assert [t.astext() for t in doctree.findall(nodes.title)] == headings
+    expected = markdown_tables(text)
+    assert expected, "benchmarks/RESULTS.md has no table"
+    got = [
+        [[entry.astext() for entry in row.findall(nodes.entry)] for row in table.findall(nodes.row)]
+        for table in doctree.findall(nodes.table)
+    ]
+    assert got == expected
 
 
 def test_every_public_function_has_an_example():
@@ -257,13 +266,25 @@ def test_sphinx_build(tmp_path):
     env["MPLBACKEND"] = "Agg"
     env.pop("POSENC_DOCS_INTERSPHINX", None)  # offline, as CI
     env.pop("PYTHONWARNINGS", None)
-    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"), str(src), str(out)]
+    # the performance page includes ../benchmarks/RESULTS.md
+    (tmp_path / "benchmarks").mkdir()
+    shutil.copy2(ROOT / "benchmarks" / "RESULTS.md", tmp_path / "benchmarks" / "RESULTS.md")
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html"]
+    cmd += ["-d", str(tmp_path / "doctrees"), str(src), str(out)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     elapsed = time.perf_counter() - t0
-    assert proc.returncode == 0, f"sphinx-build failed after {elapsed:.0f} s:\n{proc.stdout[-6000:]}\n{proc.stderr[-12000:]}"
-    for page in ("index.html", "theory/sinusoidal.html", "api/generated/posenc.sinusoidal.html", "auto_examples/index.html"):
+    assert proc.returncode == 0, (
+        f"sphinx-build failed after {elapsed:.0f} s:\n{proc.stdout[-6000:]}\n{proc.stderr[-12000:]}"
+    )
+    pages = ("index.html", "theory/sinusoidal.html", "api/generated/posenc.sinusoidal.html", "auto_examples/index.html")
+    for page in pages:
         assert (out / page).is_file(), page
     worked = (out / "theory" / "sinusoidal.html").read_text(encoding="utf-8")
     # the worked example's correct values, computed at build time
     assert "0.0100" in worked and "0.9998" in worked
+    # the benchmark report: one HTML row per Markdown table row
+    perf = (out / "performance.html").read_text(encoding="utf-8")
+    report = perf.split('class="posenc-report"', 1)[1]
+    rows = sum(len(t) for t in markdown_tables((ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")))
+    assert report.count("<tr") == rows

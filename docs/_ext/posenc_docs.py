@@ -18,15 +18,6 @@
     with ``rst_table``, ``REPO_ROOT`` and ``benchmark_rows()`` (the rows of
     ``benchmarks/results.json``).
 
-``posenc-markdown``
-    Includes a Markdown file (GitHub tables, fenced code, lists, headings
-    turned into rubrics) as document nodes, without a Markdown parser
-    extension for Sphinx.  The path is relative to the repository root; a
-    missing file shows the ``:missing:`` text instead::
-
-        .. posenc-markdown:: benchmarks/RESULTS.md
-           :missing: No results yet: run ``make bench``.
-
 It also measures the numbers of the site's one accuracy statement
 (:func:`accuracy_prolog`, substitutions such as ``|accuracy|``), holds the
 "See also" links of the API pages (:data:`SEE_ALSO`), and makes the built
@@ -51,7 +42,6 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 __all__ = [
     "setup",
-    "markdown_to_nodes",
     "rst_table",
     "GalleryOrder",
     "ACCURACY_BOUND",
@@ -73,7 +63,13 @@ def rst_table(
     widths: str = "auto",
 ) -> str:
     """An rst ``list-table`` of numbers (``fmt`` for floats), for ``:output: rst`` blocks."""
-    lines = [f".. list-table:: {title}".rstrip(), "   :header-rows: 1", f"   :widths: {widths}", "   :class: posenc-numbers", ""]
+    lines = [
+        f".. list-table:: {title}".rstrip(),
+        "   :header-rows: 1",
+        f"   :widths: {widths}",
+        "   :class: posenc-numbers",
+        "",
+    ]
 
     def cell(v: Any) -> str:
         if isinstance(v, str):
@@ -86,7 +82,7 @@ def rst_table(
             return str(v)
         return fmt.format(x)
 
-    for i, r in enumerate([header, *rows]):
+    for r in [header, *rows]:
         for j, v in enumerate(r):
             lines.append(("   * - " if j == 0 else "     - ") + cell(v))
     return "\n".join(lines) + "\n"
@@ -279,7 +275,13 @@ _S = "posenc.scaling."
 _V = "posenc_viz."
 #: related functions, shown under "See also" on each API page
 SEE_ALSO: dict[str, list[str]] = {
-    _P + "sinusoidal": [_P + "add_sinusoidal", _P + "frequencies", _P + "wavelengths", _P + "shift_matrix", _V + "plot_encoding"],
+    _P + "sinusoidal": [
+        _P + "add_sinusoidal",
+        _P + "frequencies",
+        _P + "wavelengths",
+        _P + "shift_matrix",
+        _V + "plot_encoding",
+    ],
     _P + "frequencies": [_P + "wavelengths", _P + "sinusoidal", _P + "rope_frequencies"],
     _P + "wavelengths": [_P + "frequencies", _V + "plot_wavelengths"],
     _P + "add_sinusoidal": [_P + "sinusoidal", _P + "learned_table"],
@@ -291,7 +293,13 @@ SEE_ALSO: dict[str, list[str]] = {
     _P + "similarity": [_P + "similarity_by_offset", _V + "plot_similarity"],
     _P + "similarity_by_offset": [_P + "similarity", _P + "shift_matrix", _V + "plot_similarity_by_offset"],
     _P + "rope_frequencies": [_P + "rope_cos_sin", _P + "frequencies", _S + "from_hf"],
-    _P + "rope_cos_sin": [_P + "apply_rope", _P + "rope", _P + "rope_frequencies", _P + "axial_rope_cos_sin", _S + "from_hf"],
+    _P + "rope_cos_sin": [
+        _P + "apply_rope",
+        _P + "rope",
+        _P + "rope_frequencies",
+        _P + "axial_rope_cos_sin",
+        _S + "from_hf",
+    ],
     _P + "apply_rope": [_P + "rope_cos_sin", _P + "rope", _P + "rope_permutation", _P + "xpos_scale"],
     _P + "rope": [_P + "rope_cos_sin", _P + "apply_rope", _S + "from_hf"],
     _P + "rope_permutation": [_P + "apply_rope", _P + "rope"],
@@ -407,196 +415,6 @@ def _close_figures() -> None:
         plt.close("all")
 
 
-# --------------------------------------------------------------------------
-# Markdown (the subset the benchmark report uses) to docutils nodes
-# --------------------------------------------------------------------------
-_LEXERS = {"python", "py", "bash", "sh", "console", "json", "text", "none", "pycon", "toml", "ini"}
-
-
-def _inline(children: list[Any]) -> list[nodes.Node]:
-    """markdown-it inline tokens to docutils inline nodes."""
-    out: list[nodes.Node] = []
-    stack: list[nodes.Element] = []
-
-    def add(node: nodes.Node) -> None:
-        if stack:
-            stack[-1].append(node)
-        else:
-            out.append(node)
-
-    for tok in children:
-        t = tok.type
-        if t == "text":
-            add(nodes.Text(tok.content))
-        elif t == "code_inline":
-            add(nodes.literal(tok.content, tok.content))
-        elif t in ("softbreak",):
-            add(nodes.Text(" "))
-        elif t == "hardbreak":
-            add(nodes.Text("\n"))
-        elif t in ("strong_open", "em_open", "s_open", "link_open"):
-            if t == "strong_open":
-                node: nodes.Element = nodes.strong()
-            elif t == "em_open":
-                node = nodes.emphasis()
-            elif t == "s_open":
-                node = nodes.inline(classes=["strike"])
-            else:
-                href = tok.attrs.get("href", "")
-                node = nodes.reference("", "", refuri=href, internal=False)
-            stack.append(node)
-        elif t in ("strong_close", "em_close", "s_close", "link_close"):
-            node = stack.pop()
-            add(node)
-        elif t == "image":
-            alt = tok.content or tok.attrs.get("alt", "")
-            add(nodes.emphasis(alt, alt))
-        elif t in ("html_inline",):
-            continue
-        else:  # anything else: its text
-            if tok.content:
-                add(nodes.Text(tok.content))
-    while stack:  # unbalanced markup: keep the text
-        node = stack.pop()
-        add(node)
-    return out
-
-
-def markdown_to_nodes(text: str) -> list[nodes.Node]:
-    """Convert Markdown to a list of docutils block nodes.
-
-    Headings become rubrics (so the included file cannot disturb the page's
-    section structure); GitHub pipe tables become tables; fenced code
-    becomes literal blocks; raw HTML is dropped.
-    """
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
-    tokens = md.parse(text)
-    root = nodes.container()
-    stack: list[nodes.Element] = [root]
-    table_rows: list[list[list[nodes.Node]]] = []
-    header_rows = 0
-    row: list[list[nodes.Node]] | None = None
-    in_head = False
-    for tok in tokens:
-        t = tok.type
-        parent = stack[-1]
-        if t == "heading_open":
-            stack.append(nodes.rubric())
-        elif t == "heading_close":
-            node = stack.pop()
-            stack[-1].append(node)
-        elif t == "paragraph_open":
-            if not tok.hidden:
-                stack.append(nodes.paragraph())
-        elif t == "paragraph_close":
-            if not tok.hidden:
-                node = stack.pop()
-                stack[-1].append(node)
-        elif t == "inline":
-            if row is not None:
-                row.append(_inline(tok.children or []))
-            elif isinstance(parent, (nodes.paragraph, nodes.rubric)):
-                parent.extend(_inline(tok.children or []))
-            else:  # tight list item: no paragraph token
-                p = nodes.paragraph()
-                p.extend(_inline(tok.children or []))
-                parent.append(p)
-        elif t == "bullet_list_open":
-            stack.append(nodes.bullet_list(bullet="-"))
-        elif t == "ordered_list_open":
-            stack.append(nodes.enumerated_list(enumtype="arabic", prefix="", suffix="."))
-        elif t in ("bullet_list_close", "ordered_list_close", "list_item_close", "blockquote_close"):
-            node = stack.pop()
-            stack[-1].append(node)
-        elif t == "list_item_open":
-            stack.append(nodes.list_item())
-        elif t == "blockquote_open":
-            stack.append(nodes.block_quote())
-        elif t in ("fence", "code_block"):
-            lang = (tok.info or "").strip().split(" ")[0].lower()
-            code = tok.content.rstrip("\n")
-            block = nodes.literal_block(code, code, language=lang if lang in _LEXERS else "none")
-            parent.append(block)
-        elif t == "hr":
-            parent.append(nodes.transition())
-        elif t == "table_open":
-            table_rows, header_rows = [], 0
-        elif t == "thead_open":
-            in_head = True
-        elif t == "thead_close":
-            in_head = False
-        elif t == "tr_open":
-            row = []
-        elif t == "tr_close":
-            table_rows.append(row or [])
-            if in_head:
-                header_rows += 1
-            row = None
-        elif t == "table_close":
-            parent.append(_table(table_rows, header_rows))
-        # th/td open/close, html_block: nothing to do
-    return list(root.children)
-
-
-def _table(rows: list[list[list[nodes.Node]]], header_rows: int) -> nodes.table:
-    ncols = max((len(r) for r in rows), default=1)
-    table = nodes.table(classes=["posenc-md-table"])
-    group = nodes.tgroup(cols=ncols)
-    table += group
-    for _ in range(ncols):
-        group += nodes.colspec(colwidth=1)
-
-    def make(r: list[list[nodes.Node]]) -> nodes.row:
-        rnode = nodes.row()
-        for j in range(ncols):
-            entry = nodes.entry()
-            para = nodes.paragraph()
-            if j < len(r):
-                para.extend(r[j])
-            entry += para
-            rnode += entry
-        return rnode
-
-    if header_rows:
-        head = nodes.thead()
-        for r in rows[:header_rows]:
-            head += make(r)
-        group += head
-    body = nodes.tbody()
-    for r in rows[header_rows:]:
-        body += make(r)
-    if not len(body):
-        body += make([])
-    group += body
-    return table
-
-
-class PosencMarkdown(SphinxDirective):
-    """Include a Markdown file of the repository as document nodes."""
-
-    required_arguments = 1
-    has_content = False
-    option_spec = {"missing": directives.unchanged}
-
-    def run(self) -> list[nodes.Node]:
-        root = Path(self.config.posenc_repo_root or Path(self.env.srcdir).parent)
-        path = (root / self.arguments[0]).resolve()
-        if not path.is_file():
-            text = self.options.get("missing", f"``{self.arguments[0]}`` is not there yet.")
-            para = nodes.container(classes=["posenc-missing"])
-            self.state.nested_parse(StringList([text], source=str(path)), self.content_offset, para)
-            return list(para.children)
-        self.env.note_dependency(str(path))
-        try:
-            return markdown_to_nodes(path.read_text(encoding="utf-8"))
-        except Exception as exc:  # pragma: no cover - keep the page, show the file
-            text = path.read_text(encoding="utf-8")
-            self.state.document.reporter.info(f"posenc-markdown: shown verbatim ({exc})")
-            return [nodes.literal_block(text, text, language="none")]
-
-
 def _data_docstring(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
     """Module constants re-exported by a package (``posenc_viz.FIGURES``) get
     the ``#:`` comment of the submodule that defines them, not the docstring
@@ -623,7 +441,7 @@ def _data_docstring(app: Any, what: str, name: str, obj: Any, options: Any, line
         except Exception:  # pragma: no cover - unreadable source
             continue
         if ("", attr) in docs:
-            lines[:] = [line for line in docs[("", attr)]]
+            lines[:] = list(docs[("", attr)])
             return
     type_doc = inspect.getdoc(type(obj)) or ""
     if type_doc and "\n".join(lines).strip() == type_doc.strip():
@@ -724,7 +542,6 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("build-finished", _write_pages)
     app.connect("build-finished", _copy_mathjax)
     app.add_directive("posenc-exec", PosencExec)
-    app.add_directive("posenc-markdown", PosencMarkdown)
     app.connect("source-read", _reset_namespace)
     app.connect("env-purge-doc", _forget)
     app.connect("autodoc-process-docstring", _data_docstring)
