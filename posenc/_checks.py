@@ -11,11 +11,16 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from . import _compat
 
 __all__ = [
     "MAX_ELEMENTS",
+    "TABLE_LAYOUTS",
+    "ROPE_LAYOUTS",
     "show",
+    "check_bool",
     "check_int",
     "check_dim",
     "check_float",
@@ -26,13 +31,18 @@ __all__ = [
     "check_float_array",
     "check_int_array",
     "check_all_finite",
+    "default_dtype",
+    "broadcast_shapes",
 ]
 
 #: Largest number of elements a single output may have.  Larger requests fail
 #: before anything is allocated (a table of 2**40 float32 values is 4 TiB).
 MAX_ELEMENTS = 2**40
 
-_SHOW_LIMIT = 80
+#: column layouts of a sinusoidal table: ``sin, cos, sin, cos, ...`` or all sines then all cosines
+TABLE_LAYOUTS = ("interleaved", "concat")
+#: pairings of a rotary table: feature ``i`` with ``i + d/2`` (GPT-NeoX, Hugging Face) or with ``i + 1`` (GPT-J)
+ROPE_LAYOUTS = ("half", "interleaved")
 
 
 def show(value: Any) -> str:
@@ -48,20 +58,28 @@ def show(value: Any) -> str:
             shape = "?"
         if shape == ():
             try:
-                return f"a 0-d array {_cut(repr(value))}"
+                return f"a 0-d array {_compat._short(value)}"
             except Exception:  # pragma: no cover - traced values
                 pass
         return f"an array of shape {shape} and dtype {value.dtype}"
     try:
-        text = repr(value)
+        return _compat._short(value)
     except Exception:  # pragma: no cover - a broken __repr__
-        text = f"<{type(value).__name__} object>"
-    return _cut(text)
+        return f"<{type(value).__name__} object>"
 
 
-def _cut(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a Python bool, or raise a :class:`TypeError` naming ``name``.
+
+    Python bools and NumPy bool scalars (``np.True_``, as read from a config
+    or a NumPy comparison) are accepted; integers (even 0 and 1), strings,
+    ``None`` and arrays (even 0-d ones, whose value may be traced or on a
+    device) are refused.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"`{name}` must be a bool, got {show(value)}"
+        raise TypeError(msg)
+    return bool(value)
 
 
 def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -310,3 +328,32 @@ def check_offset(offset: Any, name: str, ctx: _compat.Context) -> Any:
             return check_offset(int(offset), name, ctx)
         return offset
     return check_int(offset, name, minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
+
+
+def default_dtype(xp: Any, device: Any, kind: str) -> Any:
+    """The default dtype of ``kind`` (``"real floating"``, ``"integral"``,
+    ``"indexing"``) of namespace ``xp`` on ``device``."""
+    info = xp.__array_namespace_info__()
+    try:
+        return info.default_dtypes(device=device)[kind]
+    except Exception:  # namespaces that reject device objects they did not make
+        return info.default_dtypes()[kind]
+
+
+def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The broadcast of ``shapes`` (tuples of ints or traced sizes such as
+    torch ``SymInt``), or None when they do not broadcast.
+
+    Plain Python comparisons, so traced sizes stay traced (NumPy's
+    ``broadcast_shapes`` wants ints).
+    """
+    n = max((len(s) for s in shapes), default=0)
+    out = [1] * n
+    for shape in shapes:
+        padded = (1,) * (n - len(shape)) + tuple(shape)
+        for i, d in enumerate(padded):
+            if out[i] == 1:
+                out[i] = d
+            elif not (d == 1 or d == out[i]):
+                return None
+    return tuple(out)
