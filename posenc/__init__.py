@@ -6,20 +6,7 @@ array-api-strict arrays; the output lives on the input's device.
 
 from __future__ import annotations
 
-from .sinusoidal import (
-    add_sinusoidal,
-    binary,
-    frequencies,
-    learned_table,
-    resample_table,
-    shift_matrix,
-    similarity,
-    similarity_by_offset,
-    sines,
-    sinusoidal,
-    wavelengths,
-)
-
+from . import scaling
 from .bias import (
     alibi_bias,
     alibi_slopes,
@@ -31,9 +18,11 @@ from .bias import (
 )
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
 from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
-from . import scaling
+from .learned import learned_table, resample_table
 from .mrope import mrope_cos_sin
+from .properties import shift_matrix, similarity, similarity_by_offset
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
+from .sinusoidal import add_sinusoidal, binary, frequencies, sines, sinusoidal, wavelengths
 
 __version__ = "0.1.0.dev0"
 

@@ -1,5 +1,8 @@
-"""The sinusoidal family: Vaswani et al.'s table and its conventions, sine-only
-and binary codes, learned-table helpers, and the shift / similarity properties.
+"""The sinusoidal family: Vaswani et al.'s table and its conventions, its
+frequencies and wavelengths, and the sine-only and binary codes.
+
+Learned tables live in :mod:`posenc.learned`, the shift and similarity
+properties in :mod:`posenc.properties`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
+from .learned import _linear_weights  # noqa: F401 - grid.resample_grid imports it from here; moved to .learned
 
 __all__ = [
     "frequencies",
@@ -20,15 +24,9 @@ __all__ = [
     "sines",
     "binary",
     "add_sinusoidal",
-    "learned_table",
-    "resample_table",
-    "shift_matrix",
-    "similarity",
-    "similarity_by_offset",
 ]
 
 CONVENTIONS = ("paper", "fairseq", "tensor2tensor")
-LAYOUTS = ("interleaved", "concat")
 
 
 # --------------------------------------------------------------------------
@@ -355,7 +353,7 @@ def sinusoidal(
     torch.bfloat16
     """
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
     dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
     # the output size is checked before the positions are scanned for NaN
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
@@ -495,9 +493,7 @@ def binary(
     """
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
     dim = _checks.check_dim(dim)
-    if not isinstance(signed, bool):
-        msg = f"`signed` must be a bool, got {signed!r}"
-        raise TypeError(msg)
+    signed = _checks.check_bool(signed, "signed")
     xp_ = ctx.xp
     if isinstance(positions, bool) or isinstance(positions, (int, np.integer)) and not _compat.is_array(positions):
         n = _checks.check_int(positions, "positions", minimum=0)
@@ -605,7 +601,7 @@ def add_sinusoidal(
     if not abs(input_scale) <= limit:
         msg = f"`input_scale` = {input_scale!r} overflows the dtype {_checks.dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
         raise ValueError(msg)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
     # a traced sequence length (torch SymInt) stays traced: no recompile per length
     seq, dim = x.shape[-2], int(x.shape[-1])
     _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
@@ -617,381 +613,3 @@ def add_sinusoidal(
     if input_scale != 1.0:
         x = x * input_scale
     return x + pe
-
-
-def learned_table(
-    num_positions: int,
-    dim: int,
-    *,
-    std: float = 0.02,
-    truncate: float | None = None,
-    seed: int | np.random.Generator | None = None,
-    dtype: Any = None,
-    device: Any = None,
-    xp: Any = None,
-) -> Any:
-    """Initial values of a learned absolute position table (BERT, GPT-2, ViT).
-
-    Draws ``N(0, std**2)`` values in NumPy (randomness is not part of the
-    array API standard) and moves them to the target namespace and device.
-    Wrap the result in your framework's parameter type to train it.
-
-    Parameters
-    ----------
-    num_positions, dim : int
-        Table shape ``(num_positions, dim)``.
-    std : float, default 0.02
-        Standard deviation (BERT and GPT-2 use 0.02).
-    truncate : float, optional
-        Draw from the normal distribution truncated to ``±truncate * std``
-        (timm's ``trunc_normal_`` with bounds ``±2 * std`` is
-        ``truncate=2``).  Values beyond the bounds are redrawn; below
-        ``truncate=0.5`` the draws come from a uniform proposal accepted with
-        the normal density's weight, so any positive ``truncate`` is fast.
-    seed : int or numpy.random.Generator, optional
-        Seed for reproducible tables.
-    dtype, device, xp
-        Output dtype, device and namespace.
-
-    Raises
-    ------
-    ValueError
-        If the drawn values overflow the output dtype (``std`` too large).
-
-    Examples
-    --------
-    >>> import posenc
-    >>> t = posenc.learned_table(512, 64, seed=0)
-    >>> t.shape, round(float(t.std()), 3)
-    ((512, 64), 0.02)
-    """
-    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    n = _checks.check_int(num_positions, "num_positions", minimum=0)
-    dim = _checks.check_dim(dim)
-    std = _checks.check_float(std, "std", nonnegative=True)
-    _checks.check_size((n, dim), "table")
-    if truncate is not None:
-        truncate = _checks.check_float(truncate, "truncate", positive=True)
-    if seed is not None and not isinstance(seed, np.random.Generator):
-        seed = _checks.check_int(seed, "seed", minimum=0)
-    if isinstance(seed, np.random.Generator):
-        t, top = _draw_table(seed, n, dim, std, truncate)
-    else:  # an int seed: a constant of torch's traced graphs
-        t, top = _seeded_table(seed, n, dim, std, truncate)
-    _checks.check_fits(top, ctx, f"`std` = {std!r} gives values", "request a smaller `std` or a wider dtype")
-    return _angles.cast(_compat.from_host(t, ctx, ctx.work), ctx.dtype, ctx.xp)
-
-
-def _draw_table(rng: np.random.Generator, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
-    """The host table ``std * N(0, 1)`` (truncated) and its largest magnitude."""
-    if truncate is None:
-        t = rng.standard_normal((n, dim))
-    else:
-        t = _truncated_normal(rng, (n, dim), truncate)
-    top = float(np.max(np.abs(t))) * std if t.size else 0.0  # a Python float: inf, never a warning
-    return t * std, top
-
-
-@_compat.host_constant
-def _seeded_table(seed: int | None, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
-    return _draw_table(np.random.default_rng(seed), n, dim, std, truncate)
-
-
-def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], c: float) -> np.ndarray:
-    """Standard normal values truncated to ``[-c, c]`` (exact rejection sampling)."""
-    if c >= 0.5:
-        # normal proposals outside [-c, c] redrawn: at least 38 % are kept
-        t = rng.standard_normal(shape)
-        bad = np.abs(t) > c
-        while bad.any():
-            t[bad] = rng.standard_normal(int(bad.sum()))
-            bad = np.abs(t) > c
-        return t
-    # uniform proposals on [-c, c] kept with probability exp(-t**2 / 2), the
-    # normal density relative to its peak: at least 88 % are kept, for any c > 0
-    t = np.zeros(shape)
-    todo = np.arange(t.size)
-    while todo.size:
-        u = rng.uniform(-c, c, todo.size)
-        keep = rng.random(todo.size) < np.exp(-0.5 * u * u)
-        t.flat[todo[keep]] = u[keep]
-        todo = todo[~keep]
-    return t
-
-
-def resample_table(
-    table: Any,
-    num_positions: int,
-    *,
-    align_corners: bool = False,
-) -> Any:
-    """Linearly resample a learned 1-D position table to a new length.
-
-    ``table`` has shape ``(..., L, dim)``; the result has shape
-    ``(..., num_positions, dim)``.  The sampling grid is that of
-    ``torch.nn.functional.interpolate(mode="linear")``: with
-    ``align_corners=False`` (the default, as timm) sample ``t`` reads source
-    coordinate ``(t + 0.5) * L / N - 0.5`` clamped to ``[0, L-1]``; with
-    ``align_corners=True`` the first and last rows map onto each other.
-
-    Examples
-    --------
-    >>> import numpy as np, posenc
-    >>> t = np.array([[0.0], [1.0], [2.0]])
-    >>> posenc.resample_table(t, 5, align_corners=True)[:, 0]
-    array([0. , 0.5, 1. , 1.5, 2. ])
-    """
-    if not _compat.is_array(table):
-        msg = f"`table` must be an array of shape (..., L, dim), got {type(table).__name__}"
-        raise TypeError(msg)
-    ctx = _compat.resolve({"table": table}, dtype=None)
-    xp_ = ctx.xp
-    if not _compat.is_real_float_dtype(xp_, table.dtype):
-        msg = f"`table` must have a real floating dtype, got {table.dtype}"
-        raise TypeError(msg)
-    if table.ndim < 2:
-        msg = f"`table` must have shape (..., L, dim), got shape {tuple(table.shape)}"
-        raise ValueError(msg)
-    old = int(table.shape[-2])
-    if old < 1:
-        msg = "`table` must have at least one position (axis -2 is empty)"
-        raise ValueError(msg)
-    n = _checks.check_int(num_positions, "num_positions", minimum=1)
-    if not isinstance(align_corners, bool):
-        msg = f"`align_corners` must be a bool, got {align_corners!r}"
-        raise TypeError(msg)
-    _checks.check_size(tuple(table.shape[:-2]) + (n, int(table.shape[-1])), "table")
-    lo, hi, frac = _linear_weights(old, n, align_corners)
-    idx_t = xp_.__array_namespace_info__().default_dtypes(device=ctx.device)["indexing"]
-    lo_i = _compat.from_host(lo, ctx, idx_t)
-    hi_i = _compat.from_host(hi, ctx, idx_t)
-    f = _compat.from_host(frac[:, None], ctx, table.dtype)
-    a = xp_.take(table, lo_i, axis=table.ndim - 2)
-    b = xp_.take(table, hi_i, axis=table.ndim - 2)
-    return a + (b - a) * f
-
-
-def _linear_weights(old: int, new: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    t = np.arange(new, dtype=np.float64)
-    if align_corners:
-        src = t * ((old - 1) / (new - 1)) if new > 1 else np.zeros(new)
-    else:
-        src = np.clip((t + 0.5) * (old / new) - 0.5, 0.0, None)
-    lo = np.minimum(np.floor(src).astype(np.int64), old - 1)
-    hi = np.minimum(lo + 1, old - 1)
-    frac = src - lo
-    return lo, hi, frac
-
-
-# --------------------------------------------------------------------------
-# properties
-# --------------------------------------------------------------------------
-def shift_matrix(
-    offset: float | Any,
-    dim: int,
-    *,
-    base: float = 10000.0,
-    layout: str = "interleaved",
-    convention: str = "paper",
-    min_timescale: float | None = None,
-    max_timescale: float | None = None,
-    dtype: Any = None,
-    device: Any = None,
-    xp: Any = None,
-) -> Any:
-    r"""The matrix :math:`M_k` with :math:`PE(p + k) = M_k \, PE(p)` for every p.
-
-    By the angle-addition formulas each (sin, cos) pair of frequency
-    :math:`\omega` is rotated by the angle :math:`k\omega`:
-
-    .. math::
-
-        \begin{pmatrix} \sin((p+k)\omega) \\ \cos((p+k)\omega) \end{pmatrix}
-        = \begin{pmatrix} \cos k\omega & \sin k\omega \\
-                          -\sin k\omega & \cos k\omega \end{pmatrix}
-          \begin{pmatrix} \sin p\omega \\ \cos p\omega \end{pmatrix}.
-
-    :math:`M_k` does not depend on ``p``: a shift is a linear map of the
-    table.  Its blocks follow ``layout`` (2x2 blocks on the diagonal for
-    ``"interleaved"``, four diagonal blocks for ``"concat"``); for odd
-    ``dim`` the zero column maps to itself.
-
-    Parameters
-    ----------
-    offset : int, float or array
-        The shift k; an array of offsets gives ``offset.shape + (dim, dim)``
-        (a 0-d array, like a number or a NumPy scalar, gives ``(dim, dim)``).
-        The angles of a number are computed on the host in float64, so they
-        do not depend on the device's precision.
-    dim, base, layout, convention, min_timescale, max_timescale
-        As in :func:`sinusoidal`.
-    dtype, device, xp
-        Output dtype, device and namespace.
-
-    Examples
-    --------
-    >>> import numpy as np, posenc
-    >>> pe = posenc.sinusoidal(20, 8)
-    >>> m = posenc.shift_matrix(3, 8)
-    >>> bool(np.allclose(pe[2:17] @ m.T, pe[5:]))
-    True
-    """
-    if isinstance(offset, np.generic):
-        offset = offset.item()  # a NumPy scalar is a number, not an array of NumPy's
-    ctx = _compat.resolve({"offset": offset}, xp=xp, device=device, dtype=dtype)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    xp_ = ctx.xp
-    if _compat.is_array(offset):
-        # the output size is checked before the offsets are scanned for NaN
-        k = _checks.check_positions(offset, "offset", ctx, out_tail=(dim, dim), what="matrix")
-        lead = tuple(k.shape)
-        s, c = _angles.sincos(k, w, ctx)  # lead + (m,)
-    else:
-        off = _checks.check_float(offset, "offset")
-        lead = ()
-        _checks.check_size((dim, dim), "matrix")
-        hs, hc = _angles.host_sincos(off, w)
-        s, c = _compat.from_host(hs, ctx, ctx.work), _compat.from_host(hc, ctx, ctx.work)
-    m = w.m
-    eye = _compat.from_host(_eye(m), ctx, ctx.work)
-    if layout == "interleaved":
-        # R[..., i, a, b]: a = output row (sin, cos), b = input (sin, cos)
-        r = xp_.stack([xp_.stack([c, s], axis=-1), xp_.stack([-s, c], axis=-1)], axis=-2)
-        r = r[..., :, :, None, :] * eye[:, None, :, None]
-        mat = xp_.reshape(r, lead + (2 * m, 2 * m))
-    else:
-        dc = c[..., :, None] * eye
-        ds = s[..., :, None] * eye
-        top = xp_.concat([dc, ds], axis=-1)
-        bottom = xp_.concat([-ds, dc], axis=-1)
-        mat = xp_.concat([top, bottom], axis=-2)
-    if dim % 2:
-        zc = _angles._zeros(lead + (2 * m, 1), ctx.work, ctx)
-        mat = xp_.concat([mat, zc], axis=-1)
-        last = _compat.from_host(_eye(1, dim, dim - 1), ctx, ctx.work)
-        last = xp_.broadcast_to(last, lead + (1, dim))
-        mat = xp_.concat([mat, last], axis=-2)
-    return _angles.cast(mat, ctx.dtype, xp_)
-
-
-@_compat.host_constant
-def _eye(n: int, m: int | None = None, k: int = 0) -> np.ndarray:
-    return np.eye(n, m, k)
-
-
-def similarity(a: Any, b: Any = None) -> Any:
-    """Dot products over the last axis: ``a @ b.T`` (``b = a`` by default).
-
-    For a table ``pe`` of shape ``(n, dim)`` this is the ``(n, n)`` matrix of
-    ``PE(s) . PE(t)`` whose bands show that the product depends on
-    ``s - t`` only.  Leading axes broadcast (``(..., n, d) x (..., m, d) ->
-    (..., n, m)``).  The output keeps the inputs' floating dtype (computed
-    in at least float32 for half-precision inputs).
-
-    Examples
-    --------
-    >>> import posenc
-    >>> pe = posenc.sinusoidal(4, 8)
-    >>> posenc.similarity(pe).round(3)[0]
-    array([4.   , 3.535, 2.564, 1.965])
-    """
-    if not _compat.is_array(a):
-        msg = f"`a` must be an array of shape (..., n, dim), got {type(a).__name__}"
-        raise TypeError(msg)
-    if b is None:
-        b = a
-    elif not _compat.is_array(b):
-        msg = f"`b` must be an array of shape (..., m, dim), got {type(b).__name__}"
-        raise TypeError(msg)
-    ctx = _compat.resolve({"a": a, "b": b})
-    xp_ = ctx.xp
-    for name, v in (("a", a), ("b", b)):
-        if not _compat.is_real_float_dtype(xp_, v.dtype):
-            msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
-            raise TypeError(msg)
-        if v.ndim < 2:
-            msg = f"`{name}` must have shape (..., n, dim), got shape {tuple(v.shape)}"
-            raise ValueError(msg)
-    if a.shape[-1] != b.shape[-1]:
-        msg = f"`a` and `b` must have the same last axis, got {a.shape[-1]} and {b.shape[-1]}"
-        raise ValueError(msg)
-    out_t = xp_.result_type(a, b)
-    work = out_t if out_t in (xp_.float32, getattr(xp_, "float64", None)) else xp_.float32
-    _check_similarity_size(a, b, work)
-    res = xp_.matmul(_angles.cast(a, work, xp_), xp_.matrix_transpose(_angles.cast(b, work, xp_)))
-    return _angles.cast(res, out_t, xp_)
-
-
-def _check_similarity_size(a: Any, b: Any, work: Any) -> None:
-    """Refuse a similarity matrix (or a cast input) above posenc's size limit."""
-    shapes = [tuple(a.shape), tuple(b.shape)]
-    if not all(isinstance(d, int) for sh in shapes for d in sh):
-        return  # unknown (lazy) sizes: nothing to check before computing
-    try:
-        lead = np.broadcast_shapes(shapes[0][:-2], shapes[1][:-2])
-    except ValueError:
-        msg = f"the leading axes of `a` {shapes[0][:-2]} and `b` {shapes[1][:-2]} do not broadcast"
-        raise ValueError(msg) from None
-    _checks.check_size(tuple(lead) + (shapes[0][-2], shapes[1][-2]), "similarity matrix")
-    for name, v, sh in (("a", a, shapes[0]), ("b", b, shapes[1])):
-        if v.dtype != work:  # the cast copies the input
-            _checks.check_size(sh, f"`{name}` array")
-
-
-def similarity_by_offset(
-    offsets: int | Any,
-    dim: int,
-    *,
-    base: float = 10000.0,
-    convention: str = "paper",
-    min_timescale: float | None = None,
-    max_timescale: float | None = None,
-    normalize: bool = False,
-    dtype: Any = None,
-    device: Any = None,
-    xp: Any = None,
-) -> Any:
-    r""":math:`PE(t) \cdot PE(t + k)` as a function of the offset ``k``.
-
-    By the angle-addition formula the product is
-    :math:`\sum_i \cos(k\,\omega_i)`: independent of ``t`` and even in
-    ``k`` — the sinusoidal table tells how far apart two positions are, not
-    which one comes first.  The layout does not matter; the zero column of
-    an odd ``dim`` adds nothing.
-
-    Parameters
-    ----------
-    offsets : int or array
-        An int ``n`` (offsets ``0 .. n-1``) or an array of offsets.
-    dim, base, convention, min_timescale, max_timescale
-        As in :func:`sinusoidal`.
-    normalize : bool, default False
-        Divide by :math:`|PE(t)|^2 = d/2` (cosine similarity, 1 at k = 0).
-    dtype, device, xp
-        Output dtype, device and namespace.
-
-    Examples
-    --------
-    >>> import numpy as np, posenc
-    >>> posenc.similarity_by_offset(np.array([-3, 0, 3]), 8).round(3)
-    array([1.965, 4.   , 1.965])
-    """
-    ctx = _compat.resolve({"offsets": offsets}, xp=xp, device=device, dtype=dtype)
-    dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    if not isinstance(normalize, bool):
-        msg = f"`normalize` must be a bool, got {normalize!r}"
-        raise TypeError(msg)
-    # the (offsets, dim // 2) cosines are the largest array (and the offsets
-    # themselves when dim < 4): checked before the offsets are made or scanned
-    k = _checks.check_positions(offsets, "offsets", ctx, out_tail=(max(dim // 2, 1),), what="intermediate")
-    top = 1.0 if normalize else float(dim // 2)
-    limit, dt = _checks.largest(ctx, ctx.dtype)
-    if not top <= limit:
-        msg = f"`dtype` {_checks.dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} (largest {limit:.3g})"
-        raise ValueError(msg)
-    _, c = _angles.sincos(k, w, ctx)
-    out = ctx.xp.sum(c, axis=-1)
-    if normalize:
-        out = out / float(max(dim // 2, 1))
-    return _angles.cast(out, ctx.dtype, ctx.xp)

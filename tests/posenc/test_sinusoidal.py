@@ -254,69 +254,7 @@ def test_add_sinusoidal_bf16():
     np.testing.assert_allclose(y.float().numpy(), ref_table(np.arange(1000, 1004), 8), atol=2**-8)
 
 
-def test_learned_table(xp):
-    t = xp.call(posenc.learned_table, 256, 32, seed=3, xp=xp.ns, device=xp.device)
-    xp.check_array(t, shape=(256, 32), dtype=xp.default_float)
-    ref = np.random.default_rng(3).standard_normal((256, 32)) * 0.02
-    xp.assert_close(t, ref, atol=xp.tol() * 0.02 + 1e-9, rtol=1e-6)
-    tr = posenc.learned_table(4096, 8, std=1.0, truncate=2.0, seed=0)
-    assert np.abs(tr).max() <= 2.0 and tr.std() < 0.95
-
-
-@pytest.mark.parametrize("align_corners", [False, True])
-def test_resample_table(xp, align_corners):
-    rng = np.random.default_rng(2)
-    t = rng.standard_normal((7, 3))
-    got = xp.call(posenc.resample_table, xp.asarray(t), 11, align_corners=align_corners)
-    # oracle: torch's linear interpolation written out (one output row at a time)
-    exp = np.empty((11, 3))
-    for j in range(11):
-        if align_corners:
-            src = j * (7 - 1) / (11 - 1)
-        else:
-            src = max((j + 0.5) * 7 / 11 - 0.5, 0.0)
-        i0 = min(int(math.floor(src)), 6)
-        i1 = min(i0 + 1, 6)
-        f = src - i0
-        exp[j] = t[i0] * (1 - f) + t[i1] * f
-    xp.assert_close(got, exp, atol=4 * xp.tol(), rtol=4 * xp.tol())
-
-
-def test_resample_table_matches_torch():
-    torch = pytest.importorskip("torch")
-    t = torch.randn(2, 9, 5, dtype=torch.float64)
-    for n, ac in ((4, False), (20, False), (20, True)):
-        got = posenc.resample_table(t, n, align_corners=ac)
-        exp = torch.nn.functional.interpolate(t.transpose(1, 2), size=n, mode="linear", align_corners=ac).transpose(1, 2)
-        torch.testing.assert_close(got, exp)
-
-
 # ---------------------------------------------------------------- properties
-@pytest.mark.parametrize("layout", ["interleaved", "concat"])
-@pytest.mark.parametrize("dim", [8, 9])
-def test_shift_matrix(xp, layout, dim):
-    m = xp.call(posenc.shift_matrix, 5, dim, layout=layout, xp=xp.ns, device=xp.device)
-    pe = ref_table(np.arange(40), dim, layout=layout)
-    mm = m if not xp.has_values else xp.to_numpy(m)
-    xp.check_array(m, shape=(dim, dim))
-    if xp.has_values:
-        np.testing.assert_allclose(pe[:-5] @ mm.T, pe[5:], atol=20 * xp.tol())
-    offs = xp.asarray(np.array([1, -2]))
-    ms = xp.call(posenc.shift_matrix, offs, dim, layout=layout)
-    xp.check_array(ms, shape=(2, dim, dim))
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    k=st.integers(-(10**5), 10**5),
-    p=st.integers(-(10**5), 10**5),
-    dim=st.integers(1, 40),
-    layout=st.sampled_from(["interleaved", "concat"]),
-)
-def test_shift_property(k, p, dim, layout):
-    m = posenc.shift_matrix(k, dim, layout=layout)
-    pe = posenc.sinusoidal(np.array([p, p + k]), dim, layout=layout)
-    np.testing.assert_allclose(m @ pe[0], pe[1], atol=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
@@ -339,31 +277,6 @@ def test_slice_equals_rows_of_full_table(n, lo, dim):
     np.testing.assert_allclose(part, full[lo:], atol=4e-7)
     shard = posenc.add_sinusoidal(np.zeros((n - lo, dim), np.float32), offset=lo)
     np.testing.assert_allclose(shard, full[lo:], atol=4e-7)
-
-
-def test_similarity(xp):
-    pe = ref_table(np.arange(9), 8)
-    got = xp.call(posenc.similarity, xp.asarray(pe))
-    xp.assert_close(got, pe @ pe.T, atol=1e-5)
-    got = xp.call(posenc.similarity, xp.asarray(pe[:3]), xp.asarray(pe))
-    xp.assert_close(got, pe[:3] @ pe.T, atol=1e-5)
-
-
-@settings(max_examples=30, deadline=None)
-@given(t=st.integers(-1000, 1000), k=st.integers(-1000, 1000), dim=st.integers(2, 64))
-def test_similarity_depends_on_abs_offset(t, k, dim):
-    pe = posenc.sinusoidal(np.array([t, t + k, t - k]), dim)
-    fwd, back = pe[0] @ pe[1], pe[0] @ pe[2]
-    assert fwd == pytest.approx(back, abs=1e-9)
-    assert fwd == pytest.approx(float(posenc.similarity_by_offset(np.array([k]), dim)[0]), abs=1e-9)
-
-
-def test_similarity_by_offset(xp):
-    got = xp.call(posenc.similarity_by_offset, 50, 16, xp=xp.ns, device=xp.device)
-    exp = np.cos(np.arange(50)[:, None] * ref_freqs(16)).sum(-1)
-    xp.assert_close(got, exp, atol=8 * xp.tol())
-    got = xp.call(posenc.similarity_by_offset, xp.asarray(np.array([-4, 4])), 16, normalize=True)
-    xp.assert_close(got, np.cos(np.array([-4, 4])[:, None] * ref_freqs(16)).mean(-1), atol=8 * xp.tol())
 
 
 # ---------------------------------------------------------------- devices
@@ -444,39 +357,6 @@ def test_extreme_frequencies_give_finite_rows(xp):
         np.testing.assert_allclose(a[:, 1], np.sin(np.arange(3.0)), atol=2 * xp.tol())
 
 
-def test_shift_matrix_of_numbers_on_every_backend(xp):
-    """Numbers (and NumPy scalars) give a (dim, dim) matrix in the requested
-    namespace, computed in float64 on the host: finite for any finite offset,
-    also on devices without float64."""
-    w = ref_freqs(4)
-    for k in (1e6 + 0.25, np.float64(-3.5), np.int64(7)):
-        m = xp.call(posenc.shift_matrix, k, 4, xp=xp.ns, device=xp.device)
-        xp.check_array(m, shape=(4, 4))
-        c, s = np.cos(float(k) * w), np.sin(float(k) * w)
-        exp = np.array([[c[0], s[0], 0, 0], [-s[0], c[0], 0, 0], [0, 0, c[1], s[1]], [0, 0, -s[1], c[1]]])
-        if xp.has_values:
-            xp.assert_close(m, exp, atol=2 * xp.tol())
-    m = xp.call(posenc.shift_matrix, 1e300, 4, xp=xp.ns, device=xp.device)
-    if xp.has_values:
-        a = xp.to_numpy(m).astype(np.float64)
-        np.testing.assert_allclose(a @ a.T, np.eye(4), atol=8 * xp.tol())  # a rotation
-
-
-@pytest.mark.parametrize("c", [0.3, 1e-300])
-def test_learned_table_small_truncation(c):
-    """Small truncations terminate (uniform proposals) and follow the
-    truncated normal: std from its variance 1 - 2c phi(c) / (2 Phi(c) - 1)."""
-    t = posenc.learned_table(20000, 4, std=1.0, truncate=c, seed=1)
-    assert np.abs(t).max() <= c
-    np.testing.assert_array_equal(t, posenc.learned_table(20000, 4, std=1.0, truncate=c, seed=1))
-    if c > 1e-3:
-        phi = math.exp(-c * c / 2) / math.sqrt(2 * math.pi)
-        want = math.sqrt(1 - 2 * c * phi / math.erf(c / math.sqrt(2)))
-    else:  # the limit: uniform on [-c, c]
-        want = c / math.sqrt(3)
-    assert t.std() == pytest.approx(want, rel=0.02)
-
-
 def test_digit_path_integer_extremes():
     """Without float64: |p| >= 2**32 (also the most negative int64, whose
     abs() stays negative) give NaN rows; int32's most negative value is exact."""
@@ -525,14 +405,6 @@ def test_digit_path_integer_extremes():
         (lambda: posenc.add_sinusoidal(np.zeros((2, 4), dtype=int)), TypeError, "x"),
         (lambda: posenc.add_sinusoidal([[0.0]]), TypeError, "x"),
         (lambda: posenc.add_sinusoidal(np.zeros((2, 4)), offset=1.5), TypeError, "offset"),
-        (lambda: posenc.learned_table(4, 8, std=-1.0), ValueError, "std"),
-        (lambda: posenc.learned_table(4, 8, seed="x"), TypeError, "seed"),
-        (lambda: posenc.resample_table(np.zeros((3, 2)), 0), ValueError, "num_positions"),
-        (lambda: posenc.resample_table(np.zeros(3), 4), ValueError, "table"),
-        (lambda: posenc.shift_matrix(float("nan"), 8), ValueError, "offset"),
-        (lambda: posenc.similarity(np.zeros((2, 3)), np.zeros((2, 4))), ValueError, "last axis"),
-        (lambda: posenc.similarity(np.zeros(3)), ValueError, "a"),
-        (lambda: posenc.similarity_by_offset(4, 8, normalize="yes"), TypeError, "normalize"),
         # extreme arguments: a ValueError naming them, never inf values
         (lambda: posenc.frequencies(8, base=5e-324, convention="fairseq"), ValueError, "`base`"),
         (lambda: posenc.wavelengths(4, base=1e308, convention="fairseq"), ValueError, "`base`"),
@@ -542,11 +414,8 @@ def test_digit_path_integer_extremes():
             "`min_timescale` = 1e-300 with `max_timescale`",
         ),
         (lambda: posenc.wavelengths(8, base=1e20, dtype="float16"), ValueError, "`base`.*float16"),
-        (lambda: posenc.learned_table(4, 4, std=1e6, dtype="float16"), ValueError, "`std`"),
         (lambda: posenc.add_sinusoidal(np.zeros((2, 4), np.float32), input_scale=1e39), ValueError, "input_scale"),
         (lambda: posenc.add_sinusoidal(np.zeros((2, 4)), offset=2**65), ValueError, "offset"),
-        (lambda: posenc.similarity_by_offset(2, 2**18, dtype="float16"), ValueError, "`dtype`"),
-        (lambda: posenc.similarity(np.zeros((2, 3, 4)), np.zeros((3, 3, 4))), ValueError, "`a`.*`b`"),
     ],
 )
 def test_bad_input(call, exc, name):
@@ -554,12 +423,10 @@ def test_bad_input(call, exc, name):
         call()
 
 
-def test_mixed_namespaces_and_xp_conflict():
+def test_xp_conflict():
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="positions"):
         posenc.sinusoidal(torch.arange(3), 4, xp=np)
-    with pytest.raises(TypeError, match="namespace"):
-        posenc.similarity(np.zeros((2, 3)), torch.zeros(2, 3))
 
 
 # ---------------------------------------------------------------- hot path of array positions
