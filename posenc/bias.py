@@ -27,14 +27,32 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
-import operator
 from typing import Any
 
 import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
+from ._relative import (
+    arange,
+    array_args,
+    check_per_head,
+    check_positive,
+    check_span,
+    float_dtype_of,
+    float_param,
+    head_count,
+    iinfo,
+    int_dtype,
+    is_traced,
+    lengths,
+    mask_future,
+    query_offset,
+    rel_matrix,
+    rel_range,
+    rel_vector,
+    toeplitz,
+)
 
 __all__ = [
     "relative_positions",
@@ -47,255 +65,12 @@ __all__ = [
 ]
 
 ALIBI_FORMS = ("paper", "bloom", "mpt")
-_NUMPY_LIKE = ("array_api_compat.numpy", "array_api_compat.dask.array")
 KERPLE_KINDS = ("log", "power")
 #: above this ``max_distance``-sized bound T5 buckets count thresholds instead
 #: of looking them up in a table of ``2 * top + 1`` entries
 _TABLE_LIMIT = 2**16
 #: head counts up to this get correctly rounded slopes from Python's ``**``
 _SLOPES_EXACT = 2**16
-
-
-# --------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------
-def _bounded(value: Any, name: str, minimum: int) -> int:
-    """An integer in ``[minimum, MAX_ELEMENTS]``: a length or a head count
-    (every output has an axis of that length, so an empty output of a larger
-    one is refused too, not only a large one).
-
-    A traced length (a torch ``SymInt`` such as ``x.shape[-2]`` under
-    ``torch.compile`` or ``torch.export``) stays traced: a shape is never
-    negative, and turning it into an int would fix the graph to one length.
-    """
-    if _compat.is_symbolic(value):
-        return value
-    n = _checks.check_int(value, name, minimum=minimum)
-    if n > _checks.MAX_ELEMENTS:
-        msg = f"`{name}` must be at most posenc's limit of 2**40, got {n!r}"
-        raise ValueError(msg)
-    return n
-
-
-def _heads(num_heads: Any) -> int:
-    """A head count: a Python int (a traced one is fixed to its value: the
-    slopes are host constants, and head counts do not change between calls)."""
-    if _compat.is_symbolic(num_heads) or (isinstance(num_heads, int) and not isinstance(num_heads, bool)):
-        # operator.index fixes a traced int to its value (int() would keep it traced)
-        num_heads = operator.index(num_heads)
-    return _bounded(num_heads, "num_heads", 1)
-
-
-def _lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
-    q = _bounded(query_len, "query_len", 0)
-    k = q if key_len is None else _bounded(key_len, "key_len", 0)
-    return q, k
-
-
-def _offset(offset: Any, q: int, k: int, ctx: Context) -> Any:
-    """The offset as a Python int, a torch ``SymInt`` or a traced 0-d
-    integer array (``jax.jit``, ``torch.compile``); concrete 0-d arrays
-    become ints."""
-    if offset is None:
-        return k - q
-    if _compat.is_symbolic(offset):
-        return offset
-    if not isinstance(offset, int) and _compat.is_array(offset) and getattr(offset, "ndim", None) == 0:
-        if not _compat.is_integer_dtype(ctx.xp, offset.dtype):
-            msg = f"`offset` must be an integer, got {_checks.show(offset)}"
-            raise TypeError(msg)
-        if not _compat.is_concrete(offset):
-            return offset  # traced: shapes never depend on it
-    # positions stay within posenc's size limit: an offset beyond it is a typo, not a cache
-    lim = _checks.MAX_ELEMENTS
-    return _checks.check_int(offset, "offset", minimum=-lim, maximum=lim)
-
-
-def _traced(offset: Any) -> bool:
-    """Whether an offset (or a value derived from it) is a traced array rather
-    than a Python int or ``SymInt``."""
-    return not (isinstance(offset, int) or _compat.is_symbolic(offset))
-
-
-def _array_arg(offset: Any) -> dict[str, Any]:
-    """``offset`` among the arrays that decide the namespace, when it is one."""
-    if offset is None or isinstance(offset, int) or _compat.is_symbolic(offset):
-        return {}
-    return {"offset": offset} if _compat.is_array(offset) else {}
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        msg = f"`{name}` must be a bool, got {_checks.show(value)}"
-        raise TypeError(msg)
-    return bool(value)
-
-
-def _default_int(ctx: Context, kind: str = "integral") -> Any:
-    info = ctx.xp.__array_namespace_info__()
-    try:
-        return info.default_dtypes(device=ctx.device)[kind]
-    except Exception:  # pragma: no cover - namespaces that reject the device
-        return info.default_dtypes()[kind]
-
-
-def _int_dtype(dtype: Any, ctx: Context, kind: str = "integral") -> Any:
-    """The requested integer output dtype, or the namespace's default."""
-    xp = ctx.xp
-    if dtype is None:
-        return _default_int(ctx, kind)
-    given = dtype
-    msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {_checks.show(given)}"
-    if _compat.is_array(dtype):  # an array is not a dtype (np.dtype(<tensor>) raises ValueError)
-        raise TypeError(msg)
-    if isinstance(dtype, str):
-        dtype = getattr(xp, dtype, None)
-        if dtype is None:
-            raise ValueError(msg)
-    if _compat.namespace_name(xp) in _NUMPY_LIKE:
-        try:
-            dtype = np.dtype(dtype)
-        except (TypeError, ValueError):
-            raise TypeError(msg) from None
-    if not _compat.is_integer_dtype(xp, dtype):
-        raise TypeError(msg)
-    return dtype
-
-
-def _iinfo(xp: Any, dtype: Any) -> tuple[int, int]:
-    info = xp.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def _check_fits(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
-    if _traced(lo) or _traced(hi):
-        return  # a traced offset: its value is not known while tracing
-    dmin, dmax = _iinfo(ctx.xp, dtype)
-    if lo < dmin or hi > dmax:
-        msg = (
-            f"the {what} span [{lo}, {hi}] (from `query_len`, `key_len` and `offset`), which does not fit "
-            f"in `dtype` {dtype}; pass a wider integer dtype"
-        )
-        raise ValueError(msg)
-
-
-def _arange(start: int, stop: int, ctx: Context, dtype: Any) -> Any:
-    return ctx.xp.arange(start, stop, dtype=dtype, device=ctx.device)
-
-
-def _rel_matrix(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
-    """``j - (i + off)`` for ``i < q``, ``j < k`` in integer ``dtype``."""
-    j = _arange(0, k, ctx, dtype)
-    if _traced(off):
-        i = _arange(0, q, ctx, dtype)
-        return (j[None, :] - i[:, None]) - _angles.cast(off, dtype, ctx.xp)
-    i = _arange(off, off + q, ctx, dtype)
-    return j[None, :] - i[:, None]
-
-
-def _rel_range(q: int, k: int, off: Any) -> tuple[Any, Any]:
-    """The smallest and largest ``j - (i + off)`` (for non-empty q, k)."""
-    return -(q - 1) - off, k - 1 - off
-
-
-def _rel_vector(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
-    """The ``q + k - 1`` distinct ``j - (i + off)``, increasing (for non-empty q, k)."""
-    if _traced(off):
-        return _arange(-(q - 1), k, ctx, dtype) - _angles.cast(off, dtype, ctx.xp)
-    lo, hi = _rel_range(q, k, off)
-    return _arange(lo, hi + 1, ctx, dtype)
-
-
-def _toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
-    """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1), q, k > 0."""
-    xp = ctx.xp
-    lead = tuple(vec.shape[:-1])
-    idt = _default_int(ctx, "indexing")
-    idx = _rel_matrix(q, k, -(q - 1), ctx, idt)  # j - i + q - 1, in [0, q + k - 2]
-    out = xp.take(vec, xp.reshape(idx, (-1,)), axis=len(lead))
-    return xp.reshape(out, lead + (q, k))
-
-
-def _float_param(x: Any, name: str, ctx: Context) -> Any:
-    """A real floating array (Python numbers and lists become ``ctx.dtype`` arrays)."""
-    xp = ctx.xp
-    if not _compat.is_array(x):
-        if isinstance(x, bool) or not isinstance(x, (list, tuple, numbers.Real)):
-            msg = f"`{name}` must be an array of shape (num_heads,), got {type(x).__name__}"
-            raise TypeError(msg)
-        if _compat.compiling():
-            # constants of the traced graph (value checks skip themselves there)
-            return ctx.xp.asarray(x, dtype=ctx.work, device=ctx.device)
-        try:
-            host = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            msg = f"`{name}` must be an array or a list of numbers, got {_checks.show(x)}"
-            raise TypeError(msg) from None
-        top = float(ctx.xp.finfo(ctx.work).max)
-        if host.size and not float(np.max(np.abs(host))) <= top:  # NaN fails too
-            msg = f"`{name}` must hold finite values within the range of {ctx.work} (largest {top:.3g}), got {_checks.show(x)}"
-            raise ValueError(msg)
-        return _compat.from_host(host, ctx, ctx.work)
-    if not _compat.is_real_float_dtype(xp, x.dtype):
-        msg = f"`{name}` must be an array of real floating dtype, got dtype {x.dtype}"
-        raise TypeError(msg)
-    top = float(xp.finfo(ctx.work).max)
-    if _compat.is_concrete(x) and math.prod(x.shape) and float(xp.finfo(x.dtype).max) > top:
-        # values the working dtype cannot hold would overflow to inf in the cast
-        if bool(xp.any(xp.isfinite(x) & (xp.abs(x) > top))):
-            msg = f"`{name}` must hold values within the range of {ctx.work} (largest {top:.3g}), got {_compat_repr(x)}"
-            raise ValueError(msg)
-    return x
-
-
-def _float_dtype_of(params: dict[str, Any], xp: Any, device: Any) -> Any:
-    """The promoted dtype of the real floating arrays among ``params`` (or None)."""
-    arrays = {k: v for k, v in params.items() if _compat.is_array(v)}
-    if not arrays:
-        return None
-    ns = _compat.resolve(arrays, xp=xp, device=device).xp
-    types = [v.dtype for v in arrays.values() if _compat.is_real_float_dtype(ns, v.dtype)]
-    if not types:
-        return None
-    return types[0] if len(types) == 1 else ns.result_type(*types)
-
-
-def _check_heads(x: Any, name: str, num_heads: int | None = None) -> int:
-    if x.ndim != 1 or (num_heads is not None and int(x.shape[0]) != num_heads):
-        want = "(num_heads,)" if num_heads is None else f"(num_heads,) = ({num_heads},)"
-        msg = f"`{name}` must have shape {want}, got shape {tuple(x.shape)}"
-        raise ValueError(msg)
-    return int(x.shape[0])
-
-
-def _check_positive(x: Any, name: str, ctx: Context, *, upper: float | None = None) -> None:
-    """Value check on concrete arrays only (never on traced or lazy ones)."""
-    xp = ctx.xp
-    if not _compat.is_concrete(x) or math.prod(x.shape) == 0:
-        return
-    ok = x > 0
-    if upper is not None:
-        ok = ok & (x <= upper)
-    if not bool(xp.all(ok)):
-        rng = "> 0" if upper is None else f"in (0, {upper:g}]"
-        msg = f"`{name}` must be {rng} for every head (NaN is not), got {_compat_repr(x)}"
-        raise ValueError(msg)
-
-
-def _compat_repr(x: Any) -> str:
-    if math.prod(x.shape) > 16:
-        return _checks.show(x)
-    try:
-        return repr(np.asarray(x).tolist())
-    except Exception:  # pragma: no cover - devices that refuse a host copy
-        return f"an array of shape {tuple(x.shape)}"
-
-
-def _neg_inf_future(bias: Any, q: int, k: int, off: int, ctx: Context) -> Any:
-    """Set ``-inf`` where the key lies after the query (``j > i + off``)."""
-    xp = ctx.xp
-    future = _rel_matrix(q, k, off, ctx, _default_int(ctx)) > 0
-    return xp.where(future, -math.inf, bias)
 
 
 # --------------------------------------------------------------------------
@@ -367,21 +142,21 @@ def relative_positions(
     >>> posenc.relative_positions(1, 5, max_distance=2)
     array([[-2, -2, -2, -1,  0]])
     """
-    ctx = _compat.resolve(_array_arg(offset), xp=xp, device=device, dtype=dtype, float_output=False)
-    q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k, ctx)
+    ctx = _compat.resolve(array_args(offset), xp=xp, device=device, dtype=dtype, float_output=False)
+    q, k = lengths(query_len, key_len)
+    off = query_offset(offset, q, k, ctx)
     if max_distance is not None:
         max_distance = _checks.check_int(max_distance, "max_distance", minimum=0)
-    out_t = _int_dtype(dtype, ctx)
+    out_t = int_dtype(dtype, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
         return _angles._zeros((q, k), out_t, ctx)
-    _check_fits(off, off + q - 1, out_t, ctx, "query positions")
-    _check_fits(*_rel_range(q, k, off), out_t, ctx, "relative positions")
-    rel = _rel_matrix(q, k, off, ctx, out_t)
+    check_span(off, off + q - 1, out_t, ctx, "query positions")
+    check_span(*rel_range(q, k, off), out_t, ctx, "relative positions")
+    rel = rel_matrix(q, k, off, ctx, out_t)
     if max_distance is not None:
-        lo, hi = _rel_range(q, k, off)
-        if _traced(off) or lo < -max_distance or hi > max_distance:
+        lo, hi = rel_range(q, k, off)
+        if is_traced(off) or lo < -max_distance or hi > max_distance:
             rel = ctx.xp.clip(rel, -max_distance, max_distance)
     return rel
 
@@ -482,7 +257,7 @@ def alibi_slopes(
     array([0.70711, 0.35355, 0.17678, 0.08839])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    n = _heads(num_heads)
+    n = head_count(num_heads)
     max_bias = _check_max_bias(max_bias)
     return _angles.cast(_slopes(n, max_bias, ctx), ctx.dtype, ctx.xp)
 
@@ -593,16 +368,16 @@ def alibi_bias(
             [-0.5,  0. ]]])
     """
     form = _checks.check_choice(form, "form", ALIBI_FORMS)
-    causal = _check_bool(causal, "causal")
-    n = _heads(num_heads)
-    q, k = _lengths(query_len, key_len)
+    causal = _checks.check_bool(causal, "causal")
+    n = head_count(num_heads)
+    q, k = lengths(query_len, key_len)
     if slopes is not None and max_bias is not None:
         msg = "`max_bias` and `slopes` exclude each other: the slopes are given"
         raise ValueError(msg)
     if dtype is None and _compat.is_array(slopes):
-        dtype = _float_dtype_of({"slopes": slopes}, xp, device)
-    ctx = _compat.resolve({"slopes": slopes, **_array_arg(offset)}, xp=xp, device=device, dtype=dtype)
-    off = _offset(offset, q, k, ctx)
+        dtype = float_dtype_of({"slopes": slopes}, xp, device)
+    ctx = _compat.resolve({"slopes": slopes, **array_args(offset)}, xp=xp, device=device, dtype=dtype)
+    off = query_offset(offset, q, k, ctx)
     xp_ = ctx.xp
     rows = q if (form == "paper" or causal) else 1
     if slopes is None:
@@ -610,27 +385,27 @@ def alibi_bias(
         _checks.check_size((n, rows, k), "bias")
         m = _slopes(n, max_bias, ctx)
     else:
-        m = _float_param(slopes, "slopes", ctx)
-        _check_heads(m, "slopes", n)
+        m = float_param(slopes, "slopes", ctx)
+        check_per_head(m, "slopes", n)
         _checks.check_size((n, rows, k), "bias")
         m = _angles.cast(m, ctx.work, xp_)
     if rows == 0 or k == 0:
         return _angles._zeros((n, rows, k), ctx.dtype, ctx)
-    idt = _default_int(ctx)
+    idt = _checks.default_dtype(ctx.xp, ctx.device, "integral")
     if form == "paper":
-        _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
+        check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
         # -|r| as integers, so the diagonal is +0.0, not -0.0; one multiply
         # per element (cheaper than gathering a Toeplitz vector)
-        nd = _angles.cast(-xp_.abs(_rel_matrix(q, k, off, ctx, idt)), ctx.work, xp_)
+        nd = _angles.cast(-xp_.abs(rel_matrix(q, k, off, ctx, idt)), ctx.work, xp_)
         out = m[:, None, None] * nd[None, ...]
     else:
         start = 0 if form == "bloom" else -(k - 1)
-        pos = _angles.cast(_arange(start, start + k, ctx, idt), ctx.work, xp_)
+        pos = _angles.cast(arange(start, start + k, ctx, idt), ctx.work, xp_)
         out = (m[:, None] * pos[None, :])[:, None, :]
         if causal:
             out = xp_.broadcast_to(out, (n, q, k))
     if causal:
-        out = _neg_inf_future(out, q, k, off, ctx)
+        out = mask_future(out, q, k, off, ctx)
     return _angles.cast(out, ctx.dtype, xp_)
 
 
@@ -676,7 +451,7 @@ def _t5_thresholds_cached(num_buckets: int, max_distance: int) -> tuple[int, ...
 
 
 def _t5_args(num_buckets: Any, max_distance: Any, bidirectional: Any) -> tuple[int, int, bool]:
-    bidirectional = _check_bool(bidirectional, "bidirectional")
+    bidirectional = _checks.check_bool(bidirectional, "bidirectional")
     nb = _checks.check_int(num_buckets, "num_buckets")
     if bidirectional and (nb < 4 or nb % 2):
         msg = f"`num_buckets` must be an even integer >= 4 when bidirectional=True, got {nb!r}"
@@ -728,8 +503,8 @@ def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_
         # while torch traces: comparisons with Python ints, no host table
         return _t5_core_compare(rel, nbe, thr, bidirectional, ctx, out_t)
     top, table = _t5_table(nb, md, bidirectional)
-    idt = _default_int(ctx, "indexing")
-    rmin, rmax = _iinfo(xp, rel.dtype)
+    idt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    rmin, rmax = iinfo(xp, rel.dtype)
     r = xp.clip(rel, max(-top, rmin), min(top, rmax))
     idx = _angles.cast(r, idt, xp) + top
     shape = tuple(rel.shape)
@@ -741,9 +516,9 @@ def _t5_core_compare(rel: Any, nbe: int, thr: tuple[int, ...], bidirectional: bo
     """The same buckets by counting thresholds (for very large ``max_distance``)."""
     xp = ctx.xp
     me = nbe // 2
-    wdt = _default_int(ctx, "indexing")
-    rmin, rmax = _iinfo(xp, rel.dtype)
-    _, wmax = _iinfo(xp, wdt)
+    wdt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    rmin, rmax = iinfo(xp, rel.dtype)
+    _, wmax = iinfo(xp, wdt)
     top = min(thr[-1] if thr else me, rmax, wmax)
     hi = top if bidirectional else 0
     r = _angles.cast(xp.clip(rel, max(-top, rmin), min(hi, rmax)), wdt, xp)
@@ -758,7 +533,7 @@ def _t5_core_compare(rel: Any, nbe: int, thr: tuple[int, ...], bidirectional: bo
 
 
 def _check_bucket_dtype(out_t: Any, nb: int, ctx: Context) -> None:
-    _, dmax = _iinfo(ctx.xp, out_t)
+    _, dmax = iinfo(ctx.xp, out_t)
     if dmax < nb - 1:
         msg = f"`dtype` {out_t} cannot hold bucket {nb - 1} of num_buckets={nb}"
         raise ValueError(msg)
@@ -849,11 +624,12 @@ def t5_bucket(
     >>> posenc.t5_bucket(rel, bidirectional=False)
     array([31, 17,  3,  0,  0,  0,  0])
     """
-    ctx = _compat.resolve({"relative_positions": relative_positions}, xp=xp, device=device, dtype=dtype, float_output=False)
+    arrays = {"relative_positions": relative_positions}
+    ctx = _compat.resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=False)
     nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
     rel = _checks.check_int_array(relative_positions, "relative_positions", ctx)
     _checks.check_size(tuple(rel.shape), "buckets")
-    out_t = _int_dtype(dtype, ctx, "indexing")
+    out_t = int_dtype(dtype, ctx, "indexing")
     _check_bucket_dtype(out_t, nb, ctx)
     return _t5_core(rel, nb, md, bidirectional, ctx, out_t)
 
@@ -917,19 +693,19 @@ def t5_buckets(
     >>> posenc.t5_buckets(1, 201, bidirectional=False)[0, [0, 100, 180, 199, 200]]
     array([31, 30, 17,  1,  0])
     """
-    ctx = _compat.resolve(_array_arg(offset), xp=xp, device=device, dtype=dtype, float_output=False)
-    q, k = _lengths(query_len, key_len)
-    off = _offset(offset, q, k, ctx)
+    ctx = _compat.resolve(array_args(offset), xp=xp, device=device, dtype=dtype, float_output=False)
+    q, k = lengths(query_len, key_len)
+    off = query_offset(offset, q, k, ctx)
     nb, md, bidirectional = _t5_args(num_buckets, max_distance, bidirectional)
-    out_t = _int_dtype(dtype, ctx, "indexing")
+    out_t = int_dtype(dtype, ctx, "indexing")
     _check_bucket_dtype(out_t, nb, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
         return _angles._zeros((q, k), out_t, ctx)
-    idt = _default_int(ctx, "indexing")
-    _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
-    vec = _t5_core(_rel_vector(q, k, off, ctx, idt), nb, md, bidirectional, ctx, out_t)
-    return _toeplitz(vec, q, k, ctx)
+    idt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
+    vec = _t5_core(rel_vector(q, k, off, ctx, idt), nb, md, bidirectional, ctx, out_t)
+    return toeplitz(vec, q, k, ctx)
 
 
 # --------------------------------------------------------------------------
@@ -1014,10 +790,10 @@ def relative_sinusoidal(
     (4, 4)
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    q, k = _lengths(query_len, key_len)
+    q, k = lengths(query_len, key_len)
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
-    bidirectional = _check_bool(bidirectional, "bidirectional")
+    bidirectional = _checks.check_bool(bidirectional, "bidirectional")
     if clamp_len is not None:
         clamp_len = _checks.check_int(clamp_len, "clamp_len", minimum=0)
     # distances k - 1 down to lo: XLNet's table (``arange(klen, end, -1)``,
@@ -1128,30 +904,30 @@ def kerple_bias(
     array([[[-2. , -0.5,  0. ]]])
     """
     kind = _checks.check_choice(kind, "kind", KERPLE_KINDS)
-    causal = _check_bool(causal, "causal")
-    q, k = _lengths(query_len, key_len)
+    causal = _checks.check_bool(causal, "causal")
+    q, k = lengths(query_len, key_len)
     if dtype is None:
-        dtype = _float_dtype_of({"r1": r1, "r2": r2}, xp, device)
-    ctx = _compat.resolve({"r1": r1, "r2": r2, **_array_arg(offset)}, xp=xp, device=device, dtype=dtype)
-    off = _offset(offset, q, k, ctx)
+        dtype = float_dtype_of({"r1": r1, "r2": r2}, xp, device)
+    ctx = _compat.resolve({"r1": r1, "r2": r2, **array_args(offset)}, xp=xp, device=device, dtype=dtype)
+    off = query_offset(offset, q, k, ctx)
     xp_ = ctx.xp
-    a = _float_param(r1, "r1", ctx)
-    b = _float_param(r2, "r2", ctx)
-    n = _check_heads(a, "r1")
-    _check_heads(b, "r2", n)
-    _check_positive(a, "r1", ctx)
-    _check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
+    a = float_param(r1, "r1", ctx)
+    b = float_param(r2, "r2", ctx)
+    n = check_per_head(a, "r1")
+    check_per_head(b, "r2", n)
+    check_positive(a, "r1", ctx)
+    check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
     _checks.check_size((n, q, k), "bias")
     if q == 0 or k == 0:
         return _angles._zeros((n, q, k), ctx.dtype, ctx)
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
-    idt = _default_int(ctx)
-    _check_fits(*_rel_range(q, k, off), idt, ctx, "relative positions")
-    rel = _rel_vector(q, k, off, ctx, idt)
+    idt = _checks.default_dtype(ctx.xp, ctx.device, "integral")
+    check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
+    rel = rel_vector(q, k, off, ctx, idt)
     d = _angles.cast(xp_.abs(rel), ctx.work, xp_)[None, :]
     f = xp_.log1p(b * d) if kind == "log" else xp_.pow(d, b)
     vec = 0.0 - a * f  # +0.0 on the diagonal
     if causal:
         vec = xp_.where((rel > 0)[None, :], -math.inf, vec)
-    return _angles.cast(_toeplitz(vec, q, k, ctx), ctx.dtype, xp_)
+    return _angles.cast(toeplitz(vec, q, k, ctx), ctx.dtype, xp_)
