@@ -86,7 +86,9 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
     """Return ``value`` as a Python int, or raise naming ``name``.
 
     Python and NumPy integers and 0-d integer arrays are accepted; bools,
-    floats (even integral ones) and strings are a :class:`TypeError`.
+    floats (even integral ones) and strings are a :class:`TypeError`.  A value
+    out of range is a :class:`ValueError` that states the range (``in [lo,
+    hi]`` when both bounds are given).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         # 0-d integer arrays are accepted through __index__
@@ -99,10 +101,15 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
             msg = f"`{name}` must be an integer, got {show(value)}"
             raise TypeError(msg) from None
     value = int(value)
-    if minimum is not None and value < minimum:
+    low = minimum is not None and value < minimum
+    high = maximum is not None and value > maximum
+    if (low or high) and minimum is not None and maximum is not None:
+        msg = f"`{name}` must be an integer in [{minimum}, {maximum}], got {value!r}"
+        raise ValueError(msg)
+    if low:
         msg = f"`{name}` must be an integer >= {minimum}, got {value!r}"
         raise ValueError(msg)
-    if maximum is not None and value > maximum:
+    if high:
         msg = f"`{name}` must be an integer <= {maximum}, got {value!r}"
         raise ValueError(msg)
     return value
