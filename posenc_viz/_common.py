@@ -6,16 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from posenc._checks import show
-
 from ._convert import to_numpy
-
-
-def check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        msg = f"`{name}` must be a bool, got {show(value)}"
-        raise TypeError(msg)
-    return value
 
 
 def matrix_2d(data: Any, name: str) -> np.ndarray:

@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from posenc import _compat
-from posenc._checks import show
+from ._internals import array_kind, is_array, is_concrete, show
 
 __all__ = ["to_numpy"]
 
@@ -79,10 +78,10 @@ def _read(x: Any, name: str) -> np.ndarray:
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
-    # backends are told apart by posenc._compat (the one module that knows
-    # array_api_compat); dtype objects and classes are not arrays there
-    if _compat.is_array(x):
-        kind = _compat.array_kind(x)
+    # backends are told apart by posenc's classifier (the one module that
+    # knows array_api_compat); dtype objects and classes are not arrays there
+    if is_array(x):
+        kind = array_kind(x)
         if kind == "numpy":
             return np.asarray(x)
         if kind == "torch":
@@ -147,7 +146,7 @@ def _from_torch(x: Any, name: str) -> np.ndarray:
 def _from_jax(x: Any, name: str) -> np.ndarray:
     import jax
 
-    if not _compat.is_concrete(x):
+    if not is_concrete(x):
         msg = f"`{name}` is a traced JAX array (inside jax.jit or grad): plot concrete arrays"
         raise ValueError(msg)
     out = np.asarray(jax.device_get(x))

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from posenc._checks import show
-
-from ._convert import to_numpy
 from ._common import matrix_2d
+from ._convert import to_numpy
+from ._internals import show
 from .heatmap import draw_matrix
 
 __all__ = ["plot_bias"]

@@ -26,6 +26,7 @@ from typing import Any
 import posenc
 
 from . import _mpl, figures
+from ._internals import TABLE_LAYOUTS
 from .similarity import grid_layout, table_2d
 from .tables import KINDS, load_table
 
@@ -175,7 +176,7 @@ def _sizes() -> argparse.ArgumentParser:
     g.add_argument("--base", type=_base, default=None, help="frequency base (default: 10000)")
     g.add_argument(
         "--layout",
-        choices=figures.LAYOUTS,
+        choices=TABLE_LAYOUTS,
         default=None,
         help="sin/cos column layout of the table (default: interleaved)",
     )
@@ -197,11 +198,6 @@ def _add_table(g: Any, *, required: bool = False) -> None:
         help="a table from a file (.npy, .npz, .safetensors, .pt/.pth/.bin) and, after a colon, "
         "its key (a dotted path in a torch checkpoint)",
     )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``posenc-viz`` (one subparser per command)."""
-    return _build()[0]
 
 
 def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 import posenc
-from posenc._checks import show
 
 from . import _mpl
-from ._common import check_bool
+from ._internals import TABLE_LAYOUTS, check_bool, check_int, show
 from .bias import plot_bias
 from .heatmap import plot_encoding
 from .similarity import cosine_maps, grid_figsize, plot_grid_similarity, plot_similarity, plot_similarity_by_offset
@@ -42,7 +41,6 @@ class OutputExistsError(FileExistsError):
         return f"{len(self.paths)} of the files exist in {str(self.folder)!r} ({shown})"
 
 FORMATS = ("pdf", "png", "svg")
-LAYOUTS = ("interleaved", "concat")
 COLUMNS = ("single", "double")
 
 #: Limits of the figure set's sizes (the similarity matrix is length x length).
@@ -240,17 +238,12 @@ def _grid_aspect(p: Params, column: str) -> float:
         return grid_figsize(width, h, w, ratio=h / w) / width
 
 
-def _has(*names: str) -> Callable[[], bool]:
-    return lambda: all(hasattr(posenc, n) for n in names)
-
-
 @dataclass(frozen=True)
 class _Spec:
     draw: Callable[[Any, Params], None]
     column: str
     # height / width at single and at double width, or a function of the parameters and the column
     aspect: tuple[float, float] | Callable[[Params, str], float]
-    available: Callable[[], bool] = lambda: True
 
 
 _SPECS: dict[str, _Spec] = {
@@ -260,9 +253,9 @@ _SPECS: dict[str, _Spec] = {
     "similarity": _Spec(_draw_similarity, "single", (0.85, 0.5)),
     "similarity_by_offset": _Spec(_draw_similarity_by_offset, "single", (0.62, 0.34)),
     "rope_decay": _Spec(_draw_rope_decay, "single", (0.62, 0.34)),
-    "rope_scaling": _Spec(_draw_rope_scaling, "single", (0.8, 0.45), _has("rope_frequencies", "scaling")),
-    "alibi": _Spec(_draw_alibi, "double", (0.95, 0.3), _has("alibi_bias")),
-    "t5_buckets": _Spec(_draw_t5, "single", (0.85, 0.5), _has("t5_buckets")),
+    "rope_scaling": _Spec(_draw_rope_scaling, "single", (0.8, 0.45)),
+    "alibi": _Spec(_draw_alibi, "double", (0.95, 0.3)),
+    "t5_buckets": _Spec(_draw_t5, "single", (0.85, 0.5)),
 }
 
 #: Names of the figures of the standard set, in the order they are written.
@@ -275,28 +268,18 @@ _TABLE_SPECS: dict[str, _Spec] = {
 
 
 def available_figures() -> tuple[str, ...]:
-    """The figures whose posenc functions are present in this installation."""
-    return tuple(name for name, spec in _SPECS.items() if spec.available())
-
-
-def _check_int(value: Any, name: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        msg = f"`{name}` must be an integer, got {show(value)}"
-        raise TypeError(msg)
-    value = int(value)
-    if not lo <= value <= hi:
-        msg = f"`{name}` must be an integer in [{lo}, {hi}], got {value}"
-        raise ValueError(msg)
-    return value
+    """The figures of the standard set (every one of them draws functions
+    that posenc always has): :data:`FIGURES`."""
+    return FIGURES
 
 
 def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) -> Params:
-    dim = _check_int(dim, "dim", 2, MAX_DIM)
+    dim = check_int(dim, "dim", minimum=2, maximum=MAX_DIM)
     if dim % 2:
         msg = f"`dim` must be a positive even integer, got {dim}"
         raise ValueError(msg)
-    length = _check_int(length, "length", 1, MAX_LENGTH)
-    head_dim = _check_int(head_dim, "head_dim", 2, MAX_HEAD_DIM)
+    length = check_int(length, "length", minimum=1, maximum=MAX_LENGTH)
+    head_dim = check_int(head_dim, "head_dim", minimum=2, maximum=MAX_HEAD_DIM)
     if head_dim % 2:
         msg = f"`head_dim` must be a positive even integer, got {head_dim}"
         raise ValueError(msg)
@@ -307,7 +290,7 @@ def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) 
     if not (math.isfinite(base) and 1.0 < base <= 1e12):
         msg = f"`base` must be a finite number in (1, 1e12], got {show(base)}"
         raise ValueError(msg)
-    if not isinstance(layout, str) or layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in TABLE_LAYOUTS:
         msg = f"`layout` must be 'interleaved' or 'concat', got {show(layout)}"
         raise (ValueError if isinstance(layout, str) else TypeError)(msg)
     return Params(dim, length, base, layout, head_dim)
@@ -315,7 +298,7 @@ def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) 
 
 def _check_names(names: Any) -> tuple[str, ...]:
     if names is None:
-        return available_figures()
+        return FIGURES
     if isinstance(names, str):
         names = (names,)
     names = _as_tuple(names, "names", "a figure name or a sequence of them")
@@ -324,9 +307,6 @@ def _check_names(names: Any) -> tuple[str, ...]:
             listed = ", ".join(_SPECS)
             msg = f"`names` must be figure names ({listed}), got {show(n)}"
             raise (ValueError if isinstance(n, str) else TypeError)(msg)
-        if not _SPECS[n].available():
-            msg = f"figure {show(n)} needs posenc functions that this installation lacks"
-            raise ValueError(msg)
     if not names:
         msg = "`names` must name at least one figure"
         raise ValueError(msg)
@@ -547,7 +527,7 @@ def figure_set(
     p = _check_params(dim, length, base, layout, head_dim)
     chosen = _check_names(names)
     fmts = _check_formats(formats)
-    dpi = _check_int(dpi, "dpi", *DPI_RANGE)
+    dpi = check_int(dpi, "dpi", minimum=DPI_RANGE[0], maximum=DPI_RANGE[1])
     if column is not None and (not isinstance(column, str) or column not in COLUMNS):
         msg = f"`column` must be 'single', 'double' or None, got {show(column)}"
         raise (ValueError if isinstance(column, str) else TypeError)(msg)

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from posenc._checks import show
-
 from . import _mpl
-from ._common import check_bool, matrix_2d, set_labels
+from ._common import matrix_2d, set_labels
+from ._internals import check_bool, show
 
 __all__ = ["plot_encoding"]
 

@@ -11,12 +11,11 @@ from typing import Any
 import numpy as np
 
 import posenc
-from posenc import _checks
-from posenc._checks import show
 
 from . import _mpl
-from ._common import check_bool, matrix_2d, set_labels
+from ._common import matrix_2d, set_labels
 from ._convert import to_numpy
+from ._internals import check_bool, check_size, show
 from .heatmap import _real_or_none, colormap, draw_matrix
 
 __all__ = ["plot_grid_similarity", "plot_similarity", "plot_similarity_by_offset"]
@@ -119,7 +118,7 @@ def _offsets(offsets: Any) -> np.ndarray:
         if n < 0:
             msg = f"`offsets` must be a non-negative int or an array, got {n}"
             raise ValueError(msg)
-        _checks.check_size((2 * n + 1,), "`offsets` range -n..n")
+        check_size((2 * n + 1,), "`offsets` range -n..n")
         return np.arange(-n, n + 1)
     if isinstance(offsets, (bool, float, str)):
         msg = f"`offsets` must be an int n (offsets -n..n) or a 1-D array, got {show(offsets)}"
@@ -127,9 +126,9 @@ def _offsets(offsets: Any) -> np.ndarray:
     shape = getattr(offsets, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(s, numbers.Integral) for s in shape):
         # the size first (from the shape alone), before any copy or scan
-        _checks.check_size(tuple(int(s) for s in shape), "`offsets` array")
+        check_size(tuple(int(s) for s in shape), "`offsets` array")
     k = to_numpy(offsets, name="offsets")
-    _checks.check_size(k.shape, "`offsets` array")
+    check_size(k.shape, "`offsets` array")
     if k.ndim != 1 or k.size == 0:
         msg = f"`offsets` must be a non-empty 1-D array, got shape {tuple(k.shape)}"
         raise ValueError(msg)

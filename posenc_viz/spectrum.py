@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 import posenc
-from posenc._checks import show
 
 from . import _mpl
-from ._common import check_bool, matrix_2d, set_labels
+from ._common import matrix_2d, set_labels
 from ._convert import to_numpy
+from ._internals import check_bool, show
 
 __all__ = ["plot_wavelengths", "plot_dimensions", "plot_rope_scaling"]
 

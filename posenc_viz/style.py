@@ -5,9 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from posenc._checks import show
-
 from . import _mpl
+from ._internals import show
 
 __all__ = ["COLUMN_WIDTHS", "paper_style", "figsize"]
 

@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from posenc._checks import show
-
 from ._convert import to_numpy
+from ._internals import show
 
 __all__ = ["load_table"]
 

@@ -173,7 +173,8 @@ def test_name_must_be_a_str(name):
 
 
 def test_only_posenc_compat_imports_array_api_compat():
-    """posenc_viz tells backends apart through posenc._compat (design notes, layout)."""
+    """posenc_viz tells backends apart through posenc's classifier: posenc/_compat.py is the
+    only module of either package that imports array_api_compat."""
     import ast
     from pathlib import Path
 
@@ -191,3 +192,30 @@ def test_only_posenc_compat_imports_array_api_compat():
             if any(m.split(".")[0] == "array_api_compat" for m in mods):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert offenders == []
+
+
+def test_private_helpers_of_posenc_come_through_one_module():
+    """posenc_viz imports posenc's private modules (``posenc._checks``, ``posenc._compat``, ...)
+    in posenc_viz/_internals.py only: one place to change when they move."""
+    import ast
+    from pathlib import Path
+
+    import posenc_viz
+
+    def private(module: str) -> bool:
+        parts = module.split(".")
+        return parts[0] == "posenc" and any(p.startswith("_") for p in parts[1:])
+
+    offenders, seen = [], []
+    for path in sorted(Path(posenc_viz.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                mods = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(private(m) for m in mods):
+                (seen if path.name == "_internals.py" else offenders).append(f"{path.name}:{node.lineno}")
+    assert offenders == []
+    assert seen  # the check reads the imports it is about
