@@ -16,7 +16,7 @@ $(VENV)/.viz: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[viz]"
 	touch $@
 
-# tests, docs and benchmarks: every backend.  torch is pinned and installed
+# tests (ruff, then pytest), docs and benchmarks: every backend.  torch is pinned and installed
 # first, on its own, so that no other package can pull a different build.
 $(VENV)/.all: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q "torch==2.13.0"
@@ -27,6 +27,7 @@ figures: $(VENV)/.viz
 	$(BIN)/posenc-viz all --out $(OUT) --force
 
 test: $(VENV)/.all
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2
 
 docs: $(VENV)/.all

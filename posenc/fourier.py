@@ -355,7 +355,10 @@ def _draw(nf: int, d: int, scale: float, seed: int | np.random.Generator | None,
     with np.errstate(over="ignore"):  # refused below
         b = rng.standard_normal((nf, d)) * scale
     if b.size and not float(np.max(np.abs(b))) <= top:
-        msg = f"`scale` = {scale!r} draws values up to {float(np.max(np.abs(b))):.3g}, beyond the range of the output dtype (largest {top:.3g})"
+        msg = (
+            f"`scale` = {scale!r} draws values up to {float(np.max(np.abs(b))):.3g}, "
+            f"beyond the range of the output dtype (largest {top:.3g})"
+        )
         raise ValueError(msg)
     return b
 

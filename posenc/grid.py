@@ -539,12 +539,16 @@ def _taps(old: int, new: int, method: str, align_corners: bool, antialias: bool)
     base = np.floor(src)
     f = src - base
     idx = np.clip(base.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :], 0, old - 1)
-    w = np.stack([_cubic(f + 1.0, _CUBIC_A), _cubic(f, _CUBIC_A), _cubic(1.0 - f, _CUBIC_A), _cubic(2.0 - f, _CUBIC_A)], axis=1)
+    w = np.stack(
+        [_cubic(f + 1.0, _CUBIC_A), _cubic(f, _CUBIC_A), _cubic(1.0 - f, _CUBIC_A), _cubic(2.0 - f, _CUBIC_A)], axis=1
+    )
     return idx, w
 
 
 @_compat.host_constant
-def _plan(old: int, new: int, method: str, align_corners: bool, antialias: bool) -> tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]:
+def _plan(
+    old: int, new: int, method: str, align_corners: bool, antialias: bool
+) -> tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]:
     """The taps of :func:`_taps` with a nonzero weight, as Python values:
     ``(indices, weights)`` per tap (a constant for torch's tracer)."""
     idx, w = _taps(old, new, method, align_corners, antialias)
@@ -553,7 +557,9 @@ def _plan(old: int, new: int, method: str, align_corners: bool, antialias: bool)
     )
 
 
-def _resample_axis(x: Any, axis: int, plan: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...], ctx: Context, dtype: Any) -> Any:
+def _resample_axis(
+    x: Any, axis: int, plan: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...], ctx: Context, dtype: Any
+) -> Any:
     """``sum_t w_t * take(x, idx_t, axis)`` along a negative ``axis`` over the taps of ``plan``."""
     xp = ctx.xp
     idx_t = _angles._index_dtype(ctx)
@@ -629,7 +635,8 @@ def resample_grid(
     >>> t = np.arange(1 + 4, dtype=np.float64)[:, None]  # class token + 2x2 grid
     >>> posenc.resample_grid(t, (3, 3), num_prefix_tokens=1, align_corners=True)[:, 0]
     array([0. , 1. , 1.5, 2. , 2. , 2.5, 3. , 3. , 3.5, 4. ])
-    >>> posenc.resample_grid(posenc.sincos_grid((14, 14), 64, cls_token=True), 16, num_prefix_tokens=1, method="bicubic").shape
+    >>> table = posenc.sincos_grid((14, 14), 64, cls_token=True)
+    >>> posenc.resample_grid(table, 16, num_prefix_tokens=1, method="bicubic").shape
     (257, 64)
     """
     if not _compat.is_array(table):

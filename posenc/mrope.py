@@ -148,7 +148,10 @@ def mrope_cos_sin(
         raise TypeError(msg)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
     if not _compat.is_array(position_ids):
-        msg = f"`position_ids` must be an array of shape (3, ...) (temporal, height, width), got {_checks.show(position_ids)}"
+        msg = (
+            "`position_ids` must be an array of shape (3, ...) (temporal, height, width), "
+            f"got {_checks.show(position_ids)}"
+        )
         raise TypeError(msg)
     shape = tuple(position_ids.shape)
     if len(shape) < 1 or shape[0] != len(AXES):
@@ -156,7 +159,15 @@ def mrope_cos_sin(
         raise ValueError(msg)
     ns = _compat.resolve({"position_ids": position_ids}, xp=xp, device=device, dtype=dtype).xp
     rows = [position_ids[i, ...] for i in range(len(AXES))]
-    kw = {"base": base, "scaling": scaling, "layout": layout, "seq_len": seq_len, "dtype": dtype, "device": device, "xp": xp}
+    kw = {
+        "base": base,
+        "scaling": scaling,
+        "layout": layout,
+        "seq_len": seq_len,
+        "dtype": dtype,
+        "device": device,
+        "xp": xp,
+    }
     try:
         cos_sin = [rope_cos_sin(r, dim, **kw) for r in rows]
     except (ValueError, TypeError) as exc:  # the rows are the user's position_ids

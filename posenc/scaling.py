@@ -308,7 +308,10 @@ class YaRN(Scaling):
         if self.mscale and self.mscale_all_dim:
             den = _yarn_mscale(self.factor, self.mscale_all_dim)
             if den == 0.0:
-                msg = f"`mscale_all_dim` = {self.mscale_all_dim!r} makes the attention factor divide by 0.1 * mscale_all_dim * log(factor) + 1 = 0"
+                msg = (
+                    f"`mscale_all_dim` = {self.mscale_all_dim!r} makes the attention factor divide by "
+                    "0.1 * mscale_all_dim * log(factor) + 1 = 0"
+                )
                 raise ValueError(msg)
             return _yarn_mscale(self.factor, self.mscale) / den
         return _yarn_mscale(self.factor)
@@ -758,7 +761,8 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     ...        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
     ...                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
     >>> scaling.from_hf(cfg)
-    {'dim': 128, 'base': 500000.0, 'scaling': Llama3(factor=8.0, original_max_positions=8192, low_freq_factor=1.0, high_freq_factor=4.0)}
+    {'dim': 128, 'base': 500000.0,
+     'scaling': Llama3(factor=8.0, original_max_positions=8192, low_freq_factor=1.0, high_freq_factor=4.0)}
     >>> scaling.from_hf({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64})
     {'dim': 64, 'base': 10000.0, 'scaling': None}
     >>> scaling.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12,

@@ -159,7 +159,9 @@ class RotaryEmbedding(nn.Module):
         self.length_dependent = isinstance(scaling, (DynamicNTK, LongRoPE))
         n = 0 if self.length_dependent else _max_positions(max_positions)
         # validates dim, base and scaling (errors name them)
-        cos, sin = posenc.rope_cos_sin(n, dim, base=base, scaling=scaling, layout=layout, dtype=_float_dtype(dtype), device=device, xp=torch)
+        cos, sin = posenc.rope_cos_sin(
+            n, dim, base=base, scaling=scaling, layout=layout, dtype=_float_dtype(dtype), device=device, xp=torch
+        )
         self.dim = _checks.check_dim(dim, even=True)
         self.base = float(base)
         self.scaling = scaling
@@ -167,7 +169,7 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin_cached", sin, persistent=False)
 
     @classmethod
-    def from_hf(cls, config: Any, *, layer_type: str | None = None, **kwargs: Any) -> "RotaryEmbedding":
+    def from_hf(cls, config: Any, *, layer_type: str | None = None, **kwargs: Any) -> RotaryEmbedding:
         """The rotary embedding of a Hugging Face config (:func:`posenc.scaling.from_hf`).
 
         ``kwargs`` (``layout``, ``max_positions``, ``dtype``, ``device``) go
@@ -191,7 +193,9 @@ class RotaryEmbedding(nn.Module):
     def _grow(self, need: int) -> None:
         n = _grown(need)
         dev, dt = self.cos_cached.device, self.cos_cached.dtype
-        self.cos_cached, self.sin_cached = posenc.rope_cos_sin(n, self.dim, **self._table_kwargs(), dtype=dt, device=dev, xp=torch)
+        self.cos_cached, self.sin_cached = posenc.rope_cos_sin(
+            n, self.dim, **self._table_kwargs(), dtype=dt, device=dev, xp=torch
+        )
 
     def cos_sin(
         self,
@@ -212,9 +216,16 @@ class RotaryEmbedding(nn.Module):
         kw = self._table_kwargs()
         if self.length_dependent:
             pos = seq if position_ids is None else position_ids
-            return posenc.rope_cos_sin(pos, self.dim, **kw, seq_len=seq_len, offset=0 if position_ids is not None else offset, dtype=dt, device=dev, xp=torch)
+            start = 0 if position_ids is not None else offset
+            return posenc.rope_cos_sin(
+                pos, self.dim, **kw, seq_len=seq_len, offset=start, dtype=dt, device=dev, xp=torch
+            )
         if position_ids is not None:
-            if not isinstance(position_ids, torch.Tensor) or position_ids.dtype.is_floating_point or position_ids.dtype == torch.bool:
+            if (
+                not isinstance(position_ids, torch.Tensor)
+                or position_ids.dtype.is_floating_point
+                or position_ids.dtype == torch.bool
+            ):
                 msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
                 raise TypeError(msg)
             if _compat.compiling() or not _compat.is_concrete(position_ids):
@@ -273,7 +284,10 @@ class RotaryEmbedding(nn.Module):
         return q_rot, k_rot
 
     def extra_repr(self) -> str:
-        return f"dim={self.dim}, base={self.base}, scaling={self.scaling!r}, layout={self.layout!r}, cached={self.cached}"
+        return (
+            f"dim={self.dim}, base={self.base}, scaling={self.scaling!r}, layout={self.layout!r}, "
+            f"cached={self.cached}"
+        )
 
 
 class SinusoidalEmbedding(nn.Module):
@@ -373,7 +387,9 @@ class SinusoidalEmbedding(nn.Module):
                 pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=self.table.dtype, xp=torch)
             else:
                 n = _grown(offset + seq)
-                self.table = posenc.sinusoidal(n, self.dim, **self.options, dtype=self.table.dtype, device=self.table.device, xp=torch)
+                self.table = posenc.sinusoidal(
+                    n, self.dim, **self.options, dtype=self.table.dtype, device=self.table.device, xp=torch
+                )
                 pe = self.table[offset : offset + seq]
         else:
             pe = self.table[offset : offset + seq]
@@ -456,10 +472,19 @@ class ALiBi(nn.Module):
         else:
             self.register_buffer("slopes", slopes, persistent=False)
 
-    def bias(self, query_len: int, key_len: int | None = None, *, offset: Any = None, dtype: Any = None) -> torch.Tensor:
+    def bias(
+        self, query_len: int, key_len: int | None = None, *, offset: Any = None, dtype: Any = None
+    ) -> torch.Tensor:
         """The bias :func:`posenc.alibi_bias` of these slopes (arguments as there)."""
         return posenc.alibi_bias(
-            self.num_heads, query_len, key_len, offset=offset, form=self.form, causal=self.causal, slopes=self.slopes, dtype=dtype
+            self.num_heads,
+            query_len,
+            key_len,
+            offset=offset,
+            form=self.form,
+            causal=self.causal,
+            slopes=self.slopes,
+            dtype=dtype,
         )
 
     def forward(self, scores: torch.Tensor, offset: Any = None) -> torch.Tensor:
@@ -469,7 +494,10 @@ class ALiBi(nn.Module):
         ``key_len - query_len``, the queries are the last positions).
         """
         if scores.ndim < 3 or scores.shape[-3] != self.num_heads:
-            msg = f"`scores` must have shape (..., {self.num_heads}, query_len, key_len), got shape {tuple(scores.shape)}"
+            msg = (
+                f"`scores` must have shape (..., {self.num_heads}, query_len, key_len), "
+                f"got shape {tuple(scores.shape)}"
+            )
             raise ValueError(msg)
         return scores + self.bias(scores.shape[-2], scores.shape[-1], offset=offset, dtype=scores.dtype)
 

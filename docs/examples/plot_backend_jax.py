@@ -35,7 +35,10 @@ print(np.abs(np.asarray(y[0]) - posenc.sinusoidal(np.arange(1000, 1006), 32)).ma
 # other JAX function.  The derivative of the table with respect to the
 # (fractional) position is the table shifted by a quarter period, times the
 # frequency:
-table_of_p = lambda p: posenc.sinusoidal(p, 16)
+def table_of_p(p):
+    return posenc.sinusoidal(p, 16)
+
+
 d_dp = jax.vmap(jax.jacfwd(table_of_p))(jnp.linspace(0.0, 20.0, 200))
 fig, ax = plt.subplots(figsize=(7, 3))
 t = np.linspace(0.0, 20.0, 200)

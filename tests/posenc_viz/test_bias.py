@@ -104,7 +104,12 @@ def test_current_axes():
         (np.zeros((3, 3)), {"center": "middle"}, ValueError, "`center` must be a number, None or 'auto'"),
         ([[1, 2], [3]], {}, TypeError, "`bias` must be an array"),
         (np.zeros((3, 3)), {"cbar_label": 0}, TypeError, "`cbar_label` must be a str or None, got int"),
-        (np.zeros((3, 3)), {"head": np.zeros(500)}, TypeError, r"`head` must be an int or None, got an array of shape \(500,\)"),
+        (
+            np.zeros((3, 3)),
+            {"head": np.zeros(500)},
+            TypeError,
+            r"`head` must be an int or None, got an array of shape \(500,\)",
+        ),
     ],
 )
 def test_bad_input(bias, kwargs, kind, match):

@@ -136,7 +136,8 @@ def test_hf_config_figure_against_llama31_oracle():
     assert [ln.get_label() for ln in curves] == ["original", "llama (Llama3 ×8)"]
     unscaled = 2 * math.pi / (500000.0 ** (-2.0 * np.arange(64) / 128))
     np.testing.assert_allclose(curves[0].get_ydata(), unscaled, rtol=1e-12)
-    np.testing.assert_allclose(curves[1].get_ydata(), _llama3_wavelengths(128, 500000.0, 8.0, 1.0, 4.0, 8192), rtol=1e-12)
+    expected = _llama3_wavelengths(128, 500000.0, 8.0, 1.0, 4.0, 8192)
+    np.testing.assert_allclose(curves[1].get_ydata(), expected, rtol=1e-12)
     assert any("original context 8192" in t.get_text() for t in ax.texts)
     assert ax.get_yscale() == "log"
 
@@ -170,18 +171,22 @@ def test_table_subcommands_write_files(tmp_path, capsys, vit):
 
 def test_grid_similarity_vit_b16_subprocess(tmp_path, vit):
     path, _ = vit
-    res = _run("grid-similarity", "--table", str(path), "--grid", "14x14", "--prefix", "1", "--out", "figs", "--format", "png,svg", cwd=tmp_path)
+    args = ("--table", str(path), "--grid", "14x14", "--prefix", "1", "--out", "figs", "--format", "png,svg")
+    res = _run("grid-similarity", *args, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines() == [f"wrote {Path('figs') / 'grid_similarity.png'}", f"wrote {Path('figs') / 'grid_similarity.svg'}"]
+    assert res.stdout.splitlines() == [f"wrote {Path('figs') / f'grid_similarity.{ext}'}" for ext in ("png", "svg")]
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["grid_similarity.png", "grid_similarity.svg"]
-    again = _run("grid-similarity", "--table", str(path), "--prefix", "1", "--out", "figs", "--format", "png", cwd=tmp_path)
+    again = _run(
+        "grid-similarity", "--table", str(path), "--prefix", "1", "--out", "figs", "--format", "png", cwd=tmp_path
+    )
     assert again.returncode == 2 and "nothing was written; pass --force to overwrite" in again.stderr
 
 
 def test_grid_similarity_in_process(tmp_path, capsys, vit):
     path, _ = vit
     out = tmp_path / "g"
-    assert cli.main(["grid-similarity", "--table", str(path), "--prefix", "1", "--out", str(out), "--column", "double", *OUT]) == 0
+    args = ["grid-similarity", "--table", str(path), "--prefix", "1", "--out", str(out), "--column", "double", *OUT]
+    assert cli.main(args) == 0
     assert capsys.readouterr().out.splitlines() == [f"wrote {out / 'grid_similarity.png'}"]
 
 
@@ -189,20 +194,44 @@ def test_grid_similarity_in_process(tmp_path, capsys, vit):
     ("args", "needle"),
     [
         (["grid-similarity"], "the following arguments are required: --table"),
-        (["grid-similarity", "--table", "{vit}", "--grid", "14"], "argument --grid: expected HxW such as 14x14, got '14'"),
+        (
+            ["grid-similarity", "--table", "{vit}", "--grid", "14"],
+            "argument --grid: expected HxW such as 14x14, got '14'",
+        ),
         (["grid-similarity", "--table", "{vit}", "--grid", "0x4"], "argument --grid: expected HxW with positive sizes"),
         (["grid-similarity", "--table", "{vit}", "--grid", "100x100"], "at most 4096 patches"),
-        (["grid-similarity", "--table", "{vit}", "--grid", "14x14"], "--grid must be a pair of positive integers with height * width = 197"),
-        (["grid-similarity", "--table", "{vit}"], "--grid is required: 197 patch rows (197 rows, 0 prefix) are not a square grid; with a cls token first, set --prefix to 1"),
+        (
+            ["grid-similarity", "--table", "{vit}", "--grid", "14x14"],
+            "--grid must be a pair of positive integers with height * width = 197",
+        ),
+        (
+            ["grid-similarity", "--table", "{vit}"],
+            (
+                "--grid is required: 197 patch rows (197 rows, 0 prefix) are not a square grid; "
+                "with a cls token first, set --prefix to 1"
+            ),
+        ),
         (["grid-similarity", "--table", "{vit}", "--prefix", "197"], "--prefix must be in [0, 196]"),
-        (["grid-similarity", "--table", "{vit}", "--prefix", "-1"], "argument --prefix: expected an integer in [0, 1024]"),
+        (
+            ["grid-similarity", "--table", "{vit}", "--prefix", "-1"],
+            "argument --prefix: expected an integer in [0, 1024]",
+        ),
         (["grid-similarity", "--table", "{tmp}/none.npy"], "argument --table: file '{tmp}/none.npy' does not exist"),
-        (["grid-similarity", "--table", "{tmp}/t.csv"], "argument --table: the file must be one of .npy, .npz, .safetensors and torch checkpoints"),
-        (["similarity", "--table", "{tmp}/vit.npz:pos"], "argument --table: KEY 'pos' is not in 'vit.npz'; it has 2 arrays: cls_token, pos_embed"),
+        (
+            ["grid-similarity", "--table", "{tmp}/t.csv"],
+            "argument --table: the file must be one of .npy, .npz, .safetensors and torch checkpoints",
+        ),
+        (
+            ["similarity", "--table", "{tmp}/vit.npz:pos"],
+            "argument --table: KEY 'pos' is not in 'vit.npz'; it has 2 arrays: cls_token, pos_embed",
+        ),
         (["similarity", "--table", "{tmp}/vit.npz"], "argument --table: KEY is required: 'vit.npz' has 2 arrays"),
         (["similarity", "--table", "{tmp}/vit.npz:"], "argument --table: expected PATH:KEY with a key after the colon"),
         (["encoding", "--table", "{tmp}/flat.npy"], "argument --table: the table must be a 2-D table (positions, dim)"),
-        (["encoding", "--table", "{vit}", "--dim", "64"], "argument --dim: not allowed with --table (the table sets the figure)"),
+        (
+            ["encoding", "--table", "{vit}", "--dim", "64"],
+            "argument --dim: not allowed with --table (the table sets the figure)",
+        ),
         (["dimensions", "--table", "{vit}", "--layout", "concat"], "argument --layout: not allowed with --table"),
         (["wavelengths", "--table", "{vit}"], "unrecognized arguments: --table"),
         (["all", "--table", "{vit}"], "unrecognized arguments: --table"),
@@ -241,10 +270,18 @@ def test_hf_config_subprocess(tmp_path):
         (None, [], "argument --hf-config: file '{cfg}' does not exist"),
         ("{not json", [], "argument --hf-config: '{cfg}' is not JSON (Expecting property name"),
         ("[1, 2]", [], "argument --hf-config: '{cfg}' must hold a JSON object, got a list"),
-        (json.dumps({**LLAMA31, "rope_scaling": {"rope_type": "no-such-type"}}), [], "argument --hf-config: `rope_type` 'no-such-type' is not supported"),
+        (
+            json.dumps({**LLAMA31, "rope_scaling": {"rope_type": "no-such-type"}}),
+            [],
+            "argument --hf-config: `rope_type` 'no-such-type' is not supported",
+        ),
         (json.dumps(LLAMA31), ["--base", "1000"], "argument --base: not allowed with --hf-config (the config sets it)"),
         (json.dumps(LLAMA31), ["--head-dim", "64"], "argument --head-dim: not allowed with --hf-config"),
-        (json.dumps(LLAMA31), ["--layer-type", "full_attention"], "argument --hf-config: --layer-type applies to configs with per-layer RoPE entries only"),
+        (
+            json.dumps(LLAMA31),
+            ["--layer-type", "full_attention"],
+            "argument --hf-config: --layer-type applies to configs with per-layer RoPE entries only",
+        ),
     ],
 )
 def test_bad_hf_configs_are_usage_errors(tmp_path, capsys, content, extra, needle):
@@ -265,5 +302,7 @@ def test_missing_safetensors_is_exit_1(tmp_path, capsys, monkeypatch):
     (tmp_path / "m.safetensors").write_bytes(b"")
     monkeypatch.setitem(sys.modules, "safetensors", None)
     assert cli.main(["encoding", "--table", f"{tmp_path / 'm.safetensors'}:x", "--out", str(tmp_path / "o")]) == 1
-    assert capsys.readouterr().err.strip() == "posenc-viz: error: reading .safetensors files needs the safetensors package: pip install safetensors"
+    assert capsys.readouterr().err.strip() == (
+        "posenc-viz: error: reading .safetensors files needs the safetensors package: pip install safetensors"
+    )
     assert not (tmp_path / "o").exists()

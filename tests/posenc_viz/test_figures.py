@@ -187,6 +187,6 @@ def test_bad_out_dir_type():
 
 
 def test_figures_constant():
-    assert posenc_viz.FIGURES == tuple(figures._SPECS)
+    assert tuple(figures._SPECS) == posenc_viz.FIGURES
     assert all(re.fullmatch(r"[a-z0-9_]+", n) for n in posenc_viz.FIGURES)
     assert os.sep not in "".join(posenc_viz.FIGURES)

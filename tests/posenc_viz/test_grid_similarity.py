@@ -86,7 +86,8 @@ def test_square_grid_is_inferred_and_refused_naming_grid_shape():
     assert "set `num_prefix_tokens` to 1 (14x14 patches)" in msg
     fig = plot_grid_similarity(vit, num_prefix_tokens=1)
     assert len(_maps(fig)) == 196
-    with pytest.raises(ValueError, match=r"`grid_shape` must be a pair of positive integers with height \* width = 196"):
+    pattern = r"`grid_shape` must be a pair of positive integers with height \* width = 196"
+    with pytest.raises(ValueError, match=pattern):
         plot_grid_similarity(vit, (14, 15), num_prefix_tokens=1)
 
 

@@ -28,7 +28,10 @@ def _run(code: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 def test_import_does_not_load_matplotlib():
-    out = _run("import sys, posenc_viz; print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'torch', 'jax', 'dask')))")
+    out = _run(
+        "import sys, posenc_viz; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'torch', 'jax', 'dask')))"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 

@@ -64,10 +64,12 @@ def test_safetensors_numpy_written(tmp_path):
     from safetensors.numpy import save_file
 
     pos = _table(17, 4)
-    save_file({"vit.embeddings.position_embeddings": pos[None], "vit.embeddings.cls_token": pos[:1]}, str(tmp_path / "m.safetensors"))
+    tensors = {"vit.embeddings.position_embeddings": pos[None], "vit.embeddings.cls_token": pos[:1]}
+    save_file(tensors, str(tmp_path / "m.safetensors"))
     got = load_table(tmp_path / "m.safetensors", "vit.embeddings.position_embeddings")
     np.testing.assert_array_equal(got, pos[None])
-    with pytest.raises(ValueError, match=r"^`key` 'position_embeddings' is not in 'm.safetensors'; it has 2 arrays: vit.embeddings.cls_token, vit"):
+    msg = r"^`key` 'position_embeddings' is not in 'm.safetensors'; it has 2 arrays: vit.embeddings.cls_token, vit"
+    with pytest.raises(ValueError, match=msg):
         load_table(tmp_path / "m.safetensors", "position_embeddings")
     with pytest.raises(ValueError, match="`key` is required"):
         load_table(tmp_path / "m.safetensors")
@@ -145,7 +147,8 @@ def test_torch_bare_tensor_legacy_format_and_bin(tmp_path):
     with pytest.raises(ValueError, match="`key` must be None: 't.pt' holds one tensor"):
         load_table(tmp_path / "t.pt", "weight")
     torch.save({"embeddings.position_embeddings.weight": t}, tmp_path / "pytorch_model.bin")
-    np.testing.assert_array_equal(load_table(tmp_path / "pytorch_model.bin", "embeddings.position_embeddings.weight"), t.numpy())
+    loaded = load_table(tmp_path / "pytorch_model.bin", "embeddings.position_embeddings.weight")
+    np.testing.assert_array_equal(loaded, t.numpy())
 
 
 class _NotAllowed:
@@ -196,9 +199,11 @@ def test_kind_and_path_errors(tmp_path):
 def test_missing_optional_packages(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "safetensors", None)
     (tmp_path / "m.safetensors").write_bytes(b"")
-    with pytest.raises(ImportError, match="reading .safetensors files needs the safetensors package: pip install safetensors"):
+    msg = "reading .safetensors files needs the safetensors package: pip install safetensors"
+    with pytest.raises(ImportError, match=msg):
         load_table(tmp_path / "m.safetensors", "x")
     monkeypatch.setitem(sys.modules, "torch", None)
     (tmp_path / "m.pt").write_bytes(b"")
-    with pytest.raises(ImportError, match=r"reading torch checkpoints \(.pt, .pth, .bin\) needs PyTorch: pip install torch"):
+    msg = r"reading torch checkpoints \(.pt, .pth, .bin\) needs PyTorch: pip install torch"
+    with pytest.raises(ImportError, match=msg):
         load_table(tmp_path / "m.pt")
