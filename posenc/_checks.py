@@ -354,7 +354,9 @@ def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...] | None:
     Plain Python comparisons, so traced sizes stay traced (NumPy's
     ``broadcast_shapes`` wants ints).
     """
-    n = max((len(s) for s in shapes), default=0)
+    n = 0
+    for shape in shapes:  # (no max() over a generator: torch's compiler refuses it)
+        n = max(n, len(shape))
     out = [1] * n
     for shape in shapes:
         padded = (1,) * (n - len(shape)) + tuple(shape)
