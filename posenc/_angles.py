@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cache, _compat
+from . import _cache, _compat, _kernels
 from ._compat import Context
 
 __all__ = ["Freqs", "as_freqs", "sincos", "sincos_range", "host_sincos", "range_table", "cast"]
@@ -228,6 +228,13 @@ def _turns(freqs_key: bytes) -> np.ndarray:
 def _turns_values(freqs_key: bytes) -> tuple[float, ...]:
     """:func:`_turns` as Python floats (a constant torch.export keeps)."""
     return tuple(_turns(freqs_key).tolist())
+
+
+def laid_out_turns(freqs_key: bytes, layout: str) -> np.ndarray:
+    """:func:`_turns` laid out as a RoPE table's columns: ``[v, v]``
+    (``"half"``) or each value twice (``"interleaved"``), float64."""
+    v = _turns(freqs_key)
+    return np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2)
 
 
 @_compat.host_constant
@@ -721,7 +728,8 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
         v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
     kind = _kernel_kind(p, ctx)
     if kind is not None and _compat.is_integer_dtype(xp, p.dtype):
-        return _KERNELS[kind](p, v, ctx)
+        s, c = _kernels.TURNS[kind](p, v)
+        return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
     p64 = cast(p, xp.float64, xp)
     if not _compat.is_integer_dtype(xp, p.dtype):
         # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);
@@ -733,45 +741,14 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
 
 
-# ------------------------------------------------------------ kernels of _sincos_turns
-# The same operations as the portable path, written with NumPy's and torch's
-# own functions (no array-api-compat wrappers, the integer-to-float64
-# conversion folded into the product, in-place updates of the temporary):
-# for the small tables of a decode step, where per-operation overhead is the
-# cost.  Integer positions only (|p| < 2**53: the conversion is exact, as the
-# portable path's cast); bit-identical to the portable path (tested).
-def _turns_numpy(p: np.ndarray, v: np.ndarray, ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    t = np.multiply(p[..., None], v)
-    t -= np.round(t)
-    t *= _TWO_PI
-    a = t.astype(np.float32)
-    s, c = np.sin(a), np.cos(a)
-    if ctx.work != np.float32:  # pragma: no cover - float32 is the only narrow work dtype
-        s, c = s.astype(ctx.work), c.astype(ctx.work)
-    return s, c
-
-
-def _turns_torch(p: Any, v: Any, ctx: Context) -> tuple[Any, Any]:
-    import torch
-
-    t = p[..., None] * v
-    t.sub_(torch.round(t)).mul_(_TWO_PI)
-    a = t.to(torch.float32)
-    return torch.sin(a), torch.cos(a)
-
-
-_KERNELS = {"numpy": _turns_numpy, "torch": _turns_torch}
-
-
 def _kernel_kind(p: Any, ctx: Context) -> str | None:
-    """Which kernel may compute ``_sincos_turns`` eagerly: NumPy arrays and
-    torch tensors that need no autograd, outside torch's tracer."""
-    if type(p) is np.ndarray:
-        return "numpy"
-    torch = sys.modules.get("torch")
-    if torch is not None and type(p) is torch.Tensor and not _compat.compiling() and not p.requires_grad:
-        return "torch"
-    return None
+    """Which kernel of :mod:`posenc._kernels` may compute ``_sincos_turns``
+    eagerly: NumPy arrays and torch tensors that need no autograd, outside
+    torch's tracer."""
+    kind = _kernels.eager_kind(p)
+    if kind == "torch" and p.requires_grad:
+        return None
+    return kind
 
 
 #: elements of a table from which gathering rows of an exact range table pays

@@ -506,11 +506,35 @@ def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> 
     return key
 
 
-def array_key(x: Any) -> Any:
-    """``(type, dtype, device, shape)`` of an array whose type carries its
-    device as an attribute (NumPy, torch, CuPy, array-api-strict), for the
-    caches of per-call checks; None for anything else."""
-    return (type(x), x.dtype, x.device, x.shape) if _has_device_attr(x) else None
+def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The cache key of a call, for the caches of per-call checks: each
+    array's ``(type, dtype, device, shape)`` and each option with its type
+    (``128``, ``128.0`` and ``True`` hash alike but are checked differently).
+
+    None where an array's type does not carry its device as an attribute
+    (JAX, Dask, lists, numbers: they take the full checks), an option is
+    unhashable, or torch's compiler traces the call (its tracer must not
+    follow cache lookups).
+    """
+    if compiling():
+        return None
+    key: list[Any] = []
+    for a in arrays:
+        t = type(a)
+        ok = _DEVICE_ATTR.get(t)
+        if ok is None:
+            ok = _has_device_attr(a)
+        if not ok:
+            return None
+        key += (t, a.dtype, a.device, a.shape)
+    for o in options:
+        key += (type(o), o)
+    out = tuple(key)
+    try:
+        hash(out)
+    except TypeError:  # unhashable options: the full checks say what is wrong
+        return None
+    return out
 
 
 def _has_device_attr(x: Any) -> bool:

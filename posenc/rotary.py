@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _checks, _compat, _kernels
 from ._compat import Context
 from .scaling import DynamicNTK, LongRoPE, Scaling, _seq_len, check_scaling, default_inv_freq
 
@@ -338,7 +338,7 @@ def rope_cos_sin(
     key = _table_key(positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
     plan = _TABLE_PLANS.get(key) if key is not None else None
     if plan is not None:
-        ctx, dim, freqs, attention, scan = plan
+        ctx, dim, freqs, attention, scan, small = plan
         if scan:
             _checks.check_all_finite(positions, "positions", ctx)
     else:
@@ -353,38 +353,57 @@ def rope_cos_sin(
         dependent = seq_len is None and _length_dependent(scaling)
         seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
         dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
+        small = _small_table(positions, freqs, layout, ctx) if key is not None else None
         if key is not None and not dependent and len(_TABLE_PLANS) < _PLANS_MAX:
             scan = _compat.is_real_float_dtype(ctx.xp, positions.dtype)
-            _TABLE_PLANS[key] = (ctx, dim, freqs, attention, scan)
-    c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
+            _TABLE_PLANS[key] = (ctx, dim, freqs, attention, scan, small)
     xp_ = ctx.xp
+    if small is not None:
+        kernel, v = small
+        s, c = kernel(positions, v)
+        if attention != 1.0:
+            c = c * attention
+            s = s * attention
+        return _angles.cast(c, ctx.dtype, xp_), _angles.cast(s, ctx.dtype, xp_)
+    c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
     return (
         _angles.cast(_layout(c, dim, layout, xp_), ctx.dtype, xp_),
         _angles.cast(_layout(s, dim, layout, xp_), ctx.dtype, xp_),
     )
 
 
+#: elements of a table up to which rope_cos_sin computes integer positions'
+#: angles in the table's layout directly (one kernel pass over the doubled
+#: frequencies, bit-identical) instead of half the table and a concatenation:
+#: the tables of a decode step, where per-operation overhead is the cost
+_SMALL_TABLE = 1 << 14
+
+
+def _small_table(positions: Any, freqs: _angles.Freqs, layout: str, ctx: Context) -> tuple[Any, Any] | None:
+    """``(kernel, turns)`` for small tables of eager integer NumPy / torch
+    positions on a device with float64 and float32 work (the turns path of
+    :func:`posenc._angles.sincos`), else None."""
+    kind = _angles._kernel_kind(positions, ctx)
+    if kind is None or not ctx.float64 or ctx.work != ctx.xp.float32 or not _compat.is_integer_dtype(ctx.xp, positions.dtype):
+        return None
+    if math.prod(positions.shape) * 2 * freqs.m > _SMALL_TABLE:
+        return None
+    v = _compat.from_host(_angles.laid_out_turns(freqs.key, layout), ctx, ctx.xp.float64)
+    return _kernels.TURNS[kind], v
+
+
 #: rope_cos_sin's validated arguments and host constants for array positions,
 #: keyed by the positions' (type, dtype, device, shape) and the other
 #: arguments (offset 0): a repeated call (every decode step) skips the checks
 #: and only scans float positions for NaN
-_TABLE_PLANS: dict[Any, tuple[Context, int, _angles.Freqs, float, bool]] = {}
+_TABLE_PLANS: dict[Any, tuple[Context, int, _angles.Freqs, float, bool, Any]] = {}
 
 
 def _table_key(positions: Any, *args: Any) -> Any:
     offset = args[5]  # (dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
-    if type(offset) is not int or offset != 0 or _compat.compiling():
+    if type(offset) is not int or offset != 0:
         return None
-    try:
-        pk = _compat.array_key(positions)
-        if pk is None:
-            return None
-        # typed: 128 and 128.0 (refused) or 1 and True hash alike
-        key = (pk, tuple([(type(a), a) for a in args]))
-        hash(key)
-    except Exception:  # unhashable arguments: the full checks say what is wrong
-        return None
-    return key
+    return _compat.call_key((positions,), args)
 
 
 # --------------------------------------------------------------------------
@@ -491,7 +510,7 @@ class _Plan:
     """What ``apply_rope`` does with arrays of given types, dtypes, devices
     and shapes: validated once, cached (see :func:`_plan`)."""
 
-    __slots__ = ("xp", "layout", "rotary_dim", "head_dim", "half", "lead", "table_shape", "compact", "wt", "fast", "size")
+    __slots__ = ("xp", "layout", "rotary_dim", "head_dim", "half", "lead", "table_shape", "compact", "wt", "fast", "small")
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
@@ -508,17 +527,7 @@ _FAST_MIN = 1 << 15
 
 
 def _plan_key(x: Any, cos: Any, sin: Any, *args: Any) -> Any:
-    if _compat.compiling():
-        return None
-    try:
-        # typed: 4 and 4.0 (refused) or 1 and True hash alike
-        key = (_compat.array_key(x), _compat.array_key(cos), _compat.array_key(sin), tuple([(type(a), a) for a in args]))
-        if key[0] is None or key[1] is None or key[2] is None:
-            return None
-        hash(key)
-    except Exception:  # not arrays, unhashable arguments: the full checks say what is wrong
-        return None
-    return key
+    return _compat.call_key((x, cos, sin), args)
 
 
 def _plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
@@ -595,6 +604,15 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
         raise ValueError(msg)
     # shape arithmetic only (O(1), nothing read): a broadcast view may be huge
     _checks.check_size(lead + (head_dim,), "output")
+    wt = _work_dtype(xp, x.dtype)
+    size = math.prod(lead) * head_dim
+    # the kernels never while torch traces (the plan of a traced call is not kept)
+    fast = _fast_candidate(x, cos, sin) if size >= _FAST_MIN and not _compat.compiling() else None
+    small = None
+    if size < _FAST_MIN and not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
+        kind = _kernels.eager_kind(x)
+        if kind is not None and kind == _kernels.eager_kind(cos) == _kernels.eager_kind(sin):
+            small = _kernels.ROTATE_SMALL[kind]
     return _Plan(
         xp=xp,
         layout=layout,
@@ -604,9 +622,9 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
         lead=lead,
         table_shape=None if table_shape is None else table_shape + (width,),
         compact=compact,
-        wt=_work_dtype(xp, x.dtype),
-        fast=_fast_candidate(x, cos, sin),
-        size=math.prod(lead) * head_dim,
+        wt=wt,
+        fast=fast,
+        small=small,
     )
 
 
@@ -615,8 +633,9 @@ def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
     xp = plan.xp
     if plan.table_shape is not None:
         c, s = xp.reshape(c, plan.table_shape), xp.reshape(s, plan.table_shape)
-    # no size comparison while torch traces (a traced size would be guarded)
-    kind = None if plan.fast is None or _compat.compiling() else plan.fast if plan.size >= _FAST_MIN else None
+    if plan.small is not None:
+        return plan.small(x, c, s, plan.layout)
+    kind = plan.fast
     if kind is not None and _fast_ok(kind, x, c, s):
         if kind == "torch" and plan.layout == "interleaved" and not _complex_viewable(x):
             return _rotate_portable(x, c, s, plan)
@@ -973,6 +992,55 @@ def rope(
     >>> posenc.rope(q, np.array([[0, 1, 2], [5, 6, 7]]), heads_axis=1).shape
     (2, 4, 3, 8)
     """
+    key = None
+    if type(offset) is int and offset == 0:
+        key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))
+    plan = _ROPE_PLANS.get(key) if key is not None else None
+    if plan is None:
+        plan, checked, offset = _rope_plan(x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None)
+        # kept where the positions are used as given (not converted)
+        if key is not None and plan.cache and checked is positions and len(_ROPE_PLANS) < _PLANS_MAX:
+            _ROPE_PLANS[key] = plan
+        positions = checked
+    elif plan.scan:
+        _checks.check_all_finite(positions, "positions", plan.ctx)
+    xp = plan.ctx.xp
+    if plan.small is not None:
+        # the full tables in one kernel pass, then the formula (a decode step)
+        kernel, v = plan.small
+        s, c = kernel(positions, v)
+        if plan.attention != 1.0:
+            c = c * plan.attention
+            s = s * plan.attention
+        if plan.aligned is not None:
+            c, s = xp.reshape(c, plan.aligned + (plan.dim,)), xp.reshape(s, plan.aligned + (plan.dim,))
+        return plan.rotate(x, c, s, plan.layout)
+    c, s = _compact_cos_sin(positions, plan.freqs, plan.attention, plan.ctx, offset)
+    if plan.aligned is not None:
+        c, s = xp.reshape(c, plan.aligned + (plan.dim // 2,)), xp.reshape(s, plan.aligned + (plan.dim // 2,))
+    return apply_rope(x, c, s, layout=plan.layout, compact=True)
+
+
+class _RopePlan:
+    """What ``rope`` does with arrays of given types, dtypes, devices and
+    shapes (see :func:`_rope_plan`)."""
+
+    __slots__ = ("ctx", "dim", "freqs", "attention", "layout", "aligned", "scan", "small", "rotate", "cache")
+
+    def __init__(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+#: rope's plans, keyed like apply_rope's (offset 0 only)
+_ROPE_PLANS: dict[Any, _RopePlan] = {}
+
+
+def _rope_plan(
+    x: Any, positions: Any, base: Any, scaling: Any, layout: Any, rotary_dim: Any, seq_len: Any, offset: Any, heads_axis: Any, keyed: bool
+) -> tuple[_RopePlan, Any, Any]:
+    """Validate ``rope``'s arguments: the plan (host constants of the tables,
+    shapes, kernels), the checked positions and offset."""
     _check_x(x)
     ctx = _compat.resolve({"x": x, "positions": positions, "offset": offset})
     xp = ctx.xp
@@ -985,10 +1053,10 @@ def rope(
     wt = _work_dtype(xp, x.dtype)
     tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
     layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    seq_len = _seq_len(seq_len)
+    given_seq_len = seq_len = _seq_len(seq_len)
     offset = _checks.check_offset(offset, "offset", tctx)
-    positions = _checks.check_positions(positions, "positions", tctx, out_tail=(head_dim,), what="output")
-    pshape = _shape_of(positions)
+    checked = _checks.check_positions(positions, "positions", tctx, out_tail=(head_dim,), what="output")
+    pshape = _shape_of(checked)
     heads = _check_heads_axis(heads_axis, x.ndim)
     aligned = _align(pshape, tuple(x.shape[:-1]), heads, "positions")
     lead = _broadcast_shapes(tuple(x.shape[:-1]), pshape if aligned is None else aligned)
@@ -997,13 +1065,29 @@ def rope(
         raise ValueError(msg)
     _checks.check_size(lead + (head_dim,), "output")
     scaling = check_scaling(scaling)
-    seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
+    seq_len = _effective_seq_len(seq_len, checked, offset, scaling)
     _checks.check_size(pshape + (dim // 2,), "table")
     dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(tctx))
-    c, s = _compact_cos_sin(positions, freqs, attention, tctx, offset)
-    if aligned is not None:
-        c, s = xp.reshape(c, aligned + (dim // 2,)), xp.reshape(s, aligned + (dim // 2,))
-    return apply_rope(x, c, s, layout=layout, compact=True)
+    small = rotate = None
+    if keyed and dim == head_dim and math.prod(lead) * head_dim < _FAST_MIN:
+        kind = _kernels.eager_kind(x)
+        if kind is not None and x.dtype == wt:
+            small = _small_table(checked, freqs, layout, tctx)
+            rotate = _kernels.ROTATE_SMALL[kind] if small is not None and _kernels.eager_kind(checked) == kind else None
+            small = small if rotate is not None else None
+    return _RopePlan(
+        ctx=tctx,
+        dim=dim,
+        freqs=freqs,
+        attention=attention,
+        layout=layout,
+        aligned=aligned,
+        scan=_compat.is_array(checked) and _compat.is_real_float_dtype(xp, checked.dtype),
+        small=small,
+        rotate=rotate,
+        # seq_len read from the positions' values: not for the next call
+        cache=given_seq_len is not None or not _length_dependent(scaling),
+    ), checked, offset
 
 
 # --------------------------------------------------------------------------
