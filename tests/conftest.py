@@ -1,6 +1,7 @@
 """The ``xp`` fixture: every backend test runs on every installed array backend.
 
-Backends (select a subset with ``POSENC_BACKENDS=numpy,torch``):
+Backends (select a subset with ``POSENC_BACKENDS=numpy,torch``; the names are
+the ids of the parametrised tests, so ``-k numpy`` selects too):
 
 =============================  ==============================================
 ``numpy``                      NumPy through array-api-compat
@@ -17,7 +18,9 @@ Backends (select a subset with ``POSENC_BACKENDS=numpy,torch``):
 ``cupy``, ``torch-cuda``       GPU backends, skipped without a GPU
 =============================  ==============================================
 
-Tests get a :class:`Backend`: ``xp.ns`` is the namespace to pass as ``xp=``,
+Each is a member of :class:`BackendKind`; a backend whose library is not
+installed (or whose GPU is absent) is collected with a skip marker.  Tests get
+a :class:`Backend`: ``xp.ns`` is the namespace to pass as ``xp=``,
 ``xp.asarray`` puts NumPy data on the backend's device, ``xp.call`` runs a
 function the way the backend wants (under ``jax.jit``, with Dask computing
 forbidden), ``xp.to_numpy`` reads a result back and ``xp.assert_close``
@@ -26,11 +29,13 @@ checks namespace, device, shape and values against a NumPy oracle.
 
 from __future__ import annotations
 
-import contextlib
+import enum
+import functools
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,41 +50,124 @@ settings.register_profile("posenc", derandomize=True, database=None, deadline=No
 settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "posenc"))
 
-ALL_BACKENDS = (
-    "numpy",
-    "strict",
-    "strict-device1",
-    "strict-no_float64",
-    "torch",
-    "torch-meta",
-    "jax",
-    "jax-jit",
-    "dask",
-    "cupy",
-    "torch-cuda",
-)
+
+class BackendKind(enum.Enum):
+    """The array backends of the ``xp`` fixture.  A value is the backend's
+    name: its test id and its spelling in ``POSENC_BACKENDS``."""
+
+    NUMPY = "numpy"
+    STRICT = "strict"
+    STRICT_DEVICE1 = "strict-device1"
+    STRICT_NO_FLOAT64 = "strict-no_float64"
+    TORCH = "torch"
+    TORCH_META = "torch-meta"
+    JAX = "jax"
+    JAX_JIT = "jax-jit"
+    DASK = "dask"
+    CUPY = "cupy"
+    TORCH_CUDA = "torch-cuda"
+
+    @property
+    def family(self) -> str:
+        """The library behind the backend: numpy, strict, torch, jax, dask or cupy."""
+        return self.value.split("-", 1)[0]
+
+    @property
+    def requires(self) -> str:
+        """The module that must import for the backend to run."""
+        return _REQUIRES.get(self.family, self.family)
+
+    @property
+    def gpu(self) -> bool:
+        return self in (BackendKind.CUPY, BackendKind.TORCH_CUDA)
+
+    def missing(self) -> str | None:
+        """Why the backend cannot run here, or ``None`` when it can."""
+        return _missing(self)
+
+    def param(self) -> Any:
+        """The backend as a test parameter: its id, and a skip marker where it cannot run."""
+        reason = self.missing()
+        return pytest.param(self, id=self.value, marks=() if reason is None else pytest.mark.skip(reason=reason))
+
+    def make(self) -> Backend:
+        return _BUILDERS[self.family](self)
 
 
-def _selected() -> tuple[str, ...]:
+_REQUIRES = {"strict": "array_api_strict", "dask": "dask.array"}
+
+
+def _gpu_count(kind: BackendKind) -> int:
+    if kind is BackendKind.CUPY:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@functools.cache
+def _missing(kind: BackendKind) -> str | None:
+    try:
+        installed = importlib.util.find_spec(kind.requires) is not None
+    except ImportError:  # the parent package of a submodule is absent
+        installed = False
+    if not installed:
+        return f"{kind.requires} is not installed"
+    if kind.gpu:
+        try:
+            if _gpu_count(kind) < 1:
+                return "no CUDA device"
+        except Exception:  # noqa: BLE001 - a driver or runtime that cannot start
+            return "no CUDA device"
+    return None
+
+
+def selected() -> tuple[BackendKind, ...]:
+    """The backends ``POSENC_BACKENDS`` names (comma-separated), or all of them."""
     env = os.environ.get("POSENC_BACKENDS", "").strip()
     if not env:
-        return ALL_BACKENDS
-    names = tuple(s.strip() for s in env.split(",") if s.strip())
-    unknown = [n for n in names if n not in ALL_BACKENDS]
+        return tuple(BackendKind)
+    names = [s.strip() for s in env.split(",") if s.strip()]
+    known = {kind.value: kind for kind in BackendKind}
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise pytest.UsageError(f"POSENC_BACKENDS: unknown backends {unknown}; known: {ALL_BACKENDS}")
-    return names
+        raise pytest.UsageError(f"POSENC_BACKENDS: unknown backends {unknown}; known: {tuple(known)}")
+    return tuple(known[n] for n in names)
 
 
 def _forbid_compute(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("the Dask graph was computed while it was being built")
 
 
+def _torch_to_numpy(x: Any) -> np.ndarray:
+    import torch
+
+    x = x.detach().to("cpu")
+    return x.to(torch.float32 if x.dtype in (torch.bfloat16, torch.float16) else x.dtype).numpy()
+
+
+def _strict_to_numpy(x: Any) -> np.ndarray:
+    import array_api_strict as xs
+
+    return np.asarray(x.to_device(xs.Device("CPU_DEVICE")))
+
+
+#: how each library's arrays are read back (NumPy and JAX: ``np.asarray``)
+_READERS: dict[str, Callable[[Any], np.ndarray]] = {
+    "strict": _strict_to_numpy,
+    "torch": _torch_to_numpy,
+    "dask": lambda x: np.asarray(x.compute()),
+    "cupy": lambda x: x.get(),
+}
+
+
 @dataclass
 class Backend:
     """One array backend as seen by the tests."""
 
-    name: str
+    kind: BackendKind
     ns: Any  # array-API namespace to pass as ``xp=``
     device: Any = None
     float64: bool = True
@@ -87,7 +175,15 @@ class Backend:
     lazy: bool = False
     jit: bool = False
     module: Any = None  # the user-facing module (torch, jax.numpy, ...)
-    _extra: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The backend's name (``"strict-device1"``): its test id."""
+        return self.kind.value
+
+    @property
+    def family(self) -> str:
+        return self.kind.family
 
     def __repr__(self) -> str:
         return f"<Backend {self.name}>"
@@ -106,15 +202,12 @@ class Backend:
         if dtype is None:
             if a.dtype == np.float64 and not self.float64:
                 a = a.astype(np.float32)
-            if a.dtype == np.int64 and self.name.startswith("jax"):
+            if a.dtype == np.int64 and self.family == "jax":
                 a = a.astype(np.int32)
         else:
-            name = dtype if isinstance(dtype, str) else str(np.dtype(dtype))
-            a = a.astype(name)
+            a = a.astype(dtype if isinstance(dtype, str) else str(np.dtype(dtype)))
         if self.device is None:
             return self.ns.asarray(a)
-        if self.name.startswith("strict"):
-            return self.ns.asarray(a, device=self.device)
         return self.ns.asarray(a, device=self.device)
 
     def to_numpy(self, x: Any) -> np.ndarray:
@@ -122,20 +215,7 @@ class Backend:
             raise AssertionError(f"{self.name} arrays have no values")
         if isinstance(x, (tuple, list)):
             return type(x)(self.to_numpy(v) for v in x)
-        n = self.name
-        if n.startswith("strict"):
-            import array_api_strict as st
-
-            return np.asarray(x.to_device(st.Device("CPU_DEVICE")))
-        if n.startswith("torch"):
-            import torch
-
-            return x.detach().to("cpu").to(torch.float32 if x.dtype in (torch.bfloat16, torch.float16) else x.dtype).numpy()
-        if n == "dask":
-            return np.asarray(x.compute())
-        if n == "cupy":
-            return x.get()
-        return np.asarray(x)
+        return _READERS.get(self.family, np.asarray)(x)
 
     # ------------------------------------------------------------------ calls
     def call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -168,7 +248,8 @@ class Backend:
     # ------------------------------------------------------------- checks
     def check_array(self, x: Any, *, shape: tuple | None = None, dtype: Any = None) -> None:
         """Namespace, device, shape and dtype of a result."""
-        from array_api_compat import array_namespace, device as device_of
+        from array_api_compat import array_namespace
+        from array_api_compat import device as device_of
 
         from posenc._compat import normalize_namespace
 
@@ -177,10 +258,9 @@ class Backend:
         )
         if self.device is not None:
             got = device_of(x)
-            if self.name.startswith("torch"):
-                assert got.type == self.device.type, f"result on {got}, expected {self.device}"
-            else:
-                assert got == self.device, f"result on {got}, expected {self.device}"
+            # torch: cuda and cuda:0 are the same device
+            same = got.type == self.device.type if self.family == "torch" else got == self.device
+            assert same, f"result on {got}, expected {self.device}"
         if shape is not None:
             assert tuple(x.shape) == tuple(shape), f"shape {tuple(x.shape)} != {tuple(shape)}"
         if dtype is not None:
@@ -201,7 +281,8 @@ class Backend:
         if not self.has_values:
             return
         got = self.to_numpy(actual)
-        np.testing.assert_allclose(got.astype(np.float64) if got.dtype.kind == "f" else got, expected, atol=atol, rtol=rtol)
+        got = got.astype(np.float64) if got.dtype.kind == "f" else got
+        np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol)
 
     def tol(self, dtype: Any = None) -> float:
         """Absolute tolerance for tables of unit magnitude in ``dtype``."""
@@ -216,79 +297,68 @@ class Backend:
         return 2.5e-7 if self.float64 else 5e-7
 
 
-def _make(name: str) -> Backend:
-    def need(mod: str) -> Any:
-        try:
-            return importlib.import_module(mod)
-        except ImportError:
-            pytest.skip(f"{mod} is not installed")
+# ----------------------------------------------------------------- builders
+# One per library; the backend's library is installed (its skip marker says so).
+def _numpy(kind: BackendKind) -> Backend:
+    import array_api_compat.numpy as ns
 
-    if name == "numpy":
-        import array_api_compat.numpy as ns
-
-        return Backend(name, ns, module=np)
-    if name.startswith("strict"):
-        st = need("array_api_strict")
-        dev = {"strict": None, "strict-device1": "device1", "strict-no_float64": "no_float64"}[name]
-        device = st.Device(dev) if dev else None
-        return Backend(name, st, device=device, float64=dev != "no_float64", module=st)
-    if name.startswith("torch"):
-        torch = need("torch")
-        import array_api_compat.torch as ns
-
-        if name == "torch-cuda":
-            if not torch.cuda.is_available():
-                pytest.skip("no CUDA device")
-            return Backend(name, ns, device=torch.device("cuda"), module=torch)
-        if name == "torch-meta":
-            return Backend(name, ns, device=torch.device("meta"), has_values=False, module=torch)
-        return Backend(name, ns, device=torch.device("cpu"), module=torch)
-    if name.startswith("jax"):
-        need("jax")
-        import jax
-        import jax.numpy as jnp
-
-        return Backend(
-            name,
-            jnp,
-            device=jax.devices("cpu")[0],
-            float64=bool(jax.config.jax_enable_x64),
-            jit=name == "jax-jit",
-            module=jnp,
-        )
-    if name == "dask":
-        need("dask.array")
-        import array_api_compat.dask.array as ns
-
-        return Backend(name, ns, lazy=True, module=importlib.import_module("dask.array"))
-    if name == "cupy":
-        cupy = need("cupy")
-        try:
-            if cupy.cuda.runtime.getDeviceCount() < 1:
-                pytest.skip("no CUDA device")
-        except Exception:
-            pytest.skip("no CUDA device")
-        import array_api_compat.cupy as ns
-
-        return Backend(name, ns, device=cupy.cuda.Device(), module=cupy)
-    raise AssertionError(name)  # pragma: no cover
+    return Backend(kind, ns, module=np)
 
 
-@pytest.fixture(params=_selected())
+def _strict(kind: BackendKind) -> Backend:
+    import array_api_strict as xs
+
+    name = {BackendKind.STRICT_DEVICE1: "device1", BackendKind.STRICT_NO_FLOAT64: "no_float64"}.get(kind)
+    device = None if name is None else xs.Device(name)
+    return Backend(kind, xs, device=device, float64=kind is not BackendKind.STRICT_NO_FLOAT64, module=xs)
+
+
+def _torch(kind: BackendKind) -> Backend:
+    import array_api_compat.torch as ns
+    import torch
+
+    device = {BackendKind.TORCH_META: "meta", BackendKind.TORCH_CUDA: "cuda"}.get(kind, "cpu")
+    return Backend(kind, ns, device=torch.device(device), has_values=kind is not BackendKind.TORCH_META, module=torch)
+
+
+def _jax(kind: BackendKind) -> Backend:
+    import jax
+    import jax.numpy as jnp
+
+    return Backend(
+        kind,
+        jnp,
+        device=jax.devices("cpu")[0],
+        float64=bool(jax.config.jax_enable_x64),
+        jit=kind is BackendKind.JAX_JIT,
+        module=jnp,
+    )
+
+
+def _dask(kind: BackendKind) -> Backend:
+    import array_api_compat.dask.array as ns
+
+    return Backend(kind, ns, lazy=True, module=importlib.import_module("dask.array"))
+
+
+def _cupy(kind: BackendKind) -> Backend:
+    import array_api_compat.cupy as ns
+    import cupy
+
+    return Backend(kind, ns, device=cupy.cuda.Device(), module=cupy)
+
+
+_BUILDERS: dict[str, Callable[[BackendKind], Backend]] = {
+    "numpy": _numpy,
+    "strict": _strict,
+    "torch": _torch,
+    "jax": _jax,
+    "dask": _dask,
+    "cupy": _cupy,
+}
+
+
+@pytest.fixture(params=[kind.param() for kind in selected()])
 def xp(request: pytest.FixtureRequest) -> Backend:
     """One array backend (see the module docstring)."""
-    return _make(request.param)
-
-
-@pytest.fixture
-def numpy_backend() -> Backend:
-    return _make("numpy")
-
-
-@contextlib.contextmanager
-def no_warnings():
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+    return request.param.make()

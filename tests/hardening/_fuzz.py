@@ -2,7 +2,7 @@
 
 A *case* is one call of a public function (positional and keyword
 arguments) together with what the documentation promises about the result
-(shape, dtype, finiteness).  The registry (``registry.py``) has, for every
+(shape, dtype, finiteness).  The registry (the ``registry`` package) has, for every
 public name, a builder that draws a valid case on a backend; the tests call
 it as drawn (it must succeed and keep the promises) and with one argument
 replaced by a hostile value (it must either raise a ``ValueError`` /
@@ -16,7 +16,6 @@ import collections
 import contextlib
 import inspect
 import math
-import os
 import signal
 import threading
 from collections.abc import Callable
@@ -24,47 +23,39 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pytest
 
-from tests.conftest import ALL_BACKENDS, Backend, _make
+from tests.conftest import Backend, BackendKind, selected
 
 #: calls made, by kind (``fuzz-valid:sinusoidal``) and by hostile class
 COUNTS: collections.Counter = collections.Counter()
 
 #: the eager backends the fuzz suite draws from (jit / lazy / meta flavours
 #: are covered by the per-module tests; here every call must run fast)
-FUZZ_BACKENDS = ("numpy", "torch", "strict", "strict-device1", "strict-no_float64", "jax")
+FUZZ_BACKENDS = (
+    BackendKind.NUMPY,
+    BackendKind.TORCH,
+    BackendKind.STRICT,
+    BackendKind.STRICT_DEVICE1,
+    BackendKind.STRICT_NO_FLOAT64,
+    BackendKind.JAX,
+)
 
 
-def _selected() -> tuple[str, ...]:
-    env = os.environ.get("POSENC_BACKENDS", "").strip()
-    names = tuple(s.strip() for s in env.split(",") if s.strip()) if env else ALL_BACKENDS
+def _selected() -> tuple[BackendKind, ...]:
     # "jax-jit" selects the jax module too
-    names = tuple("jax" if n == "jax-jit" else n for n in names)
-    return tuple(n for n in FUZZ_BACKENDS if n in names)
+    chosen = {BackendKind.JAX if kind is BackendKind.JAX_JIT else kind for kind in selected()}
+    return tuple(kind for kind in FUZZ_BACKENDS if kind in chosen)
 
 
-def _build_backends() -> list[Backend]:
-    out = []
-    for name in _selected():
-        try:
-            out.append(_make(name))
-        except pytest.skip.Exception:
-            continue
-    return out
+BACKENDS: list[Backend] = [kind.make() for kind in _selected() if kind.missing() is None]
+BY_KIND: dict[BackendKind, Backend] = {b.kind: b for b in BACKENDS}
 
 
-BACKENDS: list[Backend] = _build_backends()
-BY_NAME: dict[str, Backend] = {b.name: b for b in BACKENDS}
-
-
-def backend(name: str) -> Backend | None:
-    if name in BY_NAME:
-        return BY_NAME[name]
-    try:
-        return _make(name)
-    except pytest.skip.Exception:
-        return None
+def backend(kind: BackendKind) -> Backend | None:
+    """The backend of ``kind`` (selected or not), or ``None`` where it cannot run."""
+    if kind in BY_KIND:
+        return BY_KIND[kind]
+    return None if kind.missing() is not None else kind.make()
 
 
 # --------------------------------------------------------------------- cases
@@ -102,13 +93,13 @@ def float_dtypes(be: Backend, *, half: bool = False) -> list[tuple[Any, Any]]:
     if be.float64:
         out += [("float64", ns.float64), (ns.float64, ns.float64)]
     if half:
-        if be.name.startswith("torch"):
+        if be.family == "torch":
             import torch
 
             out += [(torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16)]
-        elif be.name in ("numpy", "jax"):
+        elif be.kind in (BackendKind.NUMPY, BackendKind.JAX):
             out += [("float16", ns.float16)]
-    if be.module is not None and be.name == "torch":
+    if be.module is not None and be.kind is BackendKind.TORCH:
         import torch
 
         out.append((torch.float32, torch.float32))
@@ -116,7 +107,7 @@ def float_dtypes(be: Backend, *, half: bool = False) -> list[tuple[Any, Any]]:
 
 
 def int_dtypes(be: Backend) -> list[str]:
-    return ["int32"] if be.name.startswith("jax") else ["int32", "int64"]
+    return ["int32"] if be.family == "jax" else ["int32", "int64"]
 
 
 def real_dtypes(be: Backend) -> list[str]:
@@ -134,7 +125,7 @@ def int_default(be: Backend) -> Any:
 def creation_kwargs(draw: Callable, be: Backend, *, device: bool = True) -> dict:
     """``xp=`` (the namespace or the bare module) and ``device=`` for creation calls."""
     kw: dict[str, Any] = {}
-    if be.name == "numpy" and draw_bool(draw):
+    if be.kind is BackendKind.NUMPY and draw_bool(draw):
         return kw  # NumPy is the default namespace
     kw["xp"] = be.module if (be.module is not None and draw_bool(draw)) else be.ns
     if device and be.device is not None:
@@ -201,14 +192,14 @@ class Hostile:
 def _np_on(be: Backend, a: np.ndarray) -> Any:
     if not be.float64 and a.dtype == np.float64:
         a = a.astype(np.float32)
-    if be.name.startswith("jax") and a.dtype == np.int64:
+    if be.family == "jax" and a.dtype == np.int64:
         a = a.astype(np.int32)
     return be.asarray(a, dtype=str(a.dtype))
 
 
 def _foreign(be: Backend, a: np.ndarray) -> Any:
     """The same data in another namespace (NumPy, or torch for NumPy tests)."""
-    if be.name != "numpy":
+    if be.kind is not BackendKind.NUMPY:
         return a
     import torch
 
@@ -219,11 +210,11 @@ def _other_device(be: Backend, a: np.ndarray) -> Any:
     """The same data on another device of the same namespace where one exists."""
     import array_api_strict as st
 
-    if be.name == "strict-device1":
+    if be.kind is BackendKind.STRICT_DEVICE1:
         return st.asarray(a)
-    if be.name.startswith("strict"):
+    if be.family == "strict":
         return st.asarray(a, device=st.Device("device1"))
-    if be.name == "torch":
+    if be.kind is BackendKind.TORCH:
         import torch
 
         return torch.asarray(a, device="meta")
@@ -240,7 +231,7 @@ def _complex(be: Backend) -> Any:
 
 def _broadcast_huge(be: Backend) -> Any:
     """A zero-stride view of 2**41 elements: no memory, a huge shape."""
-    if be.name == "torch":
+    if be.kind is BackendKind.TORCH:
         import torch
 
         return torch.zeros(1).expand(2**41)
@@ -294,7 +285,7 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("np.int32", "dtype", lambda be: np.int32),
     Hostile("'int32'", "dtype", lambda be: "int32"),
     Hostile("'complex64'", "dtype", lambda be: "complex64"),
-    Hostile("ns.int64", "dtype", lambda be: be.ns.int32 if be.name.startswith("jax") else be.ns.int64),
+    Hostile("ns.int64", "dtype", lambda be: be.ns.int32 if be.family == "jax" else be.ns.int64),
     Hostile("ns.bool", "dtype", lambda be: getattr(be.ns, "bool", None) or be.ns.bool_),
     # arrays of the backend: 0-d, empty, wrong dtypes, non-finite values
     Hostile("0-d int", "0-d array", lambda be: _np_on(be, np.array(4, dtype=np.int32))),
@@ -309,12 +300,14 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("float (3,) with inf", "inf array", lambda be: _np_on(be, np.array([0.0, np.inf, 1.0])), finite=False),
     Hostile("bool (3,)", "bool array", lambda be: be.asarray(np.array([True, False, True]))),
     Hostile("complex (3,)", "complex array", _complex),
-    Hostile("uint8 (3,)", "int array", lambda be: be.asarray(np.array([0, 200, 255], dtype=np.uint8), dtype="uint8")),
-    Hostile("int8 (3,) negative", "int array", lambda be: be.asarray(np.array([-128, -1, 5], dtype=np.int8), dtype="int8")),
+    Hostile("uint8 (3,)", "int array", lambda be: be.asarray(np.array([0, 200, 255]), dtype="uint8")),
+    Hostile("int8 (3,) negative", "int array", lambda be: be.asarray(np.array([-128, -1, 5]), dtype="int8")),
     # other namespaces and devices
-    Hostile("foreign float (3,)", "other namespace", lambda be: _foreign(be, np.array([0.5, 1.0, 2.0], dtype=np.float32))),
+    Hostile("foreign float (3,)", "other namespace", lambda be: _foreign(be, np.array([0.5, 1.0, 2.0], np.float32))),
     Hostile("foreign int (3,)", "other namespace", lambda be: _foreign(be, np.array([0, 1, 2]))),
-    Hostile("other-device float (3,)", "other device", lambda be: _other_device(be, np.array([0.5, 1.0, 2.0], dtype=np.float32))),
+    Hostile(
+        "other-device float (3,)", "other device", lambda be: _other_device(be, np.array([0.5, 1.0, 2.0], np.float32))
+    ),
     Hostile("broadcast 2**41", "huge array", _broadcast_huge),
 )
 
@@ -344,17 +337,16 @@ def must_refuse(annotation: Any, value: Any, default: Any) -> str | None:
         if "int" in parts and (is_bool or isinstance(value, (float, str, bytes, complex))):
             return f"{value!r} for an int-or-array parameter"
         return None
-    if parts <= {"int", "None"} and "int" in parts:
-        if is_bool or isinstance(value, (float, np.floating, str, bytes, complex)):
-            return f"{value!r} for an int parameter"
+    int_like = (float, np.floating, str, bytes, complex)
+    if parts <= {"int", "None"} and "int" in parts and (is_bool or isinstance(value, int_like)):
+        return f"{value!r} for an int parameter"
     if parts <= {"float", "None"} and "float" in parts:
         if is_bool or isinstance(value, (str, bytes, complex)):
             return f"{value!r} for a float parameter"
         if isinstance(value, float) and math.isnan(value):
             return "NaN for a float parameter"
-    if parts <= {"str", "None"} and "str" in parts:
-        if not isinstance(value, str):
-            return f"{value!r} for a str parameter"
+    if parts <= {"str", "None"} and "str" in parts and not isinstance(value, str):
+        return f"{value!r} for a str parameter"
     return None
 
 

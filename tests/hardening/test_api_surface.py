@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from collections import Counter
 
 import pytest
@@ -19,16 +20,9 @@ import pytest
 import posenc
 import posenc_viz
 from posenc import scaling
-from tests.test_docs import API, autosummary_entries
+from tests.test_docs import API, autosummary_entries, public_names
 
-
-def public_names() -> set[str]:
-    names = {f"posenc.{n}" for n in posenc.__all__ if not inspect.ismodule(getattr(posenc, n))}
-    names |= {f"posenc.scaling.{n}" for n in scaling.__all__}
-    names |= {f"posenc_viz.{n}" for n in posenc_viz.__all__}
-    # the torch modules (imported only when used)
-    names |= {f"posenc.torch.{n}" for n in importlib.import_module("posenc.torch").__all__}
-    return names
+from . import registry as R
 
 
 def documented_entries() -> list[str]:
@@ -40,7 +34,7 @@ def documented_entries() -> list[str]:
 
 def test_docs_list_exactly_the_public_api():
     documented = set(documented_entries())
-    public = public_names()
+    public = set(public_names())
     not_public = sorted(documented - public)
     undocumented = sorted(public - documented)
     assert not not_public, f"docs/api lists names that are not in any __all__: {not_public}"
@@ -76,48 +70,18 @@ def test_no_public_function_outside_all(module):
 
 
 # ----------------------------------------------------------------- the trio
-#: public names without the full ``dtype, device, xp`` trio, and why
-TRIO_REASONS = {
-    # the output follows an input array: namespace, device and dtype are the input's
-    "add_sinusoidal": "adds to `x`: the result has x's namespace, device and dtype",
-    "resample_table": "interpolates `table`: the result has its namespace, device and dtype",
-    "resample_grid": "interpolates `table`: the result has its namespace, device and dtype",
-    "similarity": "dot products of `a` and `b`: their namespace, device and dtype",
-    "apply_rope": "rotates `x`: the result has x's namespace, device and dtype",
-    "rope": "rotates `x`: the result has x's namespace, device and dtype",
-    "gaussian_fourier_features": "namespace and device of `coords` and `B` (both arrays); `dtype` only",
-    "rope_permutation": "an index array: the namespace's index dtype, no float dtype to choose",
-    # not array computations
-    "scaling.Scaling": "a configuration class",
-    "scaling.Linear": "a configuration class",
-    "scaling.NTK": "a configuration class",
-    "scaling.DynamicNTK": "a configuration class",
-    "scaling.YaRN": "a configuration class",
-    "scaling.Llama3": "a configuration class",
-    "scaling.LongRoPE": "a configuration class",
-    "scaling.Proportional": "a configuration class",
-    "scaling.from_hf": "returns keyword arguments (a dict), no array",
-    "posenc_viz.*": "figures: they return Axes, paths or context managers, never arrays",
-    "posenc_viz.to_numpy": "returns a host NumPy array by definition",
-    "posenc_viz.load_table": "reads a file into a host NumPy array",
-}
-
 TRIO = ("dtype", "device", "xp")
 
 
 def _functions() -> list[tuple[str, object]]:
-    out = [(n, getattr(posenc, n)) for n in posenc.__all__ if not inspect.ismodule(getattr(posenc, n))]
-    out += [(f"scaling.{n}", getattr(scaling, n)) for n in scaling.__all__]
-    out += [(f"posenc_viz.{n}", getattr(posenc_viz, n)) for n in posenc_viz.__all__ if callable(getattr(posenc_viz, n))]
-    return out
+    """Every public callable of the registry's names (the constants aside)."""
+    return [(n, R.resolve_name(n)) for n in R.public_names() if n not in R.CONSTANTS]
 
 
-def _exempt(name: str) -> str | None:
-    if name in TRIO_REASONS:
-        return TRIO_REASONS[name]
-    if name.startswith("posenc_viz.") and name != "posenc_viz.to_numpy":
-        return TRIO_REASONS["posenc_viz.*"]
-    return None
+def _reason(name: str) -> str | None:
+    """Why ``name`` does not take the trio (its spec's ``trio``), or ``None``."""
+    spec = R.REGISTRY.get(name)
+    return None if spec is None else spec.trio
 
 
 @pytest.mark.parametrize("name,fn", _functions(), ids=[n for n, _ in _functions()])
@@ -128,29 +92,26 @@ def test_trio_or_stated_reason(name, fn):
         if p.name in TRIO:
             assert p.kind is p.KEYWORD_ONLY, f"{name}: `{p.name}` must be keyword-only"
             assert p.default is None, f"{name}: `{p.name}` must default to None"
-    if _exempt(name) is not None:
+    if _reason(name) is not None:
         return
     tail = [p.name for p in params[-3:]]
     assert tail == list(TRIO), (
         f"{name} must end with the keyword-only trio dtype=None, device=None, xp=None "
-        f"(it has {present or 'none of them'}); or state the reason in TRIO_REASONS"
+        f"(it has {present or 'none of them'}); or state the reason as `trio=` of its registry entry"
     )
 
 
 def test_trio_reasons_are_not_stale():
-    names = {n for n, _ in _functions()}
-    stale = sorted(k for k in TRIO_REASONS if k != "posenc_viz.*" and k not in names)
-    assert not stale, f"TRIO_REASONS names functions that are not public: {stale}"
     has_trio = sorted(
         n
         for n, fn in _functions()
-        if n in TRIO_REASONS and [p.name for p in inspect.signature(fn).parameters.values()][-3:] == list(TRIO)
+        if _reason(n) is not None and [p.name for p in inspect.signature(fn).parameters.values()][-3:] == list(TRIO)
     )
-    assert not has_trio, f"these now have the trio; drop their reason: {has_trio}"
+    assert not has_trio, f"these now have the trio; drop the `trio=` reason of their registry entry: {has_trio}"
 
 
 def test_keyword_only_options():
-    """Data arguments positional, options keyword-only (DESIGN section 3): a
+    """Data arguments are positional, everything else is keyword-only: a
     public posenc function takes at most three positional parameters."""
     too_many = []
     for name, fn in _functions():
@@ -166,16 +127,35 @@ def test_keyword_only_options():
     assert not too_many, f"options that should be keyword-only: {too_many}"
 
 
-def test_modules_do_not_leak_helpers():
-    """Each family module's ``__all__`` lists only what the package re-exports."""
+def _public_modules() -> list[str]:
+    """Every public module of posenc (no underscore in its dotted name)."""
+    names = [m.name for m in pkgutil.walk_packages(posenc.__path__, "posenc.")]
+    return sorted(n for n in names if not any(part.startswith("_") for part in n.split(".")))
+
+
+PUBLIC_MODULES = _public_modules()
+
+
+def test_public_modules_include_every_family():
+    """The leak check reaches every module a public name comes from."""
+    sources = {getattr(posenc, n).__module__ for n in posenc.__all__ if not inspect.ismodule(getattr(posenc, n))}
+    missed = sorted(sources - set(PUBLIC_MODULES))
+    assert not missed, f"public names come from modules the leak check does not see: {missed}"
+
+
+@pytest.mark.parametrize("modname", PUBLIC_MODULES)
+def test_modules_do_not_leak_helpers(modname):
+    """A public module's ``__all__`` lists only public names: what the package
+    re-exports, or the module's own documented namespace (``posenc.scaling``,
+    ``posenc.torch``)."""
+    try:
+        mod = importlib.import_module(modname)
+    except ModuleNotFoundError as exc:  # posenc.torch without torch
+        if exc.name is None or exc.name.split(".")[0] in ("posenc", "posenc_viz"):
+            raise
+        pytest.skip(f"{modname} needs {exc.name}")
     exported = set(posenc.__all__)
-    leaks = []
-    for modname in ("sinusoidal", "rotary", "bias", "grid", "fourier"):
-        try:
-            mod = importlib.import_module(f"posenc.{modname}")
-        except ModuleNotFoundError:  # pragma: no cover
-            continue
-        for n in getattr(mod, "__all__", []):
-            if n not in exported:
-                leaks.append(f"posenc.{modname}.{n}")
-    assert not leaks, f"in a module's __all__ but not re-exported by posenc: {leaks}"
+    public = set(public_names())
+    names = [f"{modname}.{n}" for n in getattr(mod, "__all__", []) if n not in exported]
+    leaks = [n for n in names if n not in public]
+    assert not leaks, f"in a module's __all__ but neither re-exported by posenc nor documented as public: {leaks}"

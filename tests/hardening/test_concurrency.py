@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import posenc
+from tests.conftest import BackendKind
 
 from . import registry as R
 from ._fuzz import COUNTS, backend, check_result
@@ -33,12 +34,15 @@ def _calls(xp: Any) -> list[tuple[str, Callable[[], Any]]]:
     for n in (1, 7, 64, 100, 513):
         for dim in (2, 8, 30, 64):
             for base in (10000.0, 500.0):
-                calls.append((f"sinusoidal({n},{dim},{base})", lambda n=n, d=dim, b=base: posenc.sinusoidal(n, d, base=b, xp=xp)))
+                call = lambda n=n, d=dim, b=base: posenc.sinusoidal(n, d, base=b, xp=xp)  # noqa: E731
+                calls.append((f"sinusoidal({n},{dim},{base})", call))
     for n in (5, 33, 200):
         for dim in (4, 16, 64):
             calls.append((f"rope_cos_sin({n},{dim})", lambda n=n, d=dim: posenc.rope_cos_sin(n, d, xp=xp)))
-            calls.append((f"rope_cos_sin({n},{dim},yarn)", lambda n=n, d=dim: posenc.rope_cos_sin(n, d, scaling=posenc.scaling.YaRN(4.0, 64), xp=xp)))
-            calls.append((f"sinusoidal(arange(1000,1000+{n}),{dim})", lambda n=n, d=dim: posenc.sinusoidal(xp.arange(1000, 1000 + n), d)))
+            yarn = lambda n=n, d=dim: posenc.rope_cos_sin(n, d, scaling=posenc.scaling.YaRN(4.0, 64), xp=xp)  # noqa: E731
+            calls.append((f"rope_cos_sin({n},{dim},yarn)", yarn))
+            offset = lambda n=n, d=dim: posenc.sinusoidal(xp.arange(1000, 1000 + n), d)  # noqa: E731
+            calls.append((f"sinusoidal(arange(1000,1000+{n}),{dim})", offset))
     for q in (3, 17):
         calls.append((f"t5_buckets({q})", lambda q=q: posenc.t5_buckets(q, 2 * q, xp=xp)))
         calls.append((f"alibi_bias({q})", lambda q=q: posenc.alibi_bias(5, q, xp=xp)))
@@ -121,7 +125,7 @@ def test_threads_get_the_single_threaded_results(module):
         assert _equal(_np(fn()), expected[name]), f"{name}: changed after the threaded run"
 
 
-MUTATION_BACKENDS = ("numpy", "torch")
+MUTATION_BACKENDS = (BackendKind.NUMPY, BackendKind.TORCH)
 ARRAY_NAMES = [n for n in sorted(R.REGISTRY) if not R.REGISTRY[n].viz and not n.startswith("scaling.")]
 SEEDED = {"learned_table", "gaussian_matrix"}
 
@@ -133,7 +137,7 @@ def test_mutating_a_result_never_changes_a_later_call(name):
     are unchanged (the result does not alias them)."""
     spec = R.REGISTRY[name]
     fn = R.resolve_name(name)
-    bes = [b for b in (backend(n) for n in MUTATION_BACKENDS) if b is not None]
+    bes = [b for b in (backend(k) for k in MUTATION_BACKENDS) if b is not None]
 
     @settings(
         max_examples=6,

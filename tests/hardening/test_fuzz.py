@@ -37,8 +37,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
+from tests.conftest import BackendKind
+
 from . import registry as R
-from .findings import hostile_skip
 from ._fuzz import (
     BACKENDS,
     COUNTS,
@@ -53,6 +54,7 @@ from ._fuzz import (
     substitute,
     time_limit,
 )
+from .findings import hostile_skip
 
 #: examples per function; ``POSENC_FUZZ_SCALE=4`` runs four times as many
 #: (for a long local run), ``0.2`` a fifth (a quick look)
@@ -94,7 +96,7 @@ def _backends(spec: R.Spec) -> list:
     if spec.backends is None:
         bes = list(BACKENDS)
     else:
-        bes = [b for b in BACKENDS if b.name in spec.backends]
+        bes = [b for b in BACKENDS if b.kind in spec.backends]
     if not bes:
         pytest.skip("none of this function's fuzz backends is selected")
     return bes
@@ -123,13 +125,25 @@ def _call(fn: Any, args: tuple, kwargs: dict, what: str) -> Any:
 def test_every_public_name_is_registered():
     public = R.public_names()
     missing = [n for n in public if n not in R.REGISTRY and n not in R.CONSTANTS]
-    assert not missing, f"public names without a fuzz registry entry (tests/hardening/registry.py): {missing}"
+    assert not missing, f"public names without a fuzz registry entry (tests/hardening/registry/): {missing}"
 
 
 def test_registry_has_no_stale_entries():
     public = set(R.public_names())
     stale = [n for n in R.REGISTRY if n not in public]
     assert not stale, f"registry entries that are not public (renamed or removed?): {stale}"
+
+
+def test_registry_mirrors_the_package():
+    """Each name is registered in the family module named as the posenc module
+    that defines it (``viz`` for posenc_viz), so a moved function moves here too."""
+    wrong = []
+    for name, spec in R.REGISTRY.items():
+        package, _, module = R.resolve_name(name).__module__.partition(".")
+        home = "viz" if package == "posenc_viz" else module
+        if spec.family != home:
+            wrong.append(f"{name}: registry/{spec.family}.py, defined in {package}.{module}")
+    assert not wrong, f"registry entries outside the module that mirrors their home: {wrong}"
 
 
 @pytest.mark.parametrize("name", sorted(R.CONSTANTS))
@@ -254,23 +268,23 @@ def test_hostile(name):
 
 
 # ------------------------------------------------------ mixed backends
-MIX_BACKENDS = ("numpy", "torch", "strict", "strict-device1")
+MIX_BACKENDS = (BackendKind.NUMPY, BackendKind.TORCH, BackendKind.STRICT, BackendKind.STRICT_DEVICE1)
 
 
-def _move(be_name: str, x: Any) -> tuple[Any, str]:
+def _move(kind: BackendKind, x: Any) -> tuple[Any, str]:
     """``x`` on the other backend of its pair, and the kind of move."""
     from posenc_viz import to_numpy
 
     a = to_numpy(x)
-    if be_name == "numpy":
+    if kind is BackendKind.NUMPY:
         import torch
 
         return torch.asarray(a), "namespace"
-    if be_name == "torch":
+    if kind is BackendKind.TORCH:
         return a, "namespace"
     import array_api_strict as xs
 
-    if be_name == "strict":
+    if kind is BackendKind.STRICT:
         return xs.asarray(a, device=xs.Device("device1")), "device"
     return xs.asarray(a), "device"
 
@@ -281,7 +295,7 @@ def test_mixed_backends(name):
 
     spec = R.REGISTRY[name]
     fn = R.resolve_name(name)
-    bes = [b for b in (backend(n) for n in MIX_BACKENDS) if b is not None]
+    bes = [b for b in (backend(k) for k in MIX_BACKENDS) if b is not None]
     pnames = [p.name for p in parameters(fn)]
 
     @settings(max_examples=N_MIXED, **HYPOTHESIS)
@@ -296,7 +310,7 @@ def test_mixed_backends(name):
         where, key, pname = data.draw(st.sampled_from(slots), label="moved")
         args, kwargs = list(case.args), dict(case.kwargs)
         src = args[key] if where == "arg" else kwargs[key]
-        moved, kind = _move(be.name, src)
+        moved, kind = _move(be.kind, src)
         if where == "arg":
             args[key] = moved
         else:

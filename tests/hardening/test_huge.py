@@ -11,6 +11,7 @@ second, with a small peak of traced memory (NumPy reports its buffers to
 
 from __future__ import annotations
 
+import inspect
 import time
 import tracemalloc
 
@@ -23,32 +24,6 @@ from posenc._checks import MAX_ELEMENTS
 from . import registry as R
 from ._fuzz import COUNTS, time_limit
 from .findings import OPEN, is_open
-
-#: registered names that allocate nothing proportional to their arguments
-NO_ALLOCATION = {
-    "scaling.Scaling": "a configuration class",
-    "scaling.Linear": "a configuration object",
-    "scaling.NTK": "a configuration object",
-    "scaling.DynamicNTK": "a configuration object",
-    "scaling.YaRN": "a configuration object",
-    "scaling.Llama3": "a configuration object",
-    "scaling.LongRoPE": "a configuration object (its factor lists are the user's)",
-    "scaling.Proportional": "a configuration object",
-    "scaling.from_hf": "reads a config dict",
-    "posenc_viz.to_numpy": "copies the user's array; no table of its own",
-    "posenc_viz.paper_style": "matplotlib settings",
-    "posenc_viz.figsize": "two floats",
-    "posenc_viz.figure_set": "sizes capped by its own limits (MAX_DIM, MAX_LENGTH), checked by the fuzz suite",
-    "posenc_viz.plot_encoding": "draws the user's table",
-    "posenc_viz.plot_dimensions": "draws the user's table",
-    "posenc_viz.plot_similarity": "the similarity of the user's table (posenc.similarity checks its size)",
-    "posenc_viz.plot_similarity_by_offset": "tables come from posenc calls, which check their sizes",
-    "posenc_viz.plot_wavelengths": "tables come from posenc calls, which check their sizes",
-    "posenc_viz.plot_rope_scaling": "tables come from posenc calls, which check their sizes",
-    "posenc_viz.plot_bias": "draws the user's bias",
-    "posenc_viz.load_table": "reads the user's file (its arrays are the file's)",
-    "posenc_viz.plot_grid_similarity": "the similarity maps of the user's table (one per patch, of the grid's size)",
-}
 
 #: (name, request) -> (open finding, whether the call may run: hangs do not)
 HUGE_FINDINGS: dict[tuple[str, int], tuple[str, bool]] = {
@@ -74,10 +49,10 @@ def test_limit_value():
 
 
 def test_every_allocating_function_has_a_huge_request():
-    missing = sorted(n for n, spec in R.REGISTRY.items() if not spec.huge and n not in NO_ALLOCATION)
-    assert not missing, f"functions without a request above MAX_ELEMENTS in the registry: {missing}"
-    both = sorted(n for n, spec in R.REGISTRY.items() if spec.huge and n in NO_ALLOCATION)
-    assert not both, f"NO_ALLOCATION lists functions that have huge requests: {both}"
+    missing = sorted(n for n, spec in R.REGISTRY.items() if not spec.huge and spec.no_allocation is None)
+    assert not missing, f"functions with neither a request above MAX_ELEMENTS nor a no_allocation reason: {missing}"
+    both = sorted(n for n, spec in R.REGISTRY.items() if spec.huge and spec.no_allocation is not None)
+    assert not both, f"functions with huge requests and a no_allocation reason (drop the reason): {both}"
 
 
 def _run(fn, args, kwargs, what):
@@ -106,27 +81,32 @@ def test_huge_request_fails_fast(name, i):
     COUNTS["huge-requests"] += 1
 
 
-@pytest.mark.parametrize(
-    "name,args,kwargs",
-    [
-        ("sinusoidal", (2**30, 2**11), {}),
-        ("rope_cos_sin", (2**30, 2**12), {}),
-        ("learned_table", (2**30, 2**11), {}),
-        ("relative_positions", (2**21, 2**21), {}),
-        ("t5_buckets", (2**21, 2**21), {}),
-        ("alibi_bias", (2**10, 2**16, 2**16), {}),
-        ("sincos_grid", ((2**15, 2**15), 2**12), {}),
-        ("axial_rope_cos_sin", ((2**15, 2**15), 2**12), {}),
-        ("gaussian_matrix", (2**30, 2**11), {"scale": 1.0}),
-    ],
-)
+def _is_creation(request) -> bool:
+    """A request of Python values only (sizes, shapes, options): no array to
+    take the namespace from, so ``xp=`` chooses it."""
+    args, kwargs = request()
+    return not any(isinstance(v, np.ndarray) for v in (*args, *kwargs.values()))
+
+
+#: every huge creation request of a function that takes ``xp``
+CREATION = [
+    pytest.param(name, i, id=f"{name}-{i}")
+    for name in sorted(R.REGISTRY)
+    if "xp" in inspect.signature(R.resolve_name(name)).parameters
+    for i, request in enumerate(R.REGISTRY[name].huge)
+    if _is_creation(request)
+]
+
+
+@pytest.mark.parametrize("name,i", CREATION)
 @pytest.mark.parametrize("backend", ["torch", "jax", "array_api_strict", "dask.array"])
-def test_huge_request_on_other_backends(name, args, kwargs, backend):
+def test_huge_request_on_other_backends(name, i, backend):
     """The size check comes before anything touches the backend."""
     mod = pytest.importorskip(backend)
     if backend == "jax":
         import jax.numpy as mod
-    fn = getattr(posenc, name)
+    fn = R.resolve_name(name)
+    args, kwargs = R.REGISTRY[name].huge[i]()
     t0 = time.perf_counter()
     with time_limit(30.0, name), pytest.raises(ValueError, match=r"2\*\*40"):
         fn(*args, **kwargs, xp=mod)

@@ -1,0 +1,129 @@
+"""N-D grids: sin/cos grids and coordinates, axial RoPE, resampling a ViT's
+table to a new grid.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from tests.hardening._fuzz import Backend, Case, creation_kwargs
+
+from ._draw import (
+    base,
+    bounded_table_check,
+    out_dtype,
+    real_array,
+    shapes,
+)
+from ._spec import Draw, register
+
+
+def _grid(draw: Draw) -> tuple[int, ...]:
+    nd = draw(st.integers(1, 3))
+    return tuple(draw(st.lists(st.integers(1, 6), min_size=nd, max_size=nd)))
+
+
+def _grid_dim(draw: Draw, nd: int, order: str | None) -> int:
+    if order == "interleaved" and draw(st.booleans()):
+        return draw(st.integers(1, 40))
+    return 2 * nd * draw(st.integers(1, 6))
+
+
+@register("sincos_grid", huge=(lambda: (((2**15, 2**15), 2**12), {}),))
+def _sincos_grid(draw: Draw, be: Backend) -> Case:
+    grid = _grid(draw)
+    order = draw(st.sampled_from(["mae", "timm", "blocks", "interleaved", None]))
+    dim = _grid_dim(draw, len(grid), order)
+    kw: dict[str, Any] = {}
+    if order is not None:
+        kw["order"] = order
+    if draw(st.booleans()):
+        kw["base"] = base(draw)
+    cls = draw(st.booleans())
+    flat = draw(st.booleans())
+    if cls:
+        kw["cls_token"] = True
+    if flat:
+        kw["flatten"] = True
+    dk, dt = out_dtype(draw, be, half=True)
+    kw.update(dk)
+    kw.update(creation_kwargs(draw, be))
+    n = math.prod(grid)
+    shape = (1 + n, dim) if cls else (n, dim) if flat else grid + (dim,)
+    return Case(be, (grid, dim), kw, shape=shape, dtype=dt, check=bounded_table_check(be))
+
+
+@register(
+    "sincos_coords",
+    aliases={"coords": ("dim",)},
+    huge=(lambda: ((np.broadcast_to(np.zeros((1, 2)), (2**30, 2)), 2**12), {}),),
+)
+def _sincos_coords(draw: Draw, be: Backend) -> Case:
+    nd = draw(st.integers(1, 3))
+    lead = draw(shapes(max_dims=2))
+    c, _ = real_array(draw, be, lead + (nd,), -(2.0**20), 2.0**20, integer=draw(st.booleans()))
+    order = draw(st.sampled_from(["mae", "timm", "blocks", "interleaved", None]))
+    dim = _grid_dim(draw, nd, order)
+    kw: dict[str, Any] = {}
+    if order is not None:
+        kw["order"] = order
+    if draw(st.booleans()):
+        kw["base"] = base(draw)
+    dk, dt = out_dtype(draw, be)
+    kw.update(dk)
+    return Case(be, (c, dim), kw, shape=lead + (dim,), dtype=dt, check=bounded_table_check(be))
+
+
+@register("axial_rope_cos_sin", huge=(lambda: (((2**15, 2**15), 2**12), {}),))
+def _axial_rope_cos_sin(draw: Draw, be: Backend) -> Case:
+    grid = _grid(draw)
+    dim = 2 * len(grid) * draw(st.integers(1, 6))
+    kw: dict[str, Any] = {}
+    if draw(st.booleans()):
+        kw["base"] = base(draw)
+    if draw(st.booleans()):
+        kw["layout"] = draw(st.sampled_from(["half", "interleaved"]))
+    if draw(st.booleans()):
+        kw["reverse_axes"] = draw(st.booleans())
+    dk, dt = out_dtype(draw, be)
+    kw.update(dk)
+    kw.update(creation_kwargs(draw, be))
+    shape = (math.prod(grid), dim)
+    return Case(be, (grid, dim), kw, shape=(shape, shape), dtype=dt, kind="arrays")
+
+
+@register(
+    "resample_grid",
+    aliases={
+        "num_prefix_tokens": ("table", "old_grid_shape"),
+        "old_grid_shape": ("table", "num_prefix_tokens"),
+        "table": ("old_grid_shape", "num_prefix_tokens"),
+    },
+    huge=(lambda: ((np.zeros((4, 8), np.float32), 2**19), {}),),
+    trio="interpolates `table`: the result has its namespace, device and dtype",
+)
+def _resample_grid(draw: Draw, be: Backend) -> Case:
+    h, w = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    prefix = draw(st.integers(0, 2))
+    dim = draw(st.integers(1, 4))
+    lead = draw(shapes(max_dims=1, min_side=1, max_side=2))
+    t, _ = real_array(draw, be, lead + (prefix + h * w, dim), -3.0, 3.0)
+    kw: dict[str, Any] = {}
+    if prefix or draw(st.booleans()):
+        kw["num_prefix_tokens"] = prefix
+    if h != w or draw(st.booleans()):
+        kw["old_grid_shape"] = (h, w)
+    new = draw(st.integers(1, 6) | st.tuples(st.integers(1, 6), st.integers(1, 6)))
+    nh, nw = (new, new) if isinstance(new, int) else new
+    method = draw(st.sampled_from(["bilinear", "bicubic"]))
+    kw["method"] = method
+    ac = draw(st.booleans())
+    if ac:
+        kw["align_corners"] = True
+    elif draw(st.booleans()):
+        kw["antialias"] = draw(st.booleans())
+    return Case(be, (t, new), kw, shape=lead + (prefix + nh * nw, dim), dtype=t.dtype)
