@@ -75,7 +75,7 @@ TRIO = ("dtype", "device", "xp")
 
 def _functions() -> list[tuple[str, object]]:
     """Every public callable of the registry's names (the constants aside)."""
-    return [(n, R.resolve_name(n)) for n in R.public_names() if n not in R.CONSTANTS]
+    return [(n, R.resolve_name(n)) for n in R.public_keys() if n not in R.CONSTANTS]
 
 
 def _reason(name: str) -> str | None:

@@ -123,13 +123,13 @@ def _call(fn: Any, args: tuple, kwargs: dict, what: str) -> Any:
 
 # ------------------------------------------------------------ completeness
 def test_every_public_name_is_registered():
-    public = R.public_names()
+    public = R.public_keys()
     missing = [n for n in public if n not in R.REGISTRY and n not in R.CONSTANTS]
     assert not missing, f"public names without a fuzz registry entry (tests/hardening/registry/): {missing}"
 
 
 def test_registry_has_no_stale_entries():
-    public = set(R.public_names())
+    public = set(R.public_keys())
     stale = [n for n in R.REGISTRY if n not in public]
     assert not stale, f"registry entries that are not public (renamed or removed?): {stale}"
 

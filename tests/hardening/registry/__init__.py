@@ -26,7 +26,7 @@ from __future__ import annotations
 
 # each family module fills REGISTRY when imported
 from . import bias, fourier, grid, learned, mrope, properties, rotary, scaling, sinusoidal, viz  # noqa: F401
-from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_names, qualified, register, resolve_name
+from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
     "REGISTRY",
     "Spec",
     "key",
-    "public_names",
+    "public_keys",
     "qualified",
     "register",
     "resolve_name",

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.conftest import Backend, BackendKind
 from tests.hardening._fuzz import Case
-from tests.test_docs import public_names as qualified_public_names
+from tests.test_docs import public_names
 
 Draw = Callable[[Any], Any]
 
@@ -93,11 +93,10 @@ def qualified(name: str) -> str:
     raise AssertionError(name)  # pragma: no cover - the last prefix is empty
 
 
-def public_names() -> list[str]:
-    """Every public name the fuzz suite covers, as registry keys: the API
-    pages' list of public names (``tests/test_docs.py``) without
-    :data:`NOT_FUZZED`."""
-    return [key(n) for n in qualified_public_names() if not n.startswith(NOT_FUZZED)]
+def public_keys() -> list[str]:
+    """The registry keys of every public name the fuzz suite covers:
+    :func:`tests.test_docs.public_names` without :data:`NOT_FUZZED`."""
+    return [key(n) for n in public_names() if not n.startswith(NOT_FUZZED)]
 
 
 def resolve_name(name: str) -> Any:
