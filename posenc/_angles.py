@@ -48,7 +48,6 @@ perform the same floating-point operations, so they agree bit for bit.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,12 +170,6 @@ def _block(n: int) -> int:
     return 1 << math.ceil(math.log2(n) / 2)
 
 
-def _readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    for a in arrays:
-        a.setflags(write=False)
-    return arrays
-
-
 @_compat.host_constant
 def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
     """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
@@ -191,7 +184,7 @@ def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np
     p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
     a = reduced_angle(p[:, None], w, np)
     s, c = np.sin(a), np.cos(a)
-    got = _readonly(s[:nq], c[:nq], s[nq:], c[nq:])
+    got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
@@ -208,7 +201,7 @@ def _digit_tables(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     k = np.arange(_DIGIT, dtype=np.float64)
     scale = np.float64(_DIGIT) ** np.arange(_LEVELS, dtype=np.float64)
     ang = reduced_angle(k[None, :, None] * scale[:, None, None], w[None, None, :], np)  # (levels, 256, m)
-    got = _readonly(np.sin(ang), np.cos(ang), np.clip(w, -_F32_MAX, _F32_MAX))
+    got = _cache.readonly(np.sin(ang), np.cos(ang), np.clip(w, -_F32_MAX, _F32_MAX))
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
@@ -219,7 +212,7 @@ def _turns(freqs_key: bytes) -> np.ndarray:
     key = ("turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
-        (got,) = _readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)  # owns its memory
+        (got,) = _cache.readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)  # owns its memory
         _cache.HOST.put(key, got, got.nbytes)
     return got
 
@@ -269,17 +262,14 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     if n == 0 or m == 0:
         z = _zeros((n, m), ctx.work, ctx)
         return z, z
-    backend = _backend(xp)
-    if backend == "dask":
+    kind = _compat.namespace_kind(xp)
+    if kind == "dask":
         return _dask_sincos_range(start, n, freqs, ctx)
-    if backend == "torch" and not _compat.compiling() and _torch_on_cpu(ctx):
+    if kind == "torch" and _kernels.torch_on_cpu(ctx):
         # torch CPU: the same operations in NumPy (single-threaded: torch's
         # intra-op threads cost more than they save on tables this small)
-        import torch
-
-        dtype = np.dtype(str(ctx.work).removeprefix("torch."))
-        s, c = _numpy_sincos(start, n, freqs.key, 0, n, dtype)
-        return torch.from_numpy(s), torch.from_numpy(c)
+        s, c = _numpy_sincos(start, n, freqs.key, 0, n, _compat.numpy_dtype(ctx.work))
+        return _kernels.torch_from_numpy(s), _kernels.torch_from_numpy(c)
     sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(start, nq, block, freqs.key))
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
@@ -306,14 +296,10 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
 # which is the angle-addition formula sin(a+b) = sin a cos b + cos a sin b,
 # cos(a+b) = cos a cos b - sin a sin b, written so that the output is produced
 # in its final layout by two products and one sum of contiguous rows (no
-# stack, no strided writes).  Every path below -- the portable Array API path,
-# the NumPy / torch-CPU fast path and the Dask blocks -- evaluates exactly these
-# operations in the same order, so they agree bit for bit.
-
-#: bytes of one step of the fast path's row loop: the output rows of a step
-#: and their temporary (twice this) stay in a core's L2 cache (measured on a
-#: 1 MiB L2: 256 KiB steps beat 16, 64 and 512 KiB ones)
-FAST_STEP_BYTES = 256 * 2**10
+# stack, no strided writes).  Every path -- the portable Array API path below,
+# the NumPy / torch-CPU kernel (posenc._kernels.numpy_table) and the Dask
+# blocks -- evaluates exactly these operations in the same order, so they
+# agree bit for bit.
 
 
 def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
@@ -336,7 +322,7 @@ def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) 
             np.ascontiguousarray(_pair(a, b, layout), dtype=dtype)
             for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr))
         )
-        _readonly(*got)
+        _cache.readonly(*got)
         _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return block, got
 
@@ -393,9 +379,9 @@ def range_table(
     if n == 0 or m == 0:
         return _zeros((n, dim), ctx.dtype, ctx)
     fkey = freqs.key
-    if _is_dask(xp):
+    backend = _compat.namespace_kind(xp)
+    if backend == "dask":
         return _dask_table(start, n, fkey, dim, layout, ctx)
-    backend = _backend(xp)
     key = None
     if cache and _cache.TABLES.max_bytes > 0:
         try:
@@ -414,8 +400,12 @@ def range_table(
         if backend == "numpy":
             table, kind = _numpy_table(start, n, fkey, dim, layout, np.dtype(ctx.dtype)), "numpy"
         elif backend == "torch":
-            cached = key is not None and _cache.TABLES.fits(n * dim * np.dtype(str(ctx.dtype).removeprefix("torch.")).itemsize)
-            table, kind = _torch_cpu_table(start, n, fkey, dim, layout, ctx, cached=cached), "torch"
+            cached = key is not None and _cache.TABLES.fits(n * dim * _compat.numpy_dtype(ctx.dtype).itemsize)
+
+            def fill(dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+                return _numpy_table(start, n, fkey, dim, layout, dtype, out=out)
+
+            table, kind = _kernels.torch_cpu_table(fill, (n, dim), ctx, cached=cached), "torch"
     if table is None:
         table = _portable_table(start, n, fkey, m, dim, layout, ctx)
         kind = {"numpy": "numpy", "torch": "torch", "jax": "immutable"}.get(backend, "copy")
@@ -445,17 +435,6 @@ def assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
     return cast(out, ctx.dtype, xp)
 
 
-def _backend(xp: Any) -> str:
-    """``"numpy"``, ``"torch"``, ``"jax"``, ``"dask"`` or ``"other"``."""
-    if xp is _compat.normalize_namespace(np):
-        return "numpy"
-    for module, name in (("torch", "torch"), ("dask.array", "dask"), ("jax.numpy", "jax")):
-        mod = sys.modules.get(module)
-        if mod is not None and xp is _compat.normalize_namespace(mod):
-            return name
-    return "other"
-
-
 def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Any:
     """Array API path: two broadcast products and a sum, then a reshape."""
     xp = ctx.xp
@@ -471,39 +450,7 @@ def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: s
     return cast(t, ctx.dtype, xp)
 
 
-# ------------------------------------------------------------ NumPy fast path
-def _fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
-    """NumPy fast path: write rows ``lo .. lo+len(out)-1`` of ``U*X + V*Y`` into ``out``.
-
-    ``out`` is a (rows, 2m) view (rows may be strided, columns contiguous).
-    Steps of about :data:`FAST_STEP_BYTES` so that each step's output rows and
-    its temporary are still in cache when they are added; whole blocks
-    ``q`` are done as one broadcast (k, block, 2m) step when they fit.
-    """
-    rows, width = out.shape
-    per = max(1, FAST_STEP_BYTES // (width * out.itemsize))
-    tmp = np.empty((min(per, rows), width), dtype=out.dtype)
-    i, g = 0, lo
-    while i < rows:
-        q, r = divmod(g, block)
-        if r == 0 and block <= per and rows - i >= block:
-            k = min(per // block, (rows - i) // block)
-            step = k * block
-            o = out[i : i + step].reshape(k, block, width)
-            t = tmp[:step].reshape(k, block, width)
-            np.multiply(u[q : q + k, None, :], x, out=o)
-            np.multiply(v[q : q + k, None, :], y, out=t)
-        else:
-            step = min(block - r, rows - i, per)
-            o = out[i : i + step]
-            t = tmp[:step]
-            np.multiply(u[q], x[r : r + step], out=o)
-            np.multiply(v[q], y[r : r + step], out=t)
-        np.add(o, t, out=o)
-        i += step
-        g += step
-
-
+# ------------------------------------------------------------ NumPy rows, Dask chunks
 def _numpy_table(
     start: int,
     n: int,
@@ -516,140 +463,46 @@ def _numpy_table(
     rows: int | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1`` (NumPy fast path).
-
-    The decomposition (``block``) is that of the whole range, so a slice of
-    rows is bit-identical to the same rows of the full table.
-    """
-    rows = n - lo if rows is None else rows
-    block, (u, v, x, y) = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)
-    width = int(u.shape[1])
-    if out is None:
-        out = np.empty((rows, dim), dtype=dtype)
-    if width == 0:  # dim == 1: the zero column only
-        out[...] = 0
-        return out
-    _fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
-    if width != dim:
-        out[:, width:] = 0
-    return out
-
-
-def _torch_on_cpu(ctx: Context) -> bool:
-    if ctx.device is not None:
-        return getattr(ctx.device, "type", None) == "cpu"
-    import torch
-
-    return torch.get_default_device().type == "cpu"
-
-
-def _torch_cpu_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context, *, cached: bool) -> Any:
-    """torch CPU fast path: the NumPy fast path writing into the tensor's memory.
-
-    A table that will not be cached is allocated by NumPy and wrapped with
-    ``torch.from_numpy``: NumPy asks the kernel for huge pages on large
-    buffers, which makes first-touching a 256 MiB table about 4x cheaper than
-    in ``torch.empty``'s memory.  A table that goes to the cache is allocated
-    by torch, because only torch-allocated storage can be handed out as
-    copy-on-write clones.
-    """
-    import torch
-
-    dtype = np.dtype(str(ctx.dtype).removeprefix("torch."))
-    if not cached:
-        probe = torch.empty((0,), dtype=ctx.dtype, device=ctx.device)
-        if probe.device.type != "cpu":
-            return None
-        return torch.from_numpy(_numpy_table(start, n, fkey, dim, layout, dtype))
-    t = torch.empty((n, dim), dtype=ctx.dtype, device=ctx.device)
-    if t.device.type != "cpu":
-        return None
-    _numpy_table(start, n, fkey, dim, layout, dtype, out=t.numpy())
-    return t
-
-
-# ------------------------------------------------------------ Dask branch
-def _is_dask(xp: Any) -> bool:
-    return _backend(xp) == "dask"
-
-
-def _dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:
-    """Row chunks for Dask: Dask's ``array.chunk-size`` per chunk, whole blocks
-    of the coarse/fine split where a block fits."""
-    import dask
-    from dask.utils import parse_bytes
-
-    limit = parse_bytes(dask.config.get("array.chunk-size", "128MiB"))
-    rows = max(1, limit // max(row_bytes, 1))
-    if rows >= block:
-        rows -= rows % block
-    rows = min(rows, n)
-    sizes = [rows] * (n // rows)
-    if n % rows:
-        sizes.append(n % rows)
-    return tuple(sizes)
+    """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
+    NumPy kernel (:func:`posenc._kernels.numpy_table`) on the cached host
+    tables of the whole range, so a slice of rows is bit-identical to the
+    same rows of the full table."""
+    block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)
+    return _kernels.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
 
 
 def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Any:
     """Lazy Dask table, chunked along the rows; nothing is computed here."""
-    import dask.array as da
-    from dask.base import tokenize
-
     dtype = np.dtype(ctx.dtype)
     work = np.dtype(ctx.work)
     block, _ = _range_split(n)
-    sizes = _dask_rows(n, dim * max(dtype.itemsize, work.itemsize), block)
-    offsets = np.cumsum((0,) + sizes).tolist()
 
-    def chunk(block_id: tuple[int, ...] = (0, 0)) -> np.ndarray:
-        i = block_id[0]
-        t = _numpy_table(start, n, fkey, dim, layout, work, lo=offsets[i], rows=sizes[i])
+    def rows(lo: int, k: int) -> np.ndarray:
+        t = _numpy_table(start, n, fkey, dim, layout, work, lo=lo, rows=k)
         return t if work == dtype else t.astype(dtype)
 
-    name = "posenc-table-" + tokenize(start, n, fkey, dim, layout, dtype.str, sizes)
-    meta = np.empty((0, 0), dtype=dtype)
-    return da.map_blocks(chunk, chunks=(sizes, (dim,)), dtype=dtype, meta=meta, name=name)
+    row_bytes = dim * max(dtype.itemsize, work.itemsize)
+    return _kernels.dask_by_rows(rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", (start, n, fkey, dim, layout, dtype.str))
 
 
 def _numpy_sincos(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)`` in NumPy, with the
-    operations of the portable path (so bit-identical to it)."""
+    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)``: the NumPy
+    kernel (:func:`posenc._kernels.numpy_sincos`) on the cached host tables."""
     block, nq = _range_split(n)
-    sq, cq, sr, cr = (a.astype(dtype) for a in _range_tables(start, nq, block, fkey))
-    qa, qb = lo // block, (lo + rows - 1) // block + 1
-    sq, cq = sq[qa:qb, None, :], cq[qa:qb, None, :]
-    s = (sq * cr[None] + cq * sr[None]).reshape(-1, sr.shape[1])
-    c = (cq * cr[None] - sq * sr[None]).reshape(-1, sr.shape[1])
-    a = lo - qa * block
-    if a == 0 and rows == s.shape[0]:
-        return s, c
-    return s[a : a + rows], c[a : a + rows]
-
-
-def _numpy_sincos_rows(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> np.ndarray:
-    """:func:`_numpy_sincos` stacked as one (rows, m, 2) array (a Dask chunk)."""
-    return np.stack(_numpy_sincos(start, n, fkey, lo, rows, dtype), axis=-1)
+    return _kernels.numpy_sincos(block, _range_tables(start, nq, block, fkey), lo, rows, dtype)
 
 
 def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     """Lazy Dask ``(sin, cos)``, chunked along the rows (see :func:`_dask_table`)."""
-    import dask.array as da
-    from dask.base import tokenize
-
     work = np.dtype(ctx.work)
     m = freqs.m
     fkey = freqs.key
     block, _ = _range_split(n)
-    sizes = _dask_rows(n, 2 * m * work.itemsize, block)
-    offsets = np.cumsum((0,) + sizes).tolist()
 
-    def chunk(block_id: tuple[int, ...] = (0, 0, 0)) -> np.ndarray:
-        i = block_id[0]
-        return _numpy_sincos_rows(start, n, fkey, offsets[i], sizes[i], work)
+    def rows(lo: int, k: int) -> np.ndarray:
+        return np.stack(_numpy_sincos(start, n, fkey, lo, k, work), axis=-1)
 
-    name = "posenc-sincos-" + tokenize(start, n, fkey, work.str, sizes)
-    meta = np.empty((0, 0, 0), dtype=work)
-    sc = da.map_blocks(chunk, chunks=(sizes, (m,), (2,)), dtype=work, meta=meta, name=name)
+    sc = _kernels.dask_by_rows(rows, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (start, n, fkey, work.str))
     return sc[..., 0], sc[..., 1]
 
 

@@ -18,12 +18,13 @@ huge table should not pin memory for the rest of the process).  :func:`clear` em
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+
+from . import _kernels
 
 __all__ = ["LRU", "HOST", "TABLES", "clear", "set_max_bytes", "share", "device_key"]
 
@@ -161,17 +162,12 @@ def share(value: Any, kind: str, xp: Any) -> Any:
     if kind == "immutable":
         return value
     if kind == "torch":
-        if value.device.type == "cpu":
-            lazy = getattr(sys.modules["torch"], "_lazy_clone", None)
-            if lazy is not None:
-                try:
-                    return lazy(value)  # copy-on-write: the first write copies
-                except RuntimeError:  # storage torch cannot share (not torch-allocated)
-                    pass
-        return value.clone()
+        return _kernels.torch_share(value)
     return xp.asarray(value, copy=True)
 
 
-def readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
+def readonly(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Mark NumPy arrays read-only (host constants and cached tables); returns them."""
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays

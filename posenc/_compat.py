@@ -461,6 +461,12 @@ def _plain(a: Any) -> Any:
     return a
 
 
+def numpy_dtype(dtype: Any) -> np.dtype:
+    """The NumPy dtype of a NumPy, torch or CuPy floating / integer dtype
+    (``torch.float32`` -> ``float32``), for host-side buffers."""
+    return np.dtype(str(dtype).removeprefix("torch."))
+
+
 def compiling() -> bool:
     """Whether torch's compiler or exporter is tracing the current call.
 

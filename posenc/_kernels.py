@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _compat
+
 _TWO_PI = 2.0 * math.pi
 
 
@@ -100,3 +102,325 @@ def rotate_small_torch(x: Any, c: Any, s: Any, layout: str) -> Any:
 
 
 ROTATE_SMALL = {"numpy": rotate_small_numpy, "torch": rotate_small_torch}
+
+
+# --------------------------------------------------------------------------
+# large rotations (posenc.rotary._rotate_portable, from rotary._FAST_MIN)
+# --------------------------------------------------------------------------
+# The same products as the portable path without its temporaries the size of
+# x: NumPy arrays and torch CPU tensors of float32 / float64 that need no
+# autograd.  NumPy's are bit-identical; torch's addcmul_ may fuse a multiply
+# and an add (within 4 ulp of the portable path, tested).
+
+#: elements per block of the NumPy fast path (256 KiB of float32: L2-resident)
+NP_BLOCK = 1 << 16
+#: elements per block of the torch fast path (4 MiB of float32: x's and the
+#: output's block stay in the last-level cache across the three passes;
+#: few enough blocks that per-call overhead and thread hand-offs stay small)
+TORCH_BLOCK = 1 << 20
+
+
+def blocks(shape: tuple[int, ...], target: int, keep: int = 1):
+    """Index tuples that cut an array of ``shape`` (its last ``keep`` axes
+    kept whole) into slabs of about ``target`` elements, in memory order."""
+    nd = len(shape)
+    if nd <= keep:
+        yield ()
+        return
+    # suffix[j] = elements in one index of axis j-1 (axes j .. end)
+    suffix = [1] * (nd + 1)
+    for j in range(nd - 1, -1, -1):
+        suffix[j] = suffix[j + 1] * shape[j]
+    k = 0
+    while k < nd - keep - 1 and suffix[k + 1] > target:
+        k += 1
+    step = max(1, target // max(suffix[k + 1], 1))
+    for idx in np.ndindex(*shape[:k]):
+        for a in range(0, shape[k], step):
+            yield idx + (slice(a, min(a + step, shape[k])),)
+
+
+def rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> np.ndarray:
+    """NumPy fast path: ``out=`` ufuncs over cache-sized blocks (half layout)
+    or one complex multiply (interleaved layout)."""
+    dt = x.dtype
+    head_dim = x.shape[-1]
+    half = rotary_dim // 2
+    out = np.empty(lead + (head_dim,), dtype=dt)
+    if layout == "interleaved":
+        cis = np.empty(c.shape, dtype=np.complex64 if dt == np.float32 else np.complex128)
+        cis.real = c
+        cis.imag = s
+        xb = np.broadcast_to(x, lead + (head_dim,)) if x.shape[:-1] != lead else x
+        xc = xb[..., :rotary_dim].view(cis.dtype)
+        np.multiply(xc, cis, out=out[..., :rotary_dim].view(cis.dtype))
+    else:
+        # out = x * [c, c] + swap_halves(x) * [-s, s], on views of shape (..., 2, half)
+        shape2 = lead + (2, half)
+        cc = np.broadcast_to(np.stack([c, c], axis=-2), shape2)
+        ss = np.broadcast_to(np.stack([-s, s], axis=-2), shape2)
+        xr = np.broadcast_to(x[..., :rotary_dim].reshape(tuple(x.shape[:-1]) + (2, half)), shape2)
+        orr = out[..., :rotary_dim].reshape(shape2)  # splitting the last axis: a view
+        xs = xr[..., ::-1, :]
+        tmp = np.empty(0, dtype=dt)
+        for idx in blocks(shape2, NP_BLOCK, keep=2):
+            ob = orr[idx]
+            if tmp.size < ob.size:  # the first block is the largest
+                tmp = np.empty(ob.size, dtype=dt)
+            t = tmp[: ob.size].reshape(ob.shape)
+            np.multiply(xr[idx], cc[idx], out=ob)
+            np.multiply(xs[idx], ss[idx], out=t)
+            np.add(ob, t, out=ob)
+    if rotary_dim < head_dim:
+        np.copyto(out[..., rotary_dim:], x[..., rotary_dim:])
+    return out
+
+
+def rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Any:
+    """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
+    preallocated output, in blocks of about ``TORCH_BLOCK`` elements (half
+    layout), or one complex multiply (interleaved)."""
+    import torch
+
+    head_dim = int(x.shape[-1])
+    half = rotary_dim // 2
+    out = torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device)
+    xb = x.expand(lead + (head_dim,)) if tuple(x.shape[:-1]) != lead else x
+    if layout == "interleaved":
+        xc = torch.view_as_complex(xb[..., :rotary_dim].unflatten(-1, (half, 2)))
+        oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
+        torch.mul(xc, torch.complex(c, s), out=oc)
+    else:
+        # per block: out = x * [c, c] (one contiguous pass), then the cross
+        # terms in place while the block's x and out are still in cache
+        cc = torch.cat([c, c], dim=-1).expand(lead + (rotary_dim,))
+        ss = s.expand(lead + (half,))
+        for idx in blocks(lead + (head_dim,), TORCH_BLOCK):
+            o, xi, si = out[idx], xb[idx], ss[idx]
+            torch.mul(xi[..., :rotary_dim], cc[idx], out=o[..., :rotary_dim])
+            o[..., :half].addcmul_(xi[..., half:rotary_dim], si, value=-1.0)
+            o[..., half:rotary_dim].addcmul_(xi[..., :half], si)
+    if rotary_dim < head_dim:
+        out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
+    return out
+
+
+def rotate_candidate(x: Any, c: Any, s: Any) -> str | None:
+    """``"numpy"`` or ``"torch"`` where a fast path may apply to arrays like
+    these (types, dtypes, device, strides); grad is decided per call."""
+    if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
+        if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
+            return "numpy"
+        return None
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        if type(x) is not torch.Tensor or type(c) is not torch.Tensor or type(s) is not torch.Tensor:
+            return None
+        if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.stride(-1) != 1:
+            return None
+        return "torch"
+    return None
+
+
+def rotate_ok(kind: str, x: Any, c: Any, s: Any) -> bool:
+    """Per call: the torch fast path writes into a fresh tensor, so it is not
+    for inputs that need autograd; NumPy views keep their strides."""
+    if kind == "numpy":
+        return x.strides[-1] == x.itemsize
+    if x.stride(-1) != 1:
+        return False
+    import torch
+
+    return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
+
+
+def complex_viewable(x: Any) -> bool:
+    """Whether torch can view ``x``'s feature pairs (and those of a fresh
+    output of its shape) as complex numbers: even strides and offset."""
+    return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
+
+# --------------------------------------------------------------------------
+# tables of ranges (posenc._angles.range_table and sincos_range)
+# --------------------------------------------------------------------------
+# ``T[q*block + r] = U[q] * X[r] + V[q] * Y[r]`` (see the comment above
+# posenc._angles.range_table) written row by row into one preallocated
+# output, in cache-sized steps: the portable path's products and sum, bit for
+# bit.  Used for NumPy, for torch CPU tensors through their NumPy view and
+# for each chunk of a Dask table.
+
+#: bytes of one step of the row loop: the output rows of a step and their
+#: temporary (twice this) stay in a core's L2 cache (measured on a 1 MiB L2:
+#: 256 KiB steps beat 16, 64 and 512 KiB ones)
+FAST_STEP_BYTES = 256 * 2**10
+
+
+def fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """NumPy fast path: write rows ``lo .. lo+len(out)-1`` of ``U*X + V*Y`` into ``out``.
+
+    ``out`` is a (rows, 2m) view (rows may be strided, columns contiguous).
+    Steps of about :data:`FAST_STEP_BYTES` so that each step's output rows and
+    its temporary are still in cache when they are added; whole blocks
+    ``q`` are done as one broadcast (k, block, 2m) step when they fit.
+    """
+    rows, width = out.shape
+    per = max(1, FAST_STEP_BYTES // (width * out.itemsize))
+    tmp = np.empty((min(per, rows), width), dtype=out.dtype)
+    i, g = 0, lo
+    while i < rows:
+        q, r = divmod(g, block)
+        if r == 0 and block <= per and rows - i >= block:
+            k = min(per // block, (rows - i) // block)
+            step = k * block
+            o = out[i : i + step].reshape(k, block, width)
+            t = tmp[:step].reshape(k, block, width)
+            np.multiply(u[q : q + k, None, :], x, out=o)
+            np.multiply(v[q : q + k, None, :], y, out=t)
+        else:
+            step = min(block - r, rows - i, per)
+            o = out[i : i + step]
+            t = tmp[:step]
+            np.multiply(u[q], x[r : r + step], out=o)
+            np.multiply(v[q], y[r : r + step], out=t)
+        np.add(o, t, out=o)
+        i += step
+        g += step
+
+
+def numpy_table(
+    block: int,
+    tables: tuple[np.ndarray, ...],
+    n: int,
+    dim: int,
+    dtype: Any,
+    *,
+    lo: int = 0,
+    rows: int | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rows ``lo .. lo+rows-1`` of the ``(n, dim)`` table of the host tables
+    ``U, V, X, Y`` (``tables``, width ``2m``; a zero last column for odd
+    ``dim``), into ``out`` or a fresh array."""
+    rows = n - lo if rows is None else rows
+    u, v, x, y = tables
+    width = int(u.shape[1])
+    if out is None:
+        out = np.empty((rows, dim), dtype=dtype)
+    if width == 0:  # dim == 1: the zero column only
+        out[...] = 0
+        return out
+    fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
+    if width != dim:
+        out[:, width:] = 0
+    return out
+
+
+def numpy_sincos(block: int, tables: tuple[np.ndarray, ...], lo: int, rows: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``lo .. lo+rows-1`` of ``(sin, cos)`` of a range from its coarse
+    and fine host tables ``(sin_q, cos_q, sin_r, cos_r)``: the operations of
+    the portable :func:`posenc._angles.sincos_range`, bit for bit."""
+    sq, cq, sr, cr = (a.astype(dtype) for a in tables)
+    qa, qb = lo // block, (lo + rows - 1) // block + 1
+    sq, cq = sq[qa:qb, None, :], cq[qa:qb, None, :]
+    s = (sq * cr[None] + cq * sr[None]).reshape(-1, sr.shape[1])
+    c = (cq * cr[None] - sq * sr[None]).reshape(-1, sr.shape[1])
+    a = lo - qa * block
+    if a == 0 and rows == s.shape[0]:
+        return s, c
+    return s[a : a + rows], c[a : a + rows]
+
+
+def torch_on_cpu(ctx: Any) -> bool:
+    """Whether a torch context makes its arrays on the CPU."""
+    if ctx.device is not None:
+        return getattr(ctx.device, "type", None) == "cpu"
+    import torch
+
+    return torch.get_default_device().type == "cpu"
+
+
+def torch_from_numpy(a: np.ndarray) -> Any:
+    """A torch CPU tensor sharing ``a``'s memory."""
+    import torch
+
+    return torch.from_numpy(a)
+
+
+def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool) -> Any:
+    """A torch CPU table written by the NumPy kernel: ``fill(dtype, out=None)``
+    returns the NumPy table (into ``out`` when given); None off the CPU.
+
+    A table that will not be cached is allocated by NumPy and wrapped with
+    ``torch.from_numpy``: NumPy asks the kernel for huge pages on large
+    buffers, which makes first-touching a 256 MiB table about 4x cheaper than
+    in ``torch.empty``'s memory.  A table that goes to the cache is allocated
+    by torch, because only torch-allocated storage can be handed out as
+    copy-on-write clones (:func:`torch_share`).
+    """
+    import torch
+
+    dtype = _compat.numpy_dtype(ctx.dtype)
+    if not cached:
+        probe = torch.empty((0,), dtype=ctx.dtype, device=ctx.device)
+        if probe.device.type != "cpu":
+            return None
+        return torch.from_numpy(fill(dtype))
+    t = torch.empty(shape, dtype=ctx.dtype, device=ctx.device)
+    if t.device.type != "cpu":
+        return None
+    fill(dtype, out=t.numpy())
+    return t
+
+
+def torch_share(value: Any) -> Any:
+    """A copy of a cached torch table that cannot change it: on the CPU
+    torch's copy-on-write clone (``torch._lazy_clone``, present since torch
+    2.3), which shares the cached memory until the first write to it (an
+    in-place op, ``.numpy()``, ``data_ptr()``); a plain ``clone()``
+    elsewhere, or where torch cannot share the storage."""
+    if value.device.type == "cpu":
+        lazy = getattr(sys.modules["torch"], "_lazy_clone", None)
+        if lazy is not None:
+            try:
+                return lazy(value)  # copy-on-write: the first write copies
+            except RuntimeError:  # storage torch cannot share (not torch-allocated)
+                pass
+    return value.clone()
+
+
+def dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:
+    """Row chunks for Dask: Dask's ``array.chunk-size`` per chunk, whole blocks
+    of the coarse/fine split where a block fits."""
+    import dask
+    from dask.utils import parse_bytes
+
+    limit = parse_bytes(dask.config.get("array.chunk-size", "128MiB"))
+    rows = max(1, limit // max(row_bytes, 1))
+    if rows >= block:
+        rows -= rows % block
+    rows = min(rows, n)
+    sizes = [rows] * (n // rows)
+    if n % rows:
+        sizes.append(n % rows)
+    return tuple(sizes)
+
+
+def dask_by_rows(
+    rows_of: Any, n: int, tail: tuple[int, ...], block: int, row_bytes: int, dtype: np.dtype, prefix: str, token: tuple[Any, ...]
+) -> Any:
+    """A lazy Dask array of shape ``(n,) + tail``, chunked along the rows
+    (:func:`dask_rows`); chunk ``i`` is ``rows_of(lo, rows)``, computed when
+    the graph is.  Its name is ``prefix`` and a token of ``token`` and the
+    chunks: equal arguments give equal graphs."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    sizes = dask_rows(n, row_bytes, block)
+    offsets = np.cumsum((0,) + sizes).tolist()
+
+    def chunk(block_id: tuple[int, ...] = (0,) * (1 + len(tail))) -> np.ndarray:
+        i = block_id[0]
+        return rows_of(offsets[i], sizes[i])
+
+    meta = np.empty((0,) * (1 + len(tail)), dtype=dtype)
+    chunks = (sizes,) + tuple((t,) for t in tail)
+    return da.map_blocks(chunk, chunks=chunks, dtype=dtype, meta=meta, name=prefix + tokenize(*token, sizes))

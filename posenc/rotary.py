@@ -17,7 +17,6 @@ context-extension scalings live in :mod:`posenc.scaling`.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import numpy as np
@@ -607,7 +606,7 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
     wt = _work_dtype(xp, x.dtype)
     size = math.prod(lead) * head_dim
     # the kernels never while torch traces (the plan of a traced call is not kept)
-    fast = _fast_candidate(x, cos, sin) if size >= _FAST_MIN and not _compat.compiling() else None
+    fast = _kernels.rotate_candidate(x, cos, sin) if size >= _FAST_MIN and not _compat.compiling() else None
     small = None
     if size < _FAST_MIN and not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
         kind = _kernels.eager_kind(x)
@@ -636,16 +635,16 @@ def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
     if plan.small is not None:
         return plan.small(x, c, s, plan.layout)
     kind = plan.fast
-    if kind is not None and _fast_ok(kind, x, c, s):
-        if kind == "torch" and plan.layout == "interleaved" and not _complex_viewable(x):
+    if kind is not None and _kernels.rotate_ok(kind, x, c, s):
+        if kind == "torch" and plan.layout == "interleaved" and not _kernels.complex_viewable(x):
             return _rotate_portable(x, c, s, plan)
         if not plan.compact:
             h = plan.half
             c, s = (c[..., :h], s[..., :h]) if plan.layout == "half" else (c[..., ::2], s[..., ::2])
         c, s = _angles.cast(c, plan.wt, xp), _angles.cast(s, plan.wt, xp)
         if kind == "numpy":
-            return _rotate_numpy(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
-        return _rotate_torch(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
+            return _kernels.rotate_numpy(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
+        return _kernels.rotate_torch(x, c, s, plan.layout, plan.rotary_dim, plan.lead)
     return _rotate_portable(x, c, s, plan)
 
 
@@ -688,140 +687,6 @@ def _rotate_portable(x: Any, c: Any, s: Any, plan: _Plan) -> Any:
             rest = xp.broadcast_to(rest, plan.lead + (head_dim - rd,))
         rot = xp.concat([_angles.cast(rot, out_dtype, xp), rest], axis=-1)
     return _angles.cast(rot, out_dtype, xp)
-
-
-# ---------------------------------------------------------------- fast paths
-# Separate, backend-specific implementations of exactly the same arithmetic as
-# ``_rotate_portable`` that avoid temporaries the size of ``x``.  They are used
-# only for NumPy arrays and torch CPU tensors of float32 / float64 that need no
-# autograd, and are tested equal to the portable path on every backend.
-
-#: elements per block of the NumPy fast path (256 KiB of float32: L2-resident)
-_NP_BLOCK = 1 << 16
-#: elements per block of the torch fast path (4 MiB of float32: x's and the
-#: output's block stay in the last-level cache across the three passes;
-#: few enough blocks that per-call overhead and thread hand-offs stay small)
-_TORCH_BLOCK = 1 << 20
-
-
-def _blocks(shape: tuple[int, ...], target: int, keep: int = 1):
-    """Index tuples that cut an array of ``shape`` (its last ``keep`` axes
-    kept whole) into slabs of about ``target`` elements, in memory order."""
-    nd = len(shape)
-    if nd <= keep:
-        yield ()
-        return
-    # suffix[j] = elements in one index of axis j-1 (axes j .. end)
-    suffix = [1] * (nd + 1)
-    for j in range(nd - 1, -1, -1):
-        suffix[j] = suffix[j + 1] * shape[j]
-    k = 0
-    while k < nd - keep - 1 and suffix[k + 1] > target:
-        k += 1
-    step = max(1, target // max(suffix[k + 1], 1))
-    for idx in np.ndindex(*shape[:k]):
-        for a in range(0, shape[k], step):
-            yield idx + (slice(a, min(a + step, shape[k])),)
-
-
-def _rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> np.ndarray:
-    """NumPy fast path: ``out=`` ufuncs over cache-sized blocks (half layout)
-    or one complex multiply (interleaved layout)."""
-    dt = x.dtype
-    head_dim = x.shape[-1]
-    half = rotary_dim // 2
-    out = np.empty(lead + (head_dim,), dtype=dt)
-    if layout == "interleaved":
-        cis = np.empty(c.shape, dtype=np.complex64 if dt == np.float32 else np.complex128)
-        cis.real = c
-        cis.imag = s
-        xb = np.broadcast_to(x, lead + (head_dim,)) if x.shape[:-1] != lead else x
-        xc = xb[..., :rotary_dim].view(cis.dtype)
-        np.multiply(xc, cis, out=out[..., :rotary_dim].view(cis.dtype))
-    else:
-        # out = x * [c, c] + swap_halves(x) * [-s, s], on views of shape (..., 2, half)
-        shape2 = lead + (2, half)
-        cc = np.broadcast_to(np.stack([c, c], axis=-2), shape2)
-        ss = np.broadcast_to(np.stack([-s, s], axis=-2), shape2)
-        xr = np.broadcast_to(x[..., :rotary_dim].reshape(tuple(x.shape[:-1]) + (2, half)), shape2)
-        orr = out[..., :rotary_dim].reshape(shape2)  # splitting the last axis: a view
-        xs = xr[..., ::-1, :]
-        tmp = np.empty(0, dtype=dt)
-        for idx in _blocks(shape2, _NP_BLOCK, keep=2):
-            ob = orr[idx]
-            if tmp.size < ob.size:  # the first block is the largest
-                tmp = np.empty(ob.size, dtype=dt)
-            t = tmp[: ob.size].reshape(ob.shape)
-            np.multiply(xr[idx], cc[idx], out=ob)
-            np.multiply(xs[idx], ss[idx], out=t)
-            np.add(ob, t, out=ob)
-    if rotary_dim < head_dim:
-        np.copyto(out[..., rotary_dim:], x[..., rotary_dim:])
-    return out
-
-
-def _rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Any:
-    """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
-    preallocated output, in blocks of about ``_TORCH_BLOCK`` elements (half
-    layout), or one complex multiply (interleaved)."""
-    import torch
-
-    head_dim = int(x.shape[-1])
-    half = rotary_dim // 2
-    out = torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device)
-    xb = x.expand(lead + (head_dim,)) if tuple(x.shape[:-1]) != lead else x
-    if layout == "interleaved":
-        xc = torch.view_as_complex(xb[..., :rotary_dim].unflatten(-1, (half, 2)))
-        oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
-        torch.mul(xc, torch.complex(c, s), out=oc)
-    else:
-        # per block: out = x * [c, c] (one contiguous pass), then the cross
-        # terms in place while the block's x and out are still in cache
-        cc = torch.cat([c, c], dim=-1).expand(lead + (rotary_dim,))
-        ss = s.expand(lead + (half,))
-        for idx in _blocks(lead + (head_dim,), _TORCH_BLOCK):
-            o, xi, si = out[idx], xb[idx], ss[idx]
-            torch.mul(xi[..., :rotary_dim], cc[idx], out=o[..., :rotary_dim])
-            o[..., :half].addcmul_(xi[..., half:rotary_dim], si, value=-1.0)
-            o[..., half:rotary_dim].addcmul_(xi[..., :half], si)
-    if rotary_dim < head_dim:
-        out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
-    return out
-
-
-def _fast_candidate(x: Any, c: Any, s: Any) -> str | None:
-    """``"numpy"`` or ``"torch"`` where a fast path may apply to arrays like
-    these (types, dtypes, device, strides); grad is decided per call."""
-    if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
-        if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
-            return "numpy"
-        return None
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        if type(x) is not torch.Tensor or type(c) is not torch.Tensor or type(s) is not torch.Tensor:
-            return None
-        if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.stride(-1) != 1:
-            return None
-        return "torch"
-    return None
-
-
-def _fast_ok(kind: str, x: Any, c: Any, s: Any) -> bool:
-    """Per call: the torch fast path writes into a fresh tensor, so it is not
-    for inputs that need autograd; NumPy views keep their strides."""
-    if kind == "numpy":
-        return x.strides[-1] == x.itemsize
-    if x.stride(-1) != 1:
-        return False
-    import torch
-
-    return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
-
-
-def _complex_viewable(x: Any) -> bool:
-    """Whether torch can view ``x``'s feature pairs (and those of a fresh
-    output of its shape) as complex numbers: even strides and offset."""
-    return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
 
 
 def apply_rope(

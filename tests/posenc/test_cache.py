@@ -16,8 +16,6 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import posenc
 from posenc import _angles, _cache, _compat
@@ -233,66 +231,6 @@ def test_threads_get_the_same_tables():
         t.join()
     assert len(errors) == 30 and max(errors) <= 2.5e-7
     assert len(_cache.TABLES) == 3
-
-
-# ---------------------------------------------------------------- fast == portable
-@pytest.mark.parametrize("layout", ["interleaved", "concat"])
-@pytest.mark.parametrize(("start", "n", "dim"), [(0, 1, 2), (0, 100, 16), (5, 300, 33), (10**6, 257, 64), (0, 4096, 8)])
-@pytest.mark.parametrize("step_bytes", [8, 256, None])
-def test_fast_path_equals_portable_path(monkeypatch, layout, start, n, dim, step_bytes):
-    if step_bytes is not None:  # exercise the sub-block and the multi-block steps
-        monkeypatch.setattr(_angles, "FAST_STEP_BYTES", step_bytes)
-    w = posenc.frequencies(dim)
-    for dt in (np.float32, np.float64):
-        ctx = _compat.resolve(dtype=dt)
-        fast = _angles.range_table(start, n, w, dim, layout, ctx, cache=False)
-        slow = _angles.range_table(start, n, w, dim, layout, ctx, cache=False, fast=False)
-        assert fast.dtype == slow.dtype == dt
-        np.testing.assert_array_equal(fast, slow)
-        # the float64 oracle's own product p * w is off by up to ~p * 1.1e-16
-        tol = 2.5e-7 if dt == np.float32 else 1e-12 + (start + n) * 2.3e-16
-        assert np.abs(fast - ref_table(np.arange(start, start + n), dim, layout=layout)).max() <= tol
-
-
-@pytest.mark.parametrize("layout", ["interleaved", "concat"])
-@pytest.mark.parametrize("cache", [True, False])  # torch-allocated (cached) / NumPy-allocated tables
-def test_torch_fast_path_equals_portable_path(layout, cache):
-    torch = pytest.importorskip("torch")
-    for dt in (torch.float32, torch.float64):
-        ctx = _compat.resolve(xp=torch, dtype=dt)
-        w = posenc.frequencies(37)
-        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=cache)
-        slow = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False, fast=False)
-        assert fast.dtype == slow.dtype == dt and fast.device.type == "cpu"
-        torch.testing.assert_close(fast, slow, rtol=0, atol=0)
-        ref = _angles.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
-        np.testing.assert_array_equal(fast.numpy(), ref)
-
-
-def test_every_backend_matches_the_numpy_fast_path(xp):
-    w = posenc.frequencies(20)
-    got = xp.call(posenc.sinusoidal, 777, 20, dtype=xp.dtype("float32"), xp=xp.ns, device=xp.device)
-    ref = _angles.range_table(0, 777, w, 20, "interleaved", _compat.resolve(dtype=np.float32), cache=False)
-    if xp.name.startswith(("strict", "dask", "torch", "numpy")):
-        xp.assert_close(got, ref, dtype=xp.dtype("float32"))  # bit for bit: same operations
-    else:  # JAX/XLA may fuse a multiply-add
-        xp.assert_close(got, ref, atol=xp.tol(xp.dtype("float32")), dtype=xp.dtype("float32"))
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(1, 3000),
-    dim=st.integers(1, 24),
-    start=st.integers(0, 2**24),
-    data=st.data(),
-)
-def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
-    lo = data.draw(st.integers(0, n - 1))
-    rows = data.draw(st.integers(1, n - lo))
-    key = _angles.as_freqs(posenc.frequencies(dim)).key
-    full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
-    part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
-    np.testing.assert_array_equal(part, full[lo : lo + rows])
 
 
 # ---------------------------------------------------------------- Dask

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import posenc
-from posenc import _compat, _kernels, rotary
+from posenc import _angles, _compat, _kernels, rotary
 from posenc.scaling import YaRN
+
+from .test_cache import ref_table
+from .test_rotary import FAST_CASES, _duplicated, ref_apply, rng
 
 torch = pytest.importorskip("torch")
 
@@ -118,3 +123,124 @@ def test_call_key_types_and_tracing():
     assert _compat.call_key((a,), ([1],)) is None  # unhashable: the full checks decide
     assert _compat.call_key(([1.0],), ()) is None  # not an array
     assert _compat.call_key((a,), ()) != _compat.call_key((a.reshape(3, 2),), ())
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("case", range(len(FAST_CASES)))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
+    """apply_rope (fast paths on NumPy and torch CPU, forced at every size)
+    equals the Array API reference path, on every backend, and the float64
+    formula; ``tiny`` blocks make the blocked fast paths cut every case into
+    many pieces (partial leading axes, broadcast tables sliced per block)."""
+    if dtype == "float64" and not xp.float64:
+        pytest.skip("no float64 on this device")
+    monkeypatch.setattr(rotary, "_FAST_MIN", 0)
+    if blocks == "tiny":
+        if xp.name not in ("numpy", "torch"):
+            pytest.skip("only the NumPy and torch CPU fast paths work in blocks")
+        monkeypatch.setattr(_kernels, "NP_BLOCK", 37)
+        monkeypatch.setattr(_kernels, "TORCH_BLOCK", 37)
+    shape, tshape, layout, rdim, transposed = FAST_CASES[case]
+    r_ = shape[-1] if rdim is None else rdim
+    compact = tshape[-1] == r_ // 2
+    if transposed:  # a (seq, batch, d) array seen as (batch, seq, d)
+        stored = rng(4).standard_normal((shape[1], shape[0], shape[2]))
+        x = np.swapaxes(stored, 0, 1)
+        xa = xp.ns.permute_dims(xp.asarray(stored, dtype), (1, 0, 2))
+    else:
+        x = rng(4).standard_normal(shape)
+        xa = xp.asarray(x, dtype)
+    t = rng(5).uniform(-1, 1, tshape[:-1] + (r_ // 2,))
+    hc, hs = t, np.sqrt(1 - t**2)  # one value per pair
+    tc, ts = (hc, hs) if compact else (_duplicated(hc, layout), _duplicated(hs, layout))
+    ca, sa = xp.asarray(tc, dtype), xp.asarray(ts, dtype)
+    got = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim, compact=compact)
+
+    def portable(xa, ca, sa):
+        plan = rotary._make_plan(xa, ca, sa, layout, rdim, compact, None)
+        return rotary._rotate_portable(xa, ca, sa, plan)
+
+    ref = xp.call(portable, xa, ca, sa)
+    xp.check_array(got, shape=tuple(ref.shape), dtype=ref.dtype)
+    if not xp.has_values:
+        return
+    g, r = xp.to_numpy(got), xp.to_numpy(ref)
+    eps = float(np.finfo(g.dtype).eps) * float(np.abs(x).max())
+    np.testing.assert_allclose(g, r, rtol=0, atol=4 * eps)
+    np.testing.assert_allclose(g, ref_apply(x, _duplicated(hc, layout), _duplicated(hs, layout), layout, r_), atol=8 * eps)
+
+
+def test_fast_path_is_taken():
+    x = np.zeros((2, 4, 8), np.float32)
+    c = np.ones((4, 4), np.float32)
+    assert _kernels.rotate_candidate(x, c, c) == "numpy"
+    assert _kernels.rotate_candidate(x.astype(np.float16), c, c) is None
+    t = torch.zeros(2, 4, 8)
+    tc = torch.ones(4, 4)
+    assert _kernels.rotate_candidate(t, tc, tc) == "torch" and _kernels.rotate_ok("torch", t, tc, tc)
+    assert not _kernels.rotate_ok("torch", t.requires_grad_(), tc, tc)
+    with torch.no_grad():
+        assert _kernels.rotate_ok("torch", t, tc, tc)
+    assert _kernels.rotate_candidate(torch.zeros(2, 4, 8, device="meta"), tc, tc) is None
+    assert _kernels.rotate_candidate(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc, tc) is None
+
+
+# ---------------------------------------------------------------- tables of ranges
+@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+@pytest.mark.parametrize(("start", "n", "dim"), [(0, 1, 2), (0, 100, 16), (5, 300, 33), (10**6, 257, 64), (0, 4096, 8)])
+@pytest.mark.parametrize("step_bytes", [8, 256, None])
+def test_fast_path_equals_portable_path(monkeypatch, layout, start, n, dim, step_bytes):
+    if step_bytes is not None:  # exercise the sub-block and the multi-block steps
+        monkeypatch.setattr(_kernels, "FAST_STEP_BYTES", step_bytes)
+    w = posenc.frequencies(dim)
+    for dt in (np.float32, np.float64):
+        ctx = _compat.resolve(dtype=dt)
+        fast = _angles.range_table(start, n, w, dim, layout, ctx, cache=False)
+        slow = _angles.range_table(start, n, w, dim, layout, ctx, cache=False, fast=False)
+        assert fast.dtype == slow.dtype == dt
+        np.testing.assert_array_equal(fast, slow)
+        # the float64 oracle's own product p * w is off by up to ~p * 1.1e-16
+        tol = 2.5e-7 if dt == np.float32 else 1e-12 + (start + n) * 2.3e-16
+        assert np.abs(fast - ref_table(np.arange(start, start + n), dim, layout=layout)).max() <= tol
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "concat"])
+@pytest.mark.parametrize("cache", [True, False])  # torch-allocated (cached) / NumPy-allocated tables
+def test_torch_fast_path_equals_portable_path(layout, cache):
+    torch = pytest.importorskip("torch")
+    for dt in (torch.float32, torch.float64):
+        ctx = _compat.resolve(xp=torch, dtype=dt)
+        w = posenc.frequencies(37)
+        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=cache)
+        slow = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False, fast=False)
+        assert fast.dtype == slow.dtype == dt and fast.device.type == "cpu"
+        torch.testing.assert_close(fast, slow, rtol=0, atol=0)
+        ref = _angles.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
+        np.testing.assert_array_equal(fast.numpy(), ref)
+
+
+def test_every_backend_matches_the_numpy_fast_path(xp):
+    w = posenc.frequencies(20)
+    got = xp.call(posenc.sinusoidal, 777, 20, dtype=xp.dtype("float32"), xp=xp.ns, device=xp.device)
+    ref = _angles.range_table(0, 777, w, 20, "interleaved", _compat.resolve(dtype=np.float32), cache=False)
+    if xp.name.startswith(("strict", "dask", "torch", "numpy")):
+        xp.assert_close(got, ref, dtype=xp.dtype("float32"))  # bit for bit: same operations
+    else:  # JAX/XLA may fuse a multiply-add
+        xp.assert_close(got, ref, atol=xp.tol(xp.dtype("float32")), dtype=xp.dtype("float32"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    dim=st.integers(1, 24),
+    start=st.integers(0, 2**24),
+    data=st.data(),
+)
+def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
+    lo = data.draw(st.integers(0, n - 1))
+    rows = data.draw(st.integers(1, n - lo))
+    key = _angles.as_freqs(posenc.frequencies(dim)).key
+    full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
+    part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
+    np.testing.assert_array_equal(part, full[lo : lo + rows])

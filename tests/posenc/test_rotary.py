@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import rotary, scaling
+from posenc import scaling
 
 
 # ---------------------------------------------------------------- oracles
@@ -225,68 +225,6 @@ def _duplicated(compact, layout):
     if layout == "half":
         return np.concatenate([compact, compact], axis=-1)
     return np.repeat(compact, 2, axis=-1)
-
-
-@pytest.mark.parametrize("blocks", ["default", "tiny"])
-@pytest.mark.parametrize("case", range(len(FAST_CASES)))
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
-    """apply_rope (fast paths on NumPy and torch CPU, forced at every size)
-    equals the Array API reference path, on every backend, and the float64
-    formula; ``tiny`` blocks make the blocked fast paths cut every case into
-    many pieces (partial leading axes, broadcast tables sliced per block)."""
-    if dtype == "float64" and not xp.float64:
-        pytest.skip("no float64 on this device")
-    monkeypatch.setattr(rotary, "_FAST_MIN", 0)
-    if blocks == "tiny":
-        if xp.name not in ("numpy", "torch"):
-            pytest.skip("only the NumPy and torch CPU fast paths work in blocks")
-        monkeypatch.setattr(rotary, "_NP_BLOCK", 37)
-        monkeypatch.setattr(rotary, "_TORCH_BLOCK", 37)
-    shape, tshape, layout, rdim, transposed = FAST_CASES[case]
-    r_ = shape[-1] if rdim is None else rdim
-    compact = tshape[-1] == r_ // 2
-    if transposed:  # a (seq, batch, d) array seen as (batch, seq, d)
-        stored = rng(4).standard_normal((shape[1], shape[0], shape[2]))
-        x = np.swapaxes(stored, 0, 1)
-        xa = xp.ns.permute_dims(xp.asarray(stored, dtype), (1, 0, 2))
-    else:
-        x = rng(4).standard_normal(shape)
-        xa = xp.asarray(x, dtype)
-    t = rng(5).uniform(-1, 1, tshape[:-1] + (r_ // 2,))
-    hc, hs = t, np.sqrt(1 - t**2)  # one value per pair
-    tc, ts = (hc, hs) if compact else (_duplicated(hc, layout), _duplicated(hs, layout))
-    ca, sa = xp.asarray(tc, dtype), xp.asarray(ts, dtype)
-    got = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim, compact=compact)
-
-    def portable(xa, ca, sa):
-        plan = rotary._make_plan(xa, ca, sa, layout, rdim, compact, None)
-        return rotary._rotate_portable(xa, ca, sa, plan)
-
-    ref = xp.call(portable, xa, ca, sa)
-    xp.check_array(got, shape=tuple(ref.shape), dtype=ref.dtype)
-    if not xp.has_values:
-        return
-    g, r = xp.to_numpy(got), xp.to_numpy(ref)
-    eps = float(np.finfo(g.dtype).eps) * float(np.abs(x).max())
-    np.testing.assert_allclose(g, r, rtol=0, atol=4 * eps)
-    np.testing.assert_allclose(g, ref_apply(x, _duplicated(hc, layout), _duplicated(hs, layout), layout, r_), atol=8 * eps)
-
-
-def test_fast_path_is_taken():
-    torch = pytest.importorskip("torch")
-    x = np.zeros((2, 4, 8), np.float32)
-    c = np.ones((4, 4), np.float32)
-    assert rotary._fast_candidate(x, c, c) == "numpy"
-    assert rotary._fast_candidate(x.astype(np.float16), c, c) is None
-    t = torch.zeros(2, 4, 8)
-    tc = torch.ones(4, 4)
-    assert rotary._fast_candidate(t, tc, tc) == "torch" and rotary._fast_ok("torch", t, tc, tc)
-    assert not rotary._fast_ok("torch", t.requires_grad_(), tc, tc)
-    with torch.no_grad():
-        assert rotary._fast_ok("torch", t, tc, tc)
-    assert rotary._fast_candidate(torch.zeros(2, 4, 8, device="meta"), tc, tc) is None
-    assert rotary._fast_candidate(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc, tc) is None
 
 
 def test_matches_hf_rotate_half_torch():
