@@ -92,7 +92,8 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         # 0-d integer arrays are accepted through __index__
-        if isinstance(value, bool) or not hasattr(value, "__index__") or _compat.is_array(value) and getattr(value, "ndim", 1) != 0:
+        not_0d = _compat.is_array(value) and getattr(value, "ndim", 1) != 0
+        if isinstance(value, bool) or not hasattr(value, "__index__") or not_0d:
             msg = f"`{name}` must be an integer, got {show(value)}"
             raise TypeError(msg)
         try:
@@ -120,12 +121,12 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
     :data:`MAX_ELEMENTS` (every output holds at least ``dim`` values, and the
     host tables of a larger ``dim`` could not be allocated)."""
     kind = "positive even integer" if even else "positive integer"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if not (hasattr(value, "__index__") and not isinstance(value, bool)) or (
-            _compat.is_array(value) and getattr(value, "ndim", 1) != 0
-        ):
-            msg = f"`{name}` must be a {kind}, got {show(value)}"
-            raise TypeError(msg)
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)) and (
+        not (hasattr(value, "__index__") and not isinstance(value, bool))
+        or (_compat.is_array(value) and getattr(value, "ndim", 1) != 0)
+    ):
+        msg = f"`{name}` must be a {kind}, got {show(value)}"
+        raise TypeError(msg)
     try:
         value = int(operator.index(value))
     except TypeError:
@@ -262,10 +263,9 @@ def check_all_finite(x: Any, name: str, ctx: _compat.Context) -> None:
         return
     # the scan allocates a boolean array of x's size: refuse what no output may hold
     check_size(tuple(x.shape), f"`{name}` array")
-    if x.ndim == 0 or math.prod(x.shape) > 0:
-        if not bool(xp.all(xp.isfinite(x))):
-            msg = f"`{name}` must be finite: it contains NaN or infinite values"
-            raise ValueError(msg)
+    if (x.ndim == 0 or math.prod(x.shape) > 0) and not bool(xp.all(xp.isfinite(x))):
+        msg = f"`{name}` must be finite: it contains NaN or infinite values"
+        raise ValueError(msg)
 
 
 def check_positions(
@@ -330,7 +330,8 @@ def check_offset(offset: Any, name: str, ctx: _compat.Context) -> Any:
         return offset
     if _compat.is_symbolic(offset):
         return offset
-    if _compat.is_array(offset) and getattr(offset, "ndim", None) == 0 and _compat.is_integer_dtype(ctx.xp, offset.dtype):
+    zero_d = _compat.is_array(offset) and getattr(offset, "ndim", None) == 0
+    if zero_d and _compat.is_integer_dtype(ctx.xp, offset.dtype):
         if _compat.is_concrete(offset):
             return check_offset(int(offset), name, ctx)
         return offset

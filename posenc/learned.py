@@ -76,7 +76,9 @@ def learned_table(
     return _angles.cast(_compat.from_host(t, ctx, ctx.work), ctx.dtype, ctx.xp)
 
 
-def _draw_table(rng: np.random.Generator, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
+def _draw_table(
+    rng: np.random.Generator, n: int, dim: int, std: float, truncate: float | None
+) -> tuple[np.ndarray, float]:
     """The host table ``std * N(0, 1)`` (truncated) and its largest magnitude."""
     if truncate is None:
         t = rng.standard_normal((n, dim))

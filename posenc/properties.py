@@ -215,7 +215,10 @@ def similarity_by_offset(
     top = 1.0 if normalize else float(dim // 2)
     limit, dt = _checks.largest(ctx, ctx.dtype)
     if not top <= limit:
-        msg = f"`dtype` {_checks.dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} (largest {limit:.3g})"
+        msg = (
+            f"`dtype` {_checks.dtype_name(dt)} cannot hold similarities up to dim // 2 = {dim // 2} "
+            f"(largest {limit:.3g})"
+        )
         raise ValueError(msg)
     _, c = _angles.sincos(k, w, ctx)
     out = ctx.xp.sum(c, axis=-1)

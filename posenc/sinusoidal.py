@@ -110,7 +110,9 @@ def _freq_args(
 
 
 @_compat.host_constant
-def _host_values(kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any) -> tuple[np.ndarray, float, str]:
+def _host_values(
+    kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any
+) -> tuple[np.ndarray, float, str]:
     """The frequencies or the wavelengths (``kind``) on the host, their
     largest magnitude and the arguments that set them, for messages (a
     constant of torch's traced graphs)."""
@@ -424,7 +426,8 @@ def sines(
         # output size first, then the NaN scans; at least one value per
         # position counts (the positions themselves are made even when the
         # output is empty)
-        positions = _checks.check_positions(positions, "positions", ctx, out_tail=(max(int(f.shape[0]), 1),), what="table")
+        tail = (max(int(f.shape[0]), 1),)
+        positions = _checks.check_positions(positions, "positions", ctx, out_tail=tail, what="table")
         _checks.check_all_finite(f, "frequencies", ctx)
         xp_ = ctx.xp
         p = positions
@@ -443,7 +446,8 @@ def sines(
 
 @_compat.host_constant
 def _sine_freqs(frequencies: tuple[Any, ...]) -> _angles.Freqs:
-    return _angles.Freqs.from_array(np.asarray([_checks.check_float(v, "frequencies") for v in frequencies], dtype=np.float64))
+    values = [_checks.check_float(v, "frequencies") for v in frequencies]
+    return _angles.Freqs.from_array(np.asarray(values, dtype=np.float64))
 
 
 def binary(
@@ -599,7 +603,10 @@ def add_sinusoidal(
     input_scale = _checks.check_float(input_scale, "input_scale")
     limit, _ = _checks.largest(ctx, x.dtype)
     if not abs(input_scale) <= limit:
-        msg = f"`input_scale` = {input_scale!r} overflows the dtype {_checks.dtype_name(x.dtype)} of `x` (largest {limit:.3g})"
+        msg = (
+            f"`input_scale` = {input_scale!r} overflows the dtype {_checks.dtype_name(x.dtype)} of `x` "
+            f"(largest {limit:.3g})"
+        )
         raise ValueError(msg)
     layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
     # a traced sequence length (torch SymInt) stays traced: no recompile per length
