@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 from typing import Any
 
@@ -114,10 +115,8 @@ def _from_other(x: Any) -> np.ndarray:
     """Any other array-API object: to the CPU if it can say so, then DLPack."""
     to_device = getattr(x, "to_device", None)
     if to_device is not None:
-        try:
+        with contextlib.suppress(Exception):  # device names are not standardised
             x = to_device("cpu")
-        except Exception:  # noqa: BLE001 - device names are not standardised
-            pass
     if hasattr(x, "__dlpack__"):
         try:
             return np.from_dlpack(x)

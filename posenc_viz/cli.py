@@ -143,7 +143,11 @@ def _output() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("output")
     g.add_argument(
-        "--out", metavar="DIR", type=_folder, default="figures", help="output folder, created if missing (default: figures)"
+        "--out",
+        metavar="DIR",
+        type=_folder,
+        default="figures",
+        help="output folder, created if missing (default: figures)",
     )
     g.add_argument(
         "--format",
@@ -332,7 +336,10 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
             raise _Usage(f"argument {_option(clash[0])}: not allowed with --hf-config (the config sets it)")
     elif layer_type is not None:
         raise _Usage("argument --layer-type: only with --hf-config")
-    sizes = {name: SIZE_DEFAULTS[name] if getattr(args, name, None) is None else getattr(args, name) for name in SIZE_DEFAULTS}
+    sizes = {
+        name: SIZE_DEFAULTS[name] if getattr(args, name, None) is None else getattr(args, name)
+        for name in SIZE_DEFAULTS
+    }
     p = figures._check_params(**sizes)
     if command == "all":
         return p, None, True
@@ -343,7 +350,8 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
         if p.table.shape[0] - args.prefix > figures.MAX_GRID_MAPS:
             raise _Usage(f"argument --table: more than {figures.MAX_GRID_MAPS} patches to draw")
         try:
-            grid = grid_layout(p.table.shape[0], args.grid, args.prefix, names={"grid_shape": "--grid", "num_prefix_tokens": "--prefix"})
+            options = {"grid_shape": "--grid", "num_prefix_tokens": "--prefix"}
+            grid = grid_layout(p.table.shape[0], args.grid, args.prefix, names=options)
         except (ValueError, TypeError) as exc:  # the message names --grid or --prefix
             raise _Usage(" ".join(str(exc).split())) from None
         p = replace(p, grid=grid)
@@ -382,7 +390,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _mpl.require("matplotlib.figure")  # fail before touching the file system
             figures.write_set(
-                args.out, p, tuple(names), args.formats, dpi=args.dpi, column=args.column, force=args.force, progress=progress
+                args.out,
+                p,
+                tuple(names),
+                args.formats,
+                dpi=args.dpi,
+                column=args.column,
+                force=args.force,
+                progress=progress,
             )
     except ImportError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

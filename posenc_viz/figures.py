@@ -169,7 +169,8 @@ def _draw_rope_scaling(fig: Any, p: Params) -> None:
     if p.rope is not None:
         s = p.rope["scaling"]
         if s is None:  # a model without scaling: its own curve is the unscaled one
-            plot_rope_scaling(p.rope["dim"], {f"{p.rope['label']} (no scaling)": None}, base=p.rope["base"], original=False, ax=ax)
+            curves = {f"{p.rope['label']} (no scaling)": None}
+            plot_rope_scaling(p.rope["dim"], curves, base=p.rope["base"], original=False, ax=ax)
         else:
             label = f"{p.rope['label']} ({_scaling_label(s)})"
             plot_rope_scaling(p.rope["dim"], {label: s}, base=p.rope["base"], ax=ax)
@@ -196,7 +197,7 @@ def _draw_alibi(fig: Any, p: Params) -> None:
     rows, cols = (1, 4) if fig.get_figwidth() > 5.0 else (2, 2)
     axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
     lo = float(np.min(bias[0][np.isfinite(bias[0])]))
-    for k, (ax, h) in enumerate(zip(axes.flat, shown)):
+    for ax, h in zip(axes.flat, shown):
         plot_bias(
             bias,
             head=h,
@@ -520,7 +521,8 @@ def figure_set(
     --------
     >>> import tempfile, posenc_viz
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     files = posenc_viz.figure_set(d, dim=64, length=32, names=["encoding", "wavelengths"], formats=["png"], dpi=72)
+    ...     names = ["encoding", "wavelengths"]
+    ...     files = posenc_viz.figure_set(d, dim=64, length=32, names=names, formats=["png"], dpi=72)
     ...     print([f.name for f in files])
     ['encoding.png', 'wavelengths.png']
     """

@@ -221,7 +221,9 @@ def plot_similarity_by_offset(
     k = _offsets(offsets)
     if kind == "sinusoidal":
         y = np.asarray(
-            posenc.similarity_by_offset(k.astype(np.float64), dim, base=base, convention=convention, normalize=normalize),
+            posenc.similarity_by_offset(
+                k.astype(np.float64), dim, base=base, convention=convention, normalize=normalize
+            ),
             dtype=np.float64,
         )
         default_ylabel = "cosine similarity" if normalize else r"$PE_t \cdot PE_{t+k}$"
@@ -298,7 +300,10 @@ def grid_layout(
         raise ValueError(msg)
     h, w = (_int_arg(v, gname) for v in grid_shape)
     if h < 1 or w < 1 or h * w != n:
-        msg = f"{gname} must be a pair of positive integers with height * width = {n} (the {rows} rows less {prefix} prefix), got ({h}, {w})"
+        msg = (
+            f"{gname} must be a pair of positive integers with height * width = {n} "
+            f"(the {rows} rows less {prefix} prefix), got ({h}, {w})"
+        )
         raise ValueError(msg)
     return prefix, h, w
 
@@ -308,7 +313,7 @@ def _patch_list(patches: Any, h: int, w: int) -> list[tuple[int, int]] | None:
     if patches is None:
         return None
     what = "a sequence of patch indices (int, row-major) or (row, col) pairs"
-    if isinstance(patches, (str, bytes, Mapping)) or isinstance(patches, numbers.Number):
+    if isinstance(patches, (str, bytes, Mapping, numbers.Number)):
         msg = f"`patches` must be {what}, got {show(patches)}"
         raise TypeError(msg)
     shape = getattr(patches, "shape", None)
@@ -341,7 +346,10 @@ def _patch_list(patches: Any, h: int, w: int) -> list[tuple[int, int]] | None:
             pair = item
         elif getattr(item, "shape", None) == (2,):
             pair = tuple(item)
-        if pair is None or not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in pair):
+        ints = pair is not None and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in pair
+        )
+        if not ints:
             msg = f"`patches` must be {what}, got an item {show(item)}"
             raise TypeError(msg)
         r, c = int(pair[0]), int(pair[1])
@@ -380,7 +388,8 @@ def _margins(labels: bool, cbar: bool) -> tuple[float, float, float, float]:
 
     label = (1.3 * inches("axes.labelsize") + 1.6 * inches("xtick.labelsize") + 2 * _EDGE) if labels else _EDGE
     # pad, bar, ticks, labels such as "-0.75", the bar's label
-    right = (_CBAR_PAD + _CBAR_WIDTH + 0.05 + 3.2 * inches("ytick.labelsize") + 1.5 * inches("axes.labelsize") + 0.1) if cbar else _EDGE
+    bar = _CBAR_PAD + _CBAR_WIDTH + 0.05 + 3.2 * inches("ytick.labelsize") + 1.5 * inches("axes.labelsize") + 0.1
+    right = bar if cbar else _EDGE
     return label, right, label, _EDGE
 
 
@@ -511,7 +520,11 @@ def plot_grid_similarity(
     sims = cosine_maps(grid[[r * w + c for r, c in cells]], grid)
 
     full = chosen is None
-    nrows, ncols = (h, w) if full else (math.ceil(len(cells) / math.ceil(math.sqrt(len(cells)))), math.ceil(math.sqrt(len(cells))))
+    if full:
+        nrows, ncols = h, w
+    else:
+        ncols = math.ceil(math.sqrt(len(cells)))
+        nrows = math.ceil(len(cells) / ncols)
     labels = full and (xlabel is not None or ylabel is not None)
     fig = _grid_figure(fig, nrows, ncols, ratio=h / w, labels=labels, cbar=cbar)
     left, right, bottom, top = _margins(labels, cbar)
@@ -543,7 +556,10 @@ def plot_grid_similarity(
         ax.set_axis_off()  # no ticks or frame: hundreds of axis artists would dominate the drawing time
         if not full:
             patches_mod = _mpl.require("matplotlib.patches")
-            ax.add_patch(patches_mod.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=0.8, clip_on=False))
+            frame = patches_mod.Rectangle(
+                (c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=0.8, clip_on=False
+            )
+            ax.add_patch(frame)
     if labels:
         # rows and columns counted from 1 under and beside the grid, as in the paper
         pad = 0.03
@@ -562,7 +578,8 @@ def plot_grid_similarity(
         if ylabel is not None:
             fig.supylabel(ylabel, x=_EDGE / fw, y=cy, ha="left", fontsize=mpl.rcParams["axes.labelsize"])
     if cbar:
-        cax = fig.add_axes(((x0 + pw * ncols + _CBAR_PAD) / fw, (y0 + gap / 2) / fh, _CBAR_WIDTH / fw, (ph * nrows - gap) / fh))
+        box = ((x0 + pw * ncols + _CBAR_PAD) / fw, (y0 + gap / 2) / fh, _CBAR_WIDTH / fw, (ph * nrows - gap) / fh)
+        cax = fig.add_axes(box)
         kws = {"label": cbar_label} if cbar_label else {}
         cb = fig.colorbar(first, cax=cax, **kws)
         cb.outline.set_linewidth(mpl.rcParams["axes.linewidth"])

@@ -170,7 +170,8 @@ def plot_wavelengths(
 def _check_dims(dims: Any, width: int) -> list[int]:
     if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
         dims = [dims]
-    if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) and not hasattr(dims, "__array_namespace__") and not isinstance(dims, np.ndarray):
+    array_like = hasattr(dims, "__array_namespace__") or isinstance(dims, np.ndarray)
+    if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) and not array_like:
         msg = f"`dims` must be an int or a sequence of ints, got {type(dims).__name__}"
         raise TypeError(msg)
     if not isinstance(dims, Sequence):

@@ -238,7 +238,10 @@ def _raw_safetensor(path: Path, key: str, dtype: str) -> np.ndarray:
     """A tensor NumPy has no dtype for, read from the file's own layout
     (8-byte header size, JSON header, data); BF16 becomes float32."""
     if dtype != "BF16":
-        msg = f"`key` {key!r} of {str(path.name)!r} has dtype {dtype}, which posenc_viz cannot read (only {', '.join(_SAFETENSORS_DTYPES)}, BF16)"
+        msg = (
+            f"`key` {key!r} of {str(path.name)!r} has dtype {dtype}, which posenc_viz cannot read "
+            f"(only {', '.join(_SAFETENSORS_DTYPES)}, BF16)"
+        )
         raise ValueError(msg)
     with open(path, "rb") as fh:
         size = int.from_bytes(fh.read(8), "little")
