@@ -120,7 +120,9 @@ T5_CONFIGS = [
 
 
 # ---------------------------------------------------------------- relative positions
-@pytest.mark.parametrize(("q", "k", "off"), [(5, 5, None), (3, 7, None), (4, 6, 0), (2, 3, -4), (6, 2, None), (0, 3, None)])
+@pytest.mark.parametrize(
+    ("q", "k", "off"), [(5, 5, None), (3, 7, None), (4, 6, 0), (2, 3, -4), (6, 2, None), (0, 3, None)]
+)
 def test_relative_positions(xp, q, k, off):
     got = xp.call(posenc.relative_positions, q, k, offset=off, xp=xp.ns, device=xp.device)
     xp.assert_close(got, ref_rel(q, k, off), dtype=default_int(xp))
@@ -222,7 +224,9 @@ def test_alibi_slopes_match_transformers():
 
 
 # ---------------------------------------------------------------- ALiBi bias
-@pytest.mark.parametrize(("h", "q", "k", "off"), [(4, 5, 5, None), (6, 2, 9, None), (3, 4, 6, 0), (1, 1, 1, None), (2, 0, 3, None)])
+@pytest.mark.parametrize(
+    ("h", "q", "k", "off"), [(4, 5, 5, None), (6, 2, 9, None), (3, 4, 6, 0), (1, 1, 1, None), (2, 0, 3, None)]
+)
 def test_alibi_bias_paper(xp, h, q, k, off):
     got = xp.call(posenc.alibi_bias, h, q, k, offset=off, xp=xp.ns, device=xp.device)
     m = np.array(ref_get_slopes(h))[:, None, None]
@@ -370,7 +374,9 @@ def test_t5_bucket_exact_boundaries(nb, md, bidir):
     rp = np.arange(-5000, 5001)
     ours = posenc.t5_bucket(rp, num_buckets=nb, max_distance=md, bidirectional=bidir)
     np.testing.assert_array_equal(ours, [ref_bucket(int(r), nb, md, bidir) for r in rp])
-    hf = t5.T5Attention._relative_position_bucket(torch.from_numpy(rp), bidirectional=bidir, num_buckets=nb, max_distance=md)
+    hf = t5.T5Attention._relative_position_bucket(
+        torch.from_numpy(rp), bidirectional=bidir, num_buckets=nb, max_distance=md
+    )
     nbe = nb // 2 if bidir else nb
     me = nbe // 2
     for r in rp[ours != hf.numpy()]:
@@ -392,7 +398,9 @@ def test_t5_table_and_threshold_paths_agree(monkeypatch):
         np.testing.assert_array_equal(table, counted)
 
 
-@pytest.mark.parametrize(("nb", "md", "bidir"), [(32, 128, True), (32, 128, False), (16, 50, True), (64, 1000, False), (32, 10**6, False)])
+@pytest.mark.parametrize(
+    ("nb", "md", "bidir"), [(32, 128, True), (32, 128, False), (16, 50, True), (64, 1000, False), (32, 10**6, False)]
+)
 def test_t5_bucket_backends(xp, nb, md, bidir):
     rp = np.concatenate([np.arange(-300, 301), [-(10**6), -5000, 1999, 10**6]]).reshape(-1, 5)
     got = xp.call(posenc.t5_bucket, xp.asarray(rp), num_buckets=nb, max_distance=md, bidirectional=bidir)
@@ -461,7 +469,8 @@ def test_t5_bucket_property(rp, cfg):
 @given(q=st.integers(0, 30), k=st.integers(0, 30), off=st.integers(-40, 200), bidir=st.booleans())
 def test_t5_buckets_equal_bucket_of_relative_positions(q, k, off, bidir):
     a = posenc.t5_buckets(q, k, offset=off, bidirectional=bidir, num_buckets=16, max_distance=40)
-    b = posenc.t5_bucket(posenc.relative_positions(q, k, offset=off), bidirectional=bidir, num_buckets=16, max_distance=40)
+    rel = posenc.relative_positions(q, k, offset=off)
+    b = posenc.t5_bucket(rel, bidirectional=bidir, num_buckets=16, max_distance=40)
     np.testing.assert_array_equal(a, b)
 
 
@@ -486,7 +495,15 @@ def test_relative_sinusoidal(xp, q, k, dim):
 @pytest.mark.parametrize("bidir", [False, True])
 def test_relative_sinusoidal_clamp_bidirectional(xp, clamp, bidir):
     got = xp.call(
-        posenc.relative_sinusoidal, 4, 7, dim=6, clamp_len=clamp, bidirectional=bidir, base=500.0, xp=xp.ns, device=xp.device
+        posenc.relative_sinusoidal,
+        4,
+        7,
+        dim=6,
+        clamp_len=clamp,
+        bidirectional=bidir,
+        base=500.0,
+        xp=xp.ns,
+        device=xp.device,
     )
     exp = ref_txl(7, 6, base=500.0, clamp=clamp, qlen=4 if bidir else None)
     xp.assert_close(got, exp, atol=xp.tol(), dtype=xp.default_float)
@@ -506,9 +523,12 @@ def test_relative_sinusoidal_matches_transformer_xl_and_xlnet():
     xlnet = pytest.importorskip("transformers.models.xlnet.modeling_xlnet")
     m = xlnet.XLNetModel
     for q, k, attn, clamp in ((5, 9, "bi", -1), (5, 9, "uni", -1), (6, 6, "bi", 3)):
-        self = types.SimpleNamespace(d_model=16, attn_type=attn, bi_data=False, clamp_len=clamp, positional_embedding=m.positional_embedding)
+        self = types.SimpleNamespace(
+            d_model=16, attn_type=attn, bi_data=False, clamp_len=clamp, positional_embedding=m.positional_embedding
+        )
         hf = m.relative_positional_encoding(self, q, k)[:, 0, :]  # distances k .. -(q-1) (bi) or k .. 0 (uni)
-        ours = posenc.relative_sinusoidal(q, k, dim=16, bidirectional=attn == "bi", clamp_len=None if clamp < 0 else clamp, xp=torch)
+        clamp_len = None if clamp < 0 else clamp
+        ours = posenc.relative_sinusoidal(q, k, dim=16, bidirectional=attn == "bi", clamp_len=clamp_len, xp=torch)
         # XLNet's first row (distance k) is dropped by its relative shift
         torch.testing.assert_close(ours, hf[1:], atol=1e-5, rtol=0)
     # Transformer-XL's PositionalEmbedding written out in torch, float64
@@ -517,7 +537,8 @@ def test_relative_sinusoidal_matches_transformer_xl_and_xlnet():
     inv_freq = 1 / (10000 ** (torch.arange(0.0, d, 2.0, dtype=torch.float64) / d))
     sinusoid = torch.outer(pos_seq, inv_freq)
     txl = torch.cat([sinusoid.sin(), sinusoid.cos()], dim=-1)
-    torch.testing.assert_close(posenc.relative_sinusoidal(3, k, dim=d, xp=torch, dtype=torch.float64), txl, atol=1e-14, rtol=0)
+    ours = posenc.relative_sinusoidal(3, k, dim=d, xp=torch, dtype=torch.float64)
+    torch.testing.assert_close(ours, txl, atol=1e-14, rtol=0)
 
 
 @pytest.mark.parametrize(("q", "k"), [(2, 0), (3, 0), (0, 3), (1, 0), (0, 1), (4, 1)])
@@ -526,7 +547,9 @@ def test_relative_sinusoidal_bidirectional_any_lengths(xp, q, k, clamp):
     # XLNet's attn_type="bi" table holds the distances klen .. -(qlen - 1)
     # (``arange(klen, -qlen, -1)``) whatever the lengths; posenc's is that
     # table without its first row: k + q - 1 rows, k - 1 down to -(q - 1)
-    got = xp.call(posenc.relative_sinusoidal, q, k, dim=4, bidirectional=True, clamp_len=clamp, xp=xp.ns, device=xp.device)
+    got = xp.call(
+        posenc.relative_sinusoidal, q, k, dim=4, bidirectional=True, clamp_len=clamp, xp=xp.ns, device=xp.device
+    )
     dist = np.arange(k, -q, -1.0)[1:]
     if clamp is not None:
         dist = np.clip(dist, -clamp, clamp)
@@ -540,7 +563,9 @@ def test_relative_sinusoidal_empty_lengths_match_xlnet():
     xlnet = pytest.importorskip("transformers.models.xlnet.modeling_xlnet")
     m = xlnet.XLNetModel
     for q, k, attn in ((2, 0, "bi"), (0, 3, "bi"), (3, 0, "uni"), (0, 3, "uni")):
-        self = types.SimpleNamespace(d_model=8, attn_type=attn, bi_data=False, clamp_len=-1, positional_embedding=m.positional_embedding)
+        self = types.SimpleNamespace(
+            d_model=8, attn_type=attn, bi_data=False, clamp_len=-1, positional_embedding=m.positional_embedding
+        )
         hf = m.relative_positional_encoding(self, q, k)[:, 0, :]
         ours = posenc.relative_sinusoidal(q, k, dim=8, bidirectional=attn == "bi", xp=torch)
         assert ours.shape == hf[1:].shape
@@ -589,7 +614,8 @@ def test_kerple_bias_lists_and_dtype(xp):
 
 def test_kerple_power_r2_one_is_alibi():
     s = np.array(ref_get_slopes(4))
-    np.testing.assert_allclose(posenc.kerple_bias(5, 8, r1=s, r2=np.ones(4), kind="power"), posenc.alibi_bias(4, 5, 8), rtol=1e-15)
+    power = posenc.kerple_bias(5, 8, r1=s, r2=np.ones(4), kind="power")
+    np.testing.assert_allclose(power, posenc.alibi_bias(4, 5, 8), rtol=1e-15)
 
 
 @pytest.mark.parametrize("kind", ["log", "power"])
@@ -751,7 +777,11 @@ def test_torch_meta_and_strict_devices():
         (lambda: posenc.t5_bucket(np.arange(3), num_buckets=2), ValueError, "num_buckets"),
         (lambda: posenc.t5_bucket(np.arange(3), num_buckets=1, bidirectional=False), ValueError, "num_buckets"),
         (lambda: posenc.t5_bucket(np.arange(3), max_distance=16), ValueError, "max_distance"),
-        (lambda: posenc.t5_bucket(np.arange(3), num_buckets=8, max_distance=2, bidirectional=False), ValueError, "max_distance"),
+        (
+            lambda: posenc.t5_bucket(np.arange(3), num_buckets=8, max_distance=2, bidirectional=False),
+            ValueError,
+            "max_distance",
+        ),
         (lambda: posenc.t5_bucket(np.arange(3.0)), TypeError, "relative_positions"),
         (lambda: posenc.t5_bucket([1.5, 2.0]), TypeError, "relative_positions"),
         (lambda: posenc.t5_bucket(2.0), TypeError, "relative_positions"),

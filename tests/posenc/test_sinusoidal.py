@@ -74,7 +74,8 @@ def test_tensor2tensor_timescales():
 @pytest.mark.parametrize("dim", [1, 2, 5, 16])
 def test_sinusoidal_int(xp, layout, convention, dim):
     got = xp.call(posenc.sinusoidal, 37, dim, layout=layout, convention=convention, xp=xp.ns, device=xp.device)
-    xp.assert_close(got, ref_table(np.arange(37), dim, layout=layout, convention=convention), atol=xp.tol(), dtype=xp.default_float)
+    want = ref_table(np.arange(37), dim, layout=layout, convention=convention)
+    xp.assert_close(got, want, atol=xp.tol(), dtype=xp.default_float)
 
 
 @pytest.mark.parametrize("pdtype", ["int32", "float32", "float64"])
@@ -493,7 +494,9 @@ def test_padding_row_matches_m2m100(xp):
     for n, d in ((10, 8), (7, 9)):
         # transformers builds it in float32: its own rounding, a few 1e-8
         want = m2m.M2M100SinusoidalPositionalEmbedding.get_embedding(n, d, 1).to(torch.float64).numpy()
-        got = xp.call(posenc.sinusoidal, n, d, convention="fairseq", layout="concat", padding_idx=1, xp=xp.ns, device=xp.device)
+        got = xp.call(
+            posenc.sinusoidal, n, d, convention="fairseq", layout="concat", padding_idx=1, xp=xp.ns, device=xp.device
+        )
         xp.assert_close(got, want, atol=2e-7)
         assert not np.any(want[1]) and np.any(want[2])
     p = np.array([[1, 2, 3], [1, 1, 5]])
