@@ -131,8 +131,6 @@ def _two_pi_parts() -> tuple[float, float, float]:
 _C1, _C2, _C3 = _two_pi_parts()
 _INV_TWO_PI = 1.0 / (2.0 * math.pi)
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
-#: below this |p * w| the reduced angle is exact to ~1e-16 (k * C1 exact)
-_EXACT_LIMIT = 2.0**33
 
 
 def reduced_angle(p: Any, w: Any, xp: Any) -> Any:
@@ -631,19 +629,7 @@ def gathered_table(p: Any, freqs: Freqs, dim: int, layout: str, ctx: Context) ->
     if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
         return None
     table = range_table(lo, span, freqs, dim, layout, ctx, share=False)
-    if kind == "numpy":
-        idx = np.subtract(p, lo).reshape(-1)
-        return np.take(table, idx, axis=0).reshape(tuple(p.shape) + (dim,))
-    idx = (p - lo).reshape(-1)
-    return table.index_select(0, idx).reshape(tuple(p.shape) + (dim,))
-
-
-def _index_dtype(ctx: Context) -> Any:
-    info = ctx.xp.__array_namespace_info__()
-    try:
-        return info.default_dtypes(device=ctx.device)["indexing"]
-    except Exception:  # pragma: no cover
-        return info.default_dtypes()["indexing"]
+    return _kernels.TAKE_ROWS[kind](table, p, lo)
 
 
 def _sincos_digits(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
@@ -652,7 +638,7 @@ def _sincos_digits(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     m = freqs.m
     shape = tuple(p.shape)
     flat = xp.reshape(p, (-1,))
-    idx_t = _index_dtype(ctx)
+    idx_t = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     ts, tc, w32host = _digit_tables(freqs.key)
     neg = flat < 0
     frac = None

@@ -31,7 +31,6 @@ __all__ = [
     "check_float_array",
     "check_int_array",
     "check_all_finite",
-    "default_dtype",
     "broadcast_shapes",
 ]
 
@@ -336,16 +335,6 @@ def check_offset(offset: Any, name: str, ctx: _compat.Context) -> Any:
             return check_offset(int(offset), name, ctx)
         return offset
     return check_int(offset, name, minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
-
-
-def default_dtype(xp: Any, device: Any, kind: str) -> Any:
-    """The default dtype of ``kind`` (``"real floating"``, ``"integral"``,
-    ``"indexing"``) of namespace ``xp`` on ``device``."""
-    info = xp.__array_namespace_info__()
-    try:
-        return info.default_dtypes(device=device)[kind]
-    except Exception:  # namespaces that reject device objects they did not make
-        return info.default_dtypes()[kind]
 
 
 def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...] | None:

@@ -5,7 +5,7 @@ Every public function resolves its arguments through :func:`resolve`, which
 returns a :class:`Context`: the array namespace, the device, the output dtype
 and the dtype the computation runs in (never narrower than float32).
 
-Rules (see the design notes, section 3):
+Rules:
 
 * namespace: ``xp`` if given (a bare module such as ``torch`` or ``numpy`` is
   normalised once to its array-API-compatible namespace and cached), else
@@ -21,6 +21,7 @@ Rules (see the design notes, section 3):
 from __future__ import annotations
 
 import functools
+import importlib
 import numbers
 import operator
 import sys
@@ -145,27 +146,21 @@ def _normalize_cached(xp: Any) -> Any:
     return got
 
 
+#: the array-API-compatible module of each namespace kind
+_COMPAT_MODULES = {
+    "numpy": "array_api_compat.numpy",
+    "torch": "array_api_compat.torch",
+    "cupy": "array_api_compat.cupy",
+    "dask": "array_api_compat.dask.array",
+    "jax": "jax.numpy",
+}
+
+
 def _normalize(xp: Any) -> Any:
-    if namespace_kind(xp) == "numpy":
-        import array_api_compat.numpy as ns
-
-        return ns
-    if namespace_kind(xp) == "torch":
-        import array_api_compat.torch as ns
-
-        return ns
-    if namespace_kind(xp) == "cupy":
-        import array_api_compat.cupy as ns
-
-        return ns
-    if namespace_kind(xp) == "dask":
-        import array_api_compat.dask.array as ns
-
-        return ns
-    if namespace_kind(xp) == "jax":
-        import jax.numpy as ns
-
-        return ns
+    name = _COMPAT_MODULES.get(namespace_kind(xp))
+    if name is not None:
+        module = sys.modules.get(name)
+        return module if module is not None else importlib.import_module(name)
     if hasattr(xp, "__array_api_version__") and hasattr(xp, "asarray"):
         return xp
     msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
@@ -308,12 +303,14 @@ def has_float64(xp: Any, device: Any) -> bool:
     return "float64" in _real_float_dtypes(xp, device)
 
 
-def _default_float(xp: Any, device: Any) -> Any:
+def default_dtype(xp: Any, device: Any, kind: str = "real floating") -> Any:
+    """The default dtype of ``kind`` (``"real floating"``, ``"integral"``,
+    ``"indexing"``) of namespace ``xp`` on ``device``."""
     info = xp.__array_namespace_info__()
     try:
-        return info.default_dtypes(device=device)["real floating"]
-    except Exception:
-        return info.default_dtypes()["real floating"]
+        return info.default_dtypes(device=device)[kind]
+    except Exception:  # namespaces that reject device objects they did not make
+        return info.default_dtypes()[kind]
 
 
 #: (namespace, dtype, kind) -> answer of the two dtype predicates below
@@ -705,7 +702,7 @@ def _resolve(
 
     f64 = has_float64(xp, device)
     if dtype is None:
-        out = _default_float(xp, device)
+        out = default_dtype(xp, device)
     elif float_output:
         out = _normalize_dtype(xp, dtype)
         if not f64 and _is(xp, out, "float64"):

@@ -329,6 +329,22 @@ def numpy_sincos(block: int, tables: tuple[np.ndarray, ...], lo: int, rows: int,
     return s[a : a + rows], c[a : a + rows]
 
 
+def take_rows_numpy(table: np.ndarray, p: np.ndarray, lo: int) -> np.ndarray:
+    """``table[p - lo]``: rows of a range table for integer positions ``p``
+    (any shape), shape ``p.shape + (dim,)``; one ``take``."""
+    idx = np.subtract(p, lo).reshape(-1)
+    return np.take(table, idx, axis=0).reshape(tuple(p.shape) + (table.shape[1],))
+
+
+def take_rows_torch(table: Any, p: Any, lo: int) -> Any:
+    """:func:`take_rows_numpy` in torch (one ``index_select``)."""
+    idx = (p - lo).reshape(-1)
+    return table.index_select(0, idx).reshape(tuple(p.shape) + (table.shape[1],))
+
+
+TAKE_ROWS = {"numpy": take_rows_numpy, "torch": take_rows_torch}
+
+
 def torch_on_cpu(ctx: Any) -> bool:
     """Whether a torch context makes its arrays on the CPU."""
     if ctx.device is not None:

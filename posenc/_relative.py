@@ -111,7 +111,7 @@ def int_dtype(dtype: Any, ctx: Context, kind: str = "integral") -> Any:
     """The requested integer output dtype, or the namespace's default."""
     xp = ctx.xp
     if dtype is None:
-        return _checks.default_dtype(ctx.xp, ctx.device, kind)
+        return _compat.default_dtype(ctx.xp, ctx.device, kind)
     given = dtype
     msg = f"`dtype` must be an integer dtype of {_compat.namespace_name(xp)}, got {_checks.show(given)}"
     if _compat.is_array(dtype):  # an array is not a dtype (np.dtype(<tensor>) raises ValueError)
@@ -182,7 +182,7 @@ def toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
     """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1), q, k > 0."""
     xp = ctx.xp
     lead = tuple(vec.shape[:-1])
-    idt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    idt = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     idx = rel_matrix(q, k, -(q - 1), ctx, idt)  # j - i + q - 1, in [0, q + k - 2]
     out = xp.take(vec, xp.reshape(idx, (-1,)), axis=len(lead))
     return xp.reshape(out, lead + (q, k))
@@ -271,5 +271,5 @@ def short_values(x: Any) -> str:
 def mask_future(bias: Any, q: int, k: int, off: int, ctx: Context) -> Any:
     """Set ``-inf`` where the key lies after the query (``j > i + off``)."""
     xp = ctx.xp
-    future = rel_matrix(q, k, off, ctx, _checks.default_dtype(ctx.xp, ctx.device, "integral")) > 0
+    future = rel_matrix(q, k, off, ctx, _compat.default_dtype(ctx.xp, ctx.device, "integral")) > 0
     return xp.where(future, -math.inf, bias)

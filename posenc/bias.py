@@ -391,7 +391,7 @@ def alibi_bias(
         m = _angles.cast(m, ctx.work, xp_)
     if rows == 0 or k == 0:
         return _angles._zeros((n, rows, k), ctx.dtype, ctx)
-    idt = _checks.default_dtype(ctx.xp, ctx.device, "integral")
+    idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")
     if form == "paper":
         check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
         # -|r| as integers, so the diagonal is +0.0, not -0.0; one multiply
@@ -503,7 +503,7 @@ def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_
         # while torch traces: comparisons with Python ints, no host table
         return _t5_core_compare(rel, nbe, thr, bidirectional, ctx, out_t)
     top, table = _t5_table(nb, md, bidirectional)
-    idt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    idt = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     rmin, rmax = iinfo(xp, rel.dtype)
     r = xp.clip(rel, max(-top, rmin), min(top, rmax))
     idx = _angles.cast(r, idt, xp) + top
@@ -516,7 +516,7 @@ def _t5_core_compare(rel: Any, nbe: int, thr: tuple[int, ...], bidirectional: bo
     """The same buckets by counting thresholds (for very large ``max_distance``)."""
     xp = ctx.xp
     me = nbe // 2
-    wdt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    wdt = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     rmin, rmax = iinfo(xp, rel.dtype)
     _, wmax = iinfo(xp, wdt)
     top = min(thr[-1] if thr else me, rmax, wmax)
@@ -702,7 +702,7 @@ def t5_buckets(
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
         return _angles._zeros((q, k), out_t, ctx)
-    idt = _checks.default_dtype(ctx.xp, ctx.device, "indexing")
+    idt = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
     vec = _t5_core(rel_vector(q, k, off, ctx, idt), nb, md, bidirectional, ctx, out_t)
     return toeplitz(vec, q, k, ctx)
@@ -922,7 +922,7 @@ def kerple_bias(
         return _angles._zeros((n, q, k), ctx.dtype, ctx)
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
-    idt = _checks.default_dtype(ctx.xp, ctx.device, "integral")
+    idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")
     check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
     rel = rel_vector(q, k, off, ctx, idt)
     d = _angles.cast(xp_.abs(rel), ctx.work, xp_)[None, :]

@@ -152,10 +152,9 @@ def fourier_features(
         if max_log2_freq > _MAX_LOG2_FREQ:
             msg = f"`max_log2_freq` must be at most {_MAX_LOG2_FREQ:g} (a frequency of 2**64), got {max_log2_freq!r}"
             raise ValueError(msg)
-    for flag, fname in ((include_input, "include_input"), (log_sampling, "log_sampling"), (scale_pi, "scale_pi")):
-        if not isinstance(flag, bool):
-            msg = f"`{fname}` must be a bool, got {_checks.show(flag)}"
-            raise TypeError(msg)
+    include_input = _checks.check_bool(include_input, "include_input")
+    log_sampling = _checks.check_bool(log_sampling, "log_sampling")
+    scale_pi = _checks.check_bool(scale_pi, "scale_pi")
     if nb == 0 and not include_input:
         msg = "`num_bands` must be >= 1 when `include_input` is False (the output would be empty)"
         raise ValueError(msg)

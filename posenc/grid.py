@@ -30,12 +30,11 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
-from .sinusoidal import _linear_weights
+from .learned import _linear_weights
 
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin", "resample_grid"]
 
 ORDERS = ("mae", "timm", "blocks", "interleaved")
-ROPE_LAYOUTS = ("half", "interleaved")
 METHODS = ("bilinear", "bicubic")
 #: PyTorch's bicubic coefficient (``upsample_bicubic2d``, Keys' cubic with a = -0.75)
 _CUBIC_A = -0.75
@@ -103,12 +102,6 @@ def _axis_freqs(m: int, base: float) -> _angles.Freqs:
     """``base ** (-i / m)`` for ``i < m`` in float64 on the host (a constant
     for torch's tracer)."""
     return _angles.Freqs.from_array(np.power(base, -np.arange(m, dtype=np.float64) / m))
-
-
-def _check_bool(value: Any, name: str) -> None:
-    if not isinstance(value, bool):
-        msg = f"`{name}` must be a bool, got {_checks.show(value)}"
-        raise TypeError(msg)
 
 
 def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> tuple[list[Any], list[Any]]:
@@ -279,8 +272,8 @@ def sincos_grid(
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     shape = _grid_shape(grid_shape, "grid_shape")
     dim, base, order = _order_args(dim, base, order)
-    _check_bool(cls_token, "cls_token")
-    _check_bool(flatten, "flatten")
+    cls_token = _checks.check_bool(cls_token, "cls_token")
+    flatten = _checks.check_bool(flatten, "flatten")
     m = _pairs_per_axis(dim, len(shape), order, f"ndim = len(`grid_shape`) = {len(shape)}")
     _checks.check_size(shape + (dim,), "table")
     xp_ = ctx.xp
@@ -453,8 +446,8 @@ def axial_rope_cos_sin(
     shape = _grid_shape(grid_shape, "grid_shape")
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
-    layout = _checks.check_choice(layout, "layout", ROPE_LAYOUTS)
-    _check_bool(reverse_axes, "reverse_axes")
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
+    reverse_axes = _checks.check_bool(reverse_axes, "reverse_axes")
     nd = len(shape)
     if dim % (2 * nd):
         msg = f"`dim` must be divisible by 2 * ndim = {2 * nd} for a {nd}-D grid, got {dim}"
@@ -562,7 +555,7 @@ def _resample_axis(
 ) -> Any:
     """``sum_t w_t * take(x, idx_t, axis)`` along a negative ``axis`` over the taps of ``plan``."""
     xp = ctx.xp
-    idx_t = _angles._index_dtype(ctx)
+    idx_t = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     trailing = (1,) * (-axis - 1)
     out = None
     for idx, w in plan:
@@ -651,8 +644,8 @@ def resample_grid(
         msg = f"`table` must have shape (..., tokens, dim), got shape {tuple(table.shape)}"
         raise ValueError(msg)
     method = _checks.check_choice(method, "method", METHODS)
-    _check_bool(align_corners, "align_corners")
-    _check_bool(antialias, "antialias")
+    align_corners = _checks.check_bool(align_corners, "align_corners")
+    antialias = _checks.check_bool(antialias, "antialias")
     if antialias and align_corners:
         msg = "`antialias=True` supports `align_corners=False` only"
         raise ValueError(msg)

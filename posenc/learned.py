@@ -156,7 +156,7 @@ def resample_table(
     align_corners = _checks.check_bool(align_corners, "align_corners")
     _checks.check_size(tuple(table.shape[:-2]) + (n, int(table.shape[-1])), "table")
     lo, hi, frac = _linear_weights(old, n, align_corners)
-    idx_t = _checks.default_dtype(xp_, ctx.device, "indexing")
+    idx_t = _compat.default_dtype(xp_, ctx.device, "indexing")
     lo_i = _compat.from_host(lo, ctx, idx_t)
     hi_i = _compat.from_host(hi, ctx, idx_t)
     f = _compat.from_host(frac[:, None], ctx, table.dtype)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _checks, _compat
-from .rotary import LAYOUTS, rope_cos_sin
+from .rotary import rope_cos_sin
 from .scaling import Scaling
 
 __all__ = ["mrope_cos_sin"]
@@ -143,10 +143,8 @@ def mrope_cos_sin(
     """
     dim = _checks.check_dim(dim, even=True)
     sections = check_sections(mrope_section, dim)
-    if not isinstance(mrope_interleaved, bool):
-        msg = f"`mrope_interleaved` must be a bool, got {_checks.show(mrope_interleaved)}"
-        raise TypeError(msg)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    mrope_interleaved = _checks.check_bool(mrope_interleaved, "mrope_interleaved")
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     if not _compat.is_array(position_ids):
         msg = (
             "`position_ids` must be an array of shape (3, ...) (temporal, height, width), "

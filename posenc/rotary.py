@@ -34,7 +34,6 @@ __all__ = [
     "xpos_scale",
 ]
 
-LAYOUTS = ("half", "interleaved")
 
 
 # --------------------------------------------------------------------------
@@ -97,28 +96,18 @@ def _inv_freq_checked(dim: Any, base: Any, scaling: Any, seq_len: int | None, to
     return dim, base, scaling, freqs, a
 
 
-def _dtype_max(ctx: Context) -> float:
-    """The largest value both the working and the output dtype hold."""
-    top = math.inf
-    for dt in (ctx.work, ctx.dtype):
-        try:
-            top = min(top, float(ctx.xp.finfo(dt).max))
-        except Exception:  # pragma: no cover - dtypes finfo does not know
-            pass
-    return top
-
-
-#: ``_dtype_max`` per (namespace, work dtype, output dtype)
+#: the largest value both the working and the output dtype hold, per
+#: (namespace, work dtype, output dtype)
 _TOPS: dict[Any, float] = {}
 
 
 def _top(ctx: Context) -> float:
     if _compat.compiling():
-        return _dtype_max(ctx)
+        return _checks.largest(ctx, ctx.work, ctx.dtype)[0]
     key = (ctx.xp, ctx.work, ctx.dtype)
     top = _TOPS.get(key)
     if top is None:
-        top = _dtype_max(ctx)
+        top = _checks.largest(ctx, ctx.work, ctx.dtype)[0]
         if len(_TOPS) < 256:
             _TOPS[key] = top
     return top
@@ -342,7 +331,7 @@ def rope_cos_sin(
             _checks.check_all_finite(positions, "positions", ctx)
     else:
         ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
-        layout = _checks.check_choice(layout, "layout", LAYOUTS)
+        layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
         seq_len = _seq_len(seq_len)
         dim = _checks.check_dim(dim, even=True)
         offset = _checks.check_offset(offset, "offset", ctx)
@@ -408,21 +397,6 @@ def _table_key(positions: Any, *args: Any) -> Any:
 # --------------------------------------------------------------------------
 # applying the rotation
 # --------------------------------------------------------------------------
-def _broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for i, j in zip(a, b):
-        if i == j or j == 1:
-            out.append(i)
-        elif i == 1:
-            out.append(j)
-        else:
-            return None
-    return tuple(out)
-
-
 def _work_dtype(xp: Any, dtype: Any) -> Any:
     return dtype if dtype == getattr(xp, "float64", None) else xp.float32
 
@@ -548,10 +522,8 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
             raise TypeError(msg)
     ctx = _compat.resolve({"x": x, "cos": cos, "sin": sin})
     xp = ctx.xp
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
-    if not isinstance(compact, bool):
-        msg = f"`compact` must be a bool, got {_checks.show(compact)}"
-        raise TypeError(msg)
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
+    compact = _checks.check_bool(compact, "compact")
     head_dim = _check_x_array(x, xp, True)
     for name, v in (("cos", cos), ("sin", sin)):
         if not _compat.is_real_float_dtype(xp, v.dtype):
@@ -594,7 +566,7 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
     x_lead = tuple(x.shape[:-1])
     table_shape = _align(tuple(cos.shape[:-1]), x_lead, heads, "cos")
     t_lead = tuple(cos.shape[:-1]) if table_shape is None else table_shape
-    lead = _broadcast_shapes(x_lead, t_lead)
+    lead = _checks.broadcast_shapes(x_lead, t_lead)
     if lead is None:
         msg = (
             f"`cos` and `sin` of shape {tuple(cos.shape)} do not broadcast against `x` of shape "
@@ -917,14 +889,14 @@ def _rope_plan(
         raise ValueError(msg)
     wt = _work_dtype(xp, x.dtype)
     tctx = Context(xp=xp, device=ctx.device, dtype=wt, work=wt, float64=ctx.float64)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     given_seq_len = seq_len = _seq_len(seq_len)
     offset = _checks.check_offset(offset, "offset", tctx)
     checked = _checks.check_positions(positions, "positions", tctx, out_tail=(head_dim,), what="output")
     pshape = _shape_of(checked)
     heads = _check_heads_axis(heads_axis, x.ndim)
     aligned = _align(pshape, tuple(x.shape[:-1]), heads, "positions")
-    lead = _broadcast_shapes(tuple(x.shape[:-1]), pshape if aligned is None else aligned)
+    lead = _checks.broadcast_shapes(tuple(x.shape[:-1]), pshape if aligned is None else aligned)
     if lead is None:
         msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
         raise ValueError(msg)
@@ -1011,8 +983,8 @@ def rope_permutation(
     ``w.reshape(heads, head_dim, hidden)[:, perm].reshape(heads * head_dim, hidden)``.
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=None)
-    source = _checks.check_choice(source, "source", LAYOUTS)
-    target = _checks.check_choice(target, "target", LAYOUTS)
+    source = _checks.check_choice(source, "source", _checks.ROPE_LAYOUTS)
+    target = _checks.check_choice(target, "target", _checks.ROPE_LAYOUTS)
     if rotary_dim is None:
         dim = _checks.check_dim(dim, even=True)
         r = dim
@@ -1022,7 +994,7 @@ def rope_permutation(
         if r > dim:
             msg = f"`rotary_dim` must be at most `dim` = {dim}, got {r}"
             raise ValueError(msg)
-    return _compat.from_host(_host_permutation(dim, r, source, target), ctx, _angles._index_dtype(ctx))
+    return _compat.from_host(_host_permutation(dim, r, source, target), ctx, _compat.default_dtype(ctx.xp, ctx.device, "indexing"))
 
 
 @_compat.host_constant
@@ -1115,7 +1087,7 @@ def xpos_scale(
            [0.2857, 0.6429, 0.2857, 0.6429]])
     """
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
-    layout = _checks.check_choice(layout, "layout", LAYOUTS)
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     dim = _checks.check_dim(dim, even=True)
     scale_base = _checks.check_float(scale_base, "scale_base", positive=True)
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")

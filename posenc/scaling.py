@@ -296,9 +296,7 @@ class YaRN(Scaling):
         _optional_real(self, "mscale")
         _optional_real(self, "mscale_all_dim")
         _optional_positive(self, "attention_factor")
-        if not isinstance(self.truncate, bool):
-            msg = f"`truncate` must be a bool, got {_checks.show(self.truncate)}"
-            raise TypeError(msg)
+        _checks.check_bool(self.truncate, "truncate")
 
     def attention_scaling(self, seq_len: int | None = None) -> float:
         """The YaRN attention factor (independent of ``seq_len``)."""

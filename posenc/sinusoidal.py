@@ -15,7 +15,6 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Context
-from .learned import _linear_weights  # noqa: F401 - grid.resample_grid imports it from here; moved to .learned
 
 __all__ = [
     "frequencies",

@@ -155,7 +155,7 @@ class RotaryEmbedding(nn.Module):
         device: Any = None,
     ) -> None:
         super().__init__()
-        self.layout = _checks.check_choice(layout, "layout", ("half", "interleaved"))
+        self.layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
         self.length_dependent = isinstance(scaling, (DynamicNTK, LongRoPE))
         n = 0 if self.length_dependent else _max_positions(max_positions)
         # validates dim, base and scaling (errors name them)
@@ -462,10 +462,8 @@ class ALiBi(nn.Module):
         slopes = posenc.alibi_slopes(num_heads, max_bias=max_bias, dtype=_float_dtype(dtype), device=device, xp=torch)
         self.num_heads = int(slopes.shape[0])
         self.form = _checks.check_choice(form, "form", ("paper", "bloom", "mpt"))
-        for flag, name in ((learned, "learned"), (causal, "causal")):
-            if not isinstance(flag, bool):
-                msg = f"`{name}` must be a bool, got {_checks.show(flag)}"
-                raise TypeError(msg)
+        learned = _checks.check_bool(learned, "learned")
+        causal = _checks.check_bool(causal, "causal")
         self.causal = causal
         if learned:
             self.slopes = nn.Parameter(slopes)

@@ -381,20 +381,6 @@ def test_check_offset_keeps_traced_offsets():
 
 
 # ----------------------------------------------------- dtypes and shapes
-def test_default_dtype():
-    xp = NP.xp
-    assert _checks.default_dtype(xp, None, "real floating") == xp.float64
-    assert _checks.default_dtype(xp, None, "indexing") == xp.int64
-    xs = pytest.importorskip("array_api_strict")
-    assert _checks.default_dtype(xs, None, "real floating") == xs.float64
-    assert _checks.default_dtype(xs, xs.Device("no_float64"), "real floating") == xs.float32
-    torch = pytest.importorskip("torch")
-    import array_api_compat.torch as tns
-
-    assert _checks.default_dtype(tns, torch.device("cpu"), "real floating") == torch.get_default_dtype()
-    assert _checks.default_dtype(tns, torch.device("cpu"), "integral") == torch.int64
-
-
 @pytest.mark.parametrize(
     "shapes,expected",
     [

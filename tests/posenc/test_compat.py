@@ -64,3 +64,18 @@ def test_namespace_kind():
 
     assert _compat.namespace_kind(np) == "numpy" and _compat.namespace_kind(anp) == "numpy"
     assert _compat.namespace_kind(object()) == "other"
+
+
+def test_default_dtype():
+    import array_api_compat.numpy as xp
+
+    assert _compat.default_dtype(xp, None, "real floating") == xp.float64
+    assert _compat.default_dtype(xp, None, "indexing") == xp.int64
+    xs = pytest.importorskip("array_api_strict")
+    assert _compat.default_dtype(xs, None, "real floating") == xs.float64
+    assert _compat.default_dtype(xs, xs.Device("no_float64"), "real floating") == xs.float32
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as tns
+
+    assert _compat.default_dtype(tns, torch.device("cpu"), "real floating") == torch.get_default_dtype()
+    assert _compat.default_dtype(tns, torch.device("cpu"), "integral") == torch.int64

@@ -244,3 +244,30 @@ def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
     full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
     part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
     np.testing.assert_array_equal(part, full[lo : lo + rows])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_take_rows_equals_portable_take(kind):
+    conv = BACKENDS[kind]
+    table = conv(np.arange(40.0).reshape(10, 4))
+    p = conv(np.array([[3, 12], [7, 5]]))
+    got = _kernels.TAKE_ROWS[kind](table, p, 3)
+    xp = _compat.resolve({"t": table}).xp
+    want = xp.reshape(xp.take(table, xp.reshape(p - 3, (-1,)), axis=0), (2, 2, 4))
+    np.testing.assert_array_equal(_np(got), _np(want))
+    np.testing.assert_array_equal(_np(got)[0, 1], np.arange(36.0, 40.0))  # row 12 - 3
+
+
+def test_turns_kernels_equal_portable():
+    """The NumPy and torch kernels of the array path compute the portable
+    path's operations: bit-identical results."""
+    fr = _angles.as_freqs(posenc.frequencies(96))
+    for p in (np.arange(-70_000, 70_000, 37), torch.arange(-70_000, 70_000, 37), np.array([[2**40 + 3, -(2**31)]])):
+        ctx = _compat.resolve({"p": p}, dtype="float32" if isinstance(p, np.ndarray) else torch.float32)
+        kind = _angles._kernel_kind(p, ctx)
+        assert kind in ("numpy", "torch")
+        s1, c1 = _angles._sincos_turns(p, fr, ctx)  # the kernel
+        v = _compat.from_host(_angles._turns(fr.key), ctx, ctx.xp.float64)
+        t = _angles.cast(p, ctx.xp.float64, ctx.xp)[..., None] * v
+        a = ctx.xp.astype((t - ctx.xp.round(t)) * _angles._TWO_PI, ctx.xp.float32)
+        assert bool(ctx.xp.all(ctx.xp.sin(a) == s1)) and bool(ctx.xp.all(ctx.xp.cos(a) == c1))

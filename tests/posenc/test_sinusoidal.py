@@ -451,24 +451,6 @@ def test_dense_int_positions_gather_the_range_table(xp, dtype):
         np.testing.assert_array_equal(xp.to_numpy(got).reshape(600, 256), xp.to_numpy(want))
 
 
-def test_turns_kernels_equal_portable():
-    """The NumPy and torch kernels of the array path compute the portable
-    path's operations: bit-identical results."""
-    torch = pytest.importorskip("torch")
-    from posenc import _angles, _compat
-
-    fr = _angles.as_freqs(posenc.frequencies(96))
-    for p in (np.arange(-70_000, 70_000, 37), torch.arange(-70_000, 70_000, 37), np.array([[2**40 + 3, -(2**31)]])):
-        ctx = _compat.resolve({"p": p}, dtype="float32" if isinstance(p, np.ndarray) else torch.float32)
-        kind = _angles._kernel_kind(p, ctx)
-        assert kind in ("numpy", "torch")
-        s1, c1 = _angles._sincos_turns(p, fr, ctx)  # the kernel
-        v = _compat.from_host(_angles._turns(fr.key), ctx, ctx.xp.float64)
-        t = _angles.cast(p, ctx.xp.float64, ctx.xp)[..., None] * v
-        a = ctx.xp.astype((t - ctx.xp.round(t)) * _angles._TWO_PI, ctx.xp.float32)
-        assert bool(ctx.xp.all(ctx.xp.sin(a) == s1)) and bool(ctx.xp.all(ctx.xp.cos(a) == c1))
-
-
 @pytest.mark.parametrize("kind", ["int", "float"])
 def test_array_positions_accuracy(xp, kind):
     """float32 tables of array positions: within 2.5e-7 of the truth for
