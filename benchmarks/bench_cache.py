@@ -83,6 +83,8 @@ def run(cfg: Config) -> list[Row]:
             _cache.clear()
             expected = np.array(call() if backend == "numpy" else call().numpy(), copy=True)
             ok, how = _mutation_is_harmless(backend, call, expected)
-            rows.append(Row("cache", case, backend, "mutate, call again", target="unchanged", status=verdict(ok), note=how))
+            rows.append(
+                Row("cache", case, backend, "mutate, call again", target="unchanged", status=verdict(ok), note=how)
+            )
     _cache.clear()
     return rows

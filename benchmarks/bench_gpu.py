@@ -114,7 +114,11 @@ def run(cfg: Config) -> list[Row]:
         if hasattr(posenc, "apply_rope"):
             x = torch.randn(shape, device=dev)
             cos, sin = posenc.rope_cos_sin(shape[-2], shape[-1], dtype=torch.float32, xp=torch, device=dev)
-            times = _time_torch(torch, {"copy": lambda: x.clone(), "posenc.apply_rope": lambda: posenc.apply_rope(x, cos, sin)}, cfg.rounds)
+            times = _time_torch(
+                torch,
+                {"copy": lambda: x.clone(), "posenc.apply_rope": lambda: posenc.apply_rope(x, cos, sin)},
+                cfg.rounds,
+            )
             rows += _rows("torch-cuda", name, "rope", "x".join(map(str, shape)), times, 1.5, "rope")
     if cupy is not None:
         name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
@@ -130,6 +134,10 @@ def run(cfg: Config) -> list[Row]:
         if hasattr(posenc, "apply_rope"):
             x = cupy.random.standard_normal(shape, dtype=cupy.float32)
             cos, sin = posenc.rope_cos_sin(shape[-2], shape[-1], dtype="float32", xp=cupy)
-            times = _time_cupy(cupy, {"copy": lambda: x.copy(), "posenc.apply_rope": lambda: posenc.apply_rope(x, cos, sin)}, cfg.rounds)
+            times = _time_cupy(
+                cupy,
+                {"copy": lambda: x.copy(), "posenc.apply_rope": lambda: posenc.apply_rope(x, cos, sin)},
+                cfg.rounds,
+            )
             rows += _rows("cupy", name, "rope", "x".join(map(str, shape)), times, 1.5, "rope")
     return rows

@@ -92,7 +92,9 @@ def worker(n: int, d: int, chunk: str) -> dict:
             diff_array_path = max(diff_array_path, float(np.abs(got[a - lo : b - lo] - arr).max()))
             ang = np.arange(a, b, dtype=np.float64)[:, None] * w
             g = got[a - lo : b - lo].astype(np.float64)
-            truth_err = max(truth_err, float(np.abs(g[:, 0::2] - np.sin(ang)).max()), float(np.abs(g[:, 1::2] - np.cos(ang)).max()))
+            truth_err = max(
+                truth_err, float(np.abs(g[:, 0::2] - np.sin(ang)).max()), float(np.abs(g[:, 1::2] - np.cos(ang)).max())
+            )
     return {
         "rows": n,
         "dim": d,

@@ -44,8 +44,8 @@ def _posenc_torch(n: int, d: int):
 def _peer_positional_encodings(n: int, d: int):
     """``positional-encodings``' PositionalEncoding1D, a fresh module per call
     (it caches its last table); the input only gives the shape."""
-    from positional_encodings.torch_encodings import PositionalEncoding1D
     import torch
+    from positional_encodings.torch_encodings import PositionalEncoding1D
 
     x = torch.empty(1, n, d)
     return lambda: PositionalEncoding1D(d)(x)[0]
@@ -100,7 +100,9 @@ def run(cfg: Config) -> list[Row]:
         }
         errors = {name: truth_error(f()) for name, f in contestants.items()}
         _cache.clear()
-        rows += _rows("sinusoidal", case, "numpy", contestants, "seed001 f32", rounds, errors, [("posenc", "seed001 f32", 1.0)])
+        rows += _rows(
+            "sinusoidal", case, "numpy", contestants, "seed001 f32", rounds, errors, [("posenc", "seed001 f32", 1.0)]
+        )
         # ---------------------------------------------------------- torch CPU
         if torch is None:
             rows.append(Row("sinusoidal", case, "torch-cpu", "-", status="SKIP", note="torch not installed"))
@@ -121,5 +123,7 @@ def run(cfg: Config) -> list[Row]:
             with torch_threads(torch, threads):
                 rows += _rows("sinusoidal", case, backend, contestants, "seed000 exp", rounds, errors, targets)
         if not have_pe:
-            rows.append(Row("sinusoidal", case, "torch-cpu", "positional-encodings", status="SKIP", note="not installed"))
+            rows.append(
+                Row("sinusoidal", case, "torch-cpu", "positional-encodings", status="SKIP", note="not installed")
+            )
     return rows

@@ -190,10 +190,8 @@ def header(argv: list[str]) -> dict[str, Any]:
     thp = _transparent_huge_pages()
     if thp is not None:
         info["huge_pages"] = thp
-    try:
+    with contextlib.suppress(OSError):
         info["load_average_start"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
     return info
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -25,14 +26,18 @@ HERE = Path(__file__).resolve().parent
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    p.add_argument("--quick", action="store_true", help="tiny sizes, few rounds (a smoke run; writes no files unless asked)")
+    p.add_argument(
+        "--quick", action="store_true", help="tiny sizes, few rounds (a smoke run; writes no files unless asked)"
+    )
     p.add_argument("--only", nargs="+", choices=list(SECTIONS), help="run only these sections")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case (default 15, quick 3)")
     p.add_argument("--json", type=Path, default=None, help="results file (default benchmarks/results.json)")
     p.add_argument("--md", type=Path, default=None, help="Markdown table (default benchmarks/RESULTS.md)")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
-    p.add_argument("--render", type=Path, default=None, metavar="JSON", help="rewrite the Markdown from a results file and exit")
+    p.add_argument(
+        "--render", type=Path, default=None, metavar="JSON", help="rewrite the Markdown from a results file and exit"
+    )
     return p
 
 
@@ -70,7 +75,10 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
     if "huge_pages" in info:
         out.append(f"- transparent huge pages: {info['huge_pages']}")
     if "load_average_start" in info:
-        out.append(f"- load average (1, 5, 15 min) at start: {info['load_average_start']}, at end: {info.get('load_average_end')}")
+        out.append(
+            f"- load average (1, 5, 15 min) at start: {info['load_average_start']}, "
+            f"at end: {info.get('load_average_end')}"
+        )
     out.append(f"- targets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP")
     for name, rows in sections.items():
         out += ["", f"## {SECTIONS[name][1]}", "", markdown_table(rows)]
@@ -101,22 +109,27 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = rows
         print(f"\n== {title}  ({time.perf_counter() - t0:.1f} s)")
         print(text_table(rows))
-    try:
+    with contextlib.suppress(OSError):
         info["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
     info["seconds"] = round(time.perf_counter() - t_all, 1)
     counts: dict[str, int] = {}
     for rows in results.values():
         for r in rows:
             if r.status in ("PASS", "FAIL", "SKIP"):
                 counts[r.status] = counts.get(r.status, 0) + 1
-    print(f"\ntargets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP  ({info['seconds']} s)")
+    print(
+        f"\ntargets: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, {counts.get('SKIP', 0)} SKIP  "
+        f"({info['seconds']} s)"
+    )
     write = not args.no_write and (not args.quick or args.json or args.md)
     if write:
         json_path = args.json or HERE / "results.json"
         md_path = args.md or HERE / "RESULTS.md"
-        payload = {"header": info, "counts": counts, "sections": {k: [r.as_dict() for r in v] for k, v in results.items()}}
+        payload = {
+            "header": info,
+            "counts": counts,
+            "sections": {k: [r.as_dict() for r in v] for k, v in results.items()},
+        }
         json_path.write_text(json.dumps(payload, indent=1) + "\n")
         md_path.write_text(_markdown(info, results, counts))
         print(f"wrote {json_path.name} and {md_path.name}")

@@ -93,7 +93,7 @@ class Freqs:
     top: float
 
     @staticmethod
-    def from_array(values: Any) -> "Freqs":
+    def from_array(values: Any) -> Freqs:
         """Freqs of a host array (eager code and host functions only)."""
         f = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
         top = float(np.max(np.abs(f))) if f.size else 0.0
@@ -409,7 +409,11 @@ def range_table(
         kind = {"numpy": "numpy", "torch": "torch", "jax": "immutable"}.get(backend, "copy")
     if kind == "numpy":
         _cache.readonly(table)
-    if key is not None and _compat.is_concrete(table) and _cache.TABLES.put(key, (table, kind), _cache.nbytes_of(table, xp)):
+    if (
+        key is not None
+        and _compat.is_concrete(table)
+        and _cache.TABLES.put(key, (table, kind), _cache.nbytes_of(table, xp))
+    ):
         # the cache holds it now: hand out what cannot change the cached one
         return _cache.share(table, kind, xp) if share else table
     return table
@@ -480,10 +484,14 @@ def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Con
         return t if work == dtype else t.astype(dtype)
 
     row_bytes = dim * max(dtype.itemsize, work.itemsize)
-    return _kernels.dask_by_rows(rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", (start, n, fkey, dim, layout, dtype.str))
+    return _kernels.dask_by_rows(
+        rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", (start, n, fkey, dim, layout, dtype.str)
+    )
 
 
-def _numpy_sincos(start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def _numpy_sincos(
+    start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)``: the NumPy
     kernel (:func:`posenc._kernels.numpy_sincos`) on the cached host tables."""
     block, nq = _range_split(n)
@@ -500,7 +508,9 @@ def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[
     def rows(lo: int, k: int) -> np.ndarray:
         return np.stack(_numpy_sincos(start, n, fkey, lo, k, work), axis=-1)
 
-    sc = _kernels.dask_by_rows(rows, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (start, n, fkey, work.str))
+    sc = _kernels.dask_by_rows(
+        rows, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (start, n, fkey, work.str)
+    )
     return sc[..., 0], sc[..., 1]
 
 
@@ -619,7 +629,12 @@ def gathered_table(p: Any, freqs: Freqs, dim: int, layout: str, ctx: Context) ->
     :func:`range_table` (exact, cached), gathered with one ``take``.
     """
     kind = _kernel_kind(p, ctx)
-    if kind is None or not _compat.is_integer_dtype(ctx.xp, p.dtype) or ctx.dtype != ctx.work or not _compat.is_concrete(p):
+    if (
+        kind is None
+        or not _compat.is_integer_dtype(ctx.xp, p.dtype)
+        or ctx.dtype != ctx.work
+        or not _compat.is_concrete(p)
+    ):
         return None
     size = math.prod(p.shape)
     if size * dim < GATHER_MIN:

@@ -264,7 +264,7 @@ def _check_device(xp: Any, device: Any) -> None:
     (``device=0`` for NumPy, ``"cuda"`` without a GPU) is a :class:`ValueError`
     naming ``device`` instead of a backend error from deep inside a call.
     """
-    if isinstance(device, bool) or isinstance(device, (float, complex, bytes)):
+    if isinstance(device, (bool, float, complex, bytes)):
         msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
         raise TypeError(msg)
     try:
@@ -608,7 +608,9 @@ def resolve(
     return ctx
 
 
-def _traced_resolve(arrays: dict[str, Any] | None, xp: Any, device: Any, dtype: Any, float_output: bool) -> Context | None:
+def _traced_resolve(
+    arrays: dict[str, Any] | None, xp: Any, device: Any, dtype: Any, float_output: bool
+) -> Context | None:
     """:func:`resolve` while torch's compiler traces: torch tensors (or a
     creation call with ``xp=torch``) are resolved from their device alone, on
     the host (:func:`_traced_torch_dtypes`), without the array-api-compat

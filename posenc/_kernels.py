@@ -140,7 +140,9 @@ def blocks(shape: tuple[int, ...], target: int, keep: int = 1):
             yield idx + (slice(a, min(a + step, shape[k])),)
 
 
-def rotate_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> np.ndarray:
+def rotate_numpy(
+    x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str, rotary_dim: int, lead: tuple[int, ...]
+) -> np.ndarray:
     """NumPy fast path: ``out=`` ufuncs over cache-sized blocks (half layout)
     or one complex multiply (interleaved layout)."""
     dt = x.dtype
@@ -314,7 +316,9 @@ def numpy_table(
     return out
 
 
-def numpy_sincos(block: int, tables: tuple[np.ndarray, ...], lo: int, rows: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+def numpy_sincos(
+    block: int, tables: tuple[np.ndarray, ...], lo: int, rows: int, dtype: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``lo .. lo+rows-1`` of ``(sin, cos)`` of a range from its coarse
     and fine host tables ``(sin_q, cos_q, sin_r, cos_r)``: the operations of
     the portable :func:`posenc._angles.sincos_range`, bit for bit."""
@@ -421,7 +425,14 @@ def dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:
 
 
 def dask_by_rows(
-    rows_of: Any, n: int, tail: tuple[int, ...], block: int, row_bytes: int, dtype: np.dtype, prefix: str, token: tuple[Any, ...]
+    rows_of: Any,
+    n: int,
+    tail: tuple[int, ...],
+    block: int,
+    row_bytes: int,
+    dtype: np.dtype,
+    prefix: str,
+    token: tuple[Any, ...],
 ) -> Any:
     """A lazy Dask array of shape ``(n,) + tail``, chunked along the rows
     (:func:`dask_rows`); chunk ``i`` is ``rows_of(lo, rows)``, computed when

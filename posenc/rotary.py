@@ -49,7 +49,9 @@ _INV_FREQ: dict[Any, tuple[int, float, Scaling | None, _angles.Freqs, float]] = 
 
 
 @_compat.host_constant
-def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float = math.inf) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
+def _host_inv_freq(
+    dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float = math.inf
+) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
     """Validated ``dim``, ``base``, ``scaling``; the inverse frequencies and
     the attention factor.  Host work on Python arguments only: a constant of
     torch's traced graphs.  ``top`` is the largest value the tables' dtypes
@@ -67,7 +69,9 @@ def _host_inv_freq(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: 
     return got
 
 
-def _inv_freq_checked(dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
+def _inv_freq_checked(
+    dim: Any, base: Any, scaling: Any, seq_len: int | None, top: float
+) -> tuple[int, float, Scaling | None, _angles.Freqs, float]:
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     scaling = check_scaling(scaling)
@@ -132,7 +136,13 @@ def _effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling
         return seq_len
     if isinstance(positions, int) and isinstance(offset, int):
         return positions + offset if positions + offset > 0 else None
-    if not _compat.is_symbolic(positions) and _compat.is_array(positions) and _compat.is_concrete(positions) and not _compat.is_array(offset) and not _compat.is_symbolic(offset):
+    if (
+        not _compat.is_symbolic(positions)
+        and _compat.is_array(positions)
+        and _compat.is_concrete(positions)
+        and not _compat.is_array(offset)
+        and not _compat.is_symbolic(offset)
+    ):
         size = math.prod(positions.shape)
         if size == 0:
             return None
@@ -157,7 +167,9 @@ def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
     return xp.reshape(xp.stack([c, c], axis=-1), lead + (dim,))
 
 
-def _compact_cos_sin(positions: Any, freqs: _angles.Freqs, attention: float, ctx: Context, offset: Any = 0) -> tuple[Any, Any]:
+def _compact_cos_sin(
+    positions: Any, freqs: _angles.Freqs, attention: float, ctx: Context, offset: Any = 0
+) -> tuple[Any, Any]:
     """cos and sin of ``(positions + offset) * w`` times the attention factor,
     (..., dim // 2), in ``ctx.work``."""
     if isinstance(positions, int) and (isinstance(offset, int) or _compat.is_symbolic(offset)):
@@ -372,7 +384,12 @@ def _small_table(positions: Any, freqs: _angles.Freqs, layout: str, ctx: Context
     positions on a device with float64 and float32 work (the turns path of
     :func:`posenc._angles.sincos`), else None."""
     kind = _angles._kernel_kind(positions, ctx)
-    if kind is None or not ctx.float64 or ctx.work != ctx.xp.float32 or not _compat.is_integer_dtype(ctx.xp, positions.dtype):
+    if (
+        kind is None
+        or not ctx.float64
+        or ctx.work != ctx.xp.float32
+        or not _compat.is_integer_dtype(ctx.xp, positions.dtype)
+    ):
         return None
     if math.prod(positions.shape) * 2 * freqs.m > _SMALL_TABLE:
         return None
@@ -483,7 +500,19 @@ class _Plan:
     """What ``apply_rope`` does with arrays of given types, dtypes, devices
     and shapes: validated once, cached (see :func:`_plan`)."""
 
-    __slots__ = ("xp", "layout", "rotary_dim", "head_dim", "half", "lead", "table_shape", "compact", "wt", "fast", "small")
+    __slots__ = (
+        "xp",
+        "layout",
+        "rotary_dim",
+        "head_dim",
+        "half",
+        "lead",
+        "table_shape",
+        "compact",
+        "wt",
+        "fast",
+        "small",
+    )
 
     def __init__(self, **kw: Any) -> None:
         for k, v in kw.items():
@@ -834,7 +863,9 @@ def rope(
         key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))
     plan = _ROPE_PLANS.get(key) if key is not None else None
     if plan is None:
-        plan, checked, offset = _rope_plan(x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None)
+        plan, checked, offset = _rope_plan(
+            x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None
+        )
         # kept where the positions are used as given (not converted)
         if key is not None and plan.cache and checked is positions and len(_ROPE_PLANS) < _PLANS_MAX:
             _ROPE_PLANS[key] = plan
@@ -874,7 +905,16 @@ _ROPE_PLANS: dict[Any, _RopePlan] = {}
 
 
 def _rope_plan(
-    x: Any, positions: Any, base: Any, scaling: Any, layout: Any, rotary_dim: Any, seq_len: Any, offset: Any, heads_axis: Any, keyed: bool
+    x: Any,
+    positions: Any,
+    base: Any,
+    scaling: Any,
+    layout: Any,
+    rotary_dim: Any,
+    seq_len: Any,
+    offset: Any,
+    heads_axis: Any,
+    keyed: bool,
 ) -> tuple[_RopePlan, Any, Any]:
     """Validate ``rope``'s arguments: the plan (host constants of the tables,
     shapes, kernels), the checked positions and offset."""
@@ -994,7 +1034,9 @@ def rope_permutation(
         if r > dim:
             msg = f"`rotary_dim` must be at most `dim` = {dim}, got {r}"
             raise ValueError(msg)
-    return _compat.from_host(_host_permutation(dim, r, source, target), ctx, _compat.default_dtype(ctx.xp, ctx.device, "indexing"))
+    return _compat.from_host(
+        _host_permutation(dim, r, source, target), ctx, _compat.default_dtype(ctx.xp, ctx.device, "indexing")
+    )
 
 
 @_compat.host_constant

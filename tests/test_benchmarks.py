@@ -21,7 +21,9 @@ def test_quick_run_writes_results(tmp_path, capsys):
     pytest.importorskip("dask.array")
     from benchmarks.run import SECTIONS, main
 
-    committed = (ROOT / "benchmarks" / "RESULTS.md").read_bytes() if (ROOT / "benchmarks" / "RESULTS.md").exists() else None
+    committed = (
+        (ROOT / "benchmarks" / "RESULTS.md").read_bytes() if (ROOT / "benchmarks" / "RESULTS.md").exists() else None
+    )
     out_json, out_md = tmp_path / "r.json", tmp_path / "r.md"
     assert main(["--quick", "--rounds", "1", "--json", str(out_json), "--md", str(out_md)]) == 0
     printed = capsys.readouterr().out

@@ -193,7 +193,9 @@ def test_torch_tables_too_large_for_the_cache():
         b = posenc.sinusoidal(50, 8, xp=torch, dtype=torch.float32)
         assert len(_cache.TABLES) == 0 and a.data_ptr() != b.data_ptr()
         a.add_(1.0)
-        torch.testing.assert_close(b, torch.from_numpy(ref_table(np.arange(50), 8).astype(np.float32)), rtol=0, atol=2.5e-7)
+        torch.testing.assert_close(
+            b, torch.from_numpy(ref_table(np.arange(50), 8).astype(np.float32)), rtol=0, atol=2.5e-7
+        )
     finally:
         _cache.set_max_bytes(old)
 

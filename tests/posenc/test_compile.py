@@ -331,7 +331,8 @@ def _bias_decode(q, k):
         pytest.param(
             None,
             marks=pytest.mark.xfail(
-                strict=True, reason="open: automatic dynamic shapes make a third graph for this five-bias step (dynamic=True: one)"
+                strict=True,
+                reason="open: automatic dynamic shapes make a third graph for this five-bias step (dynamic=True: one)",
             ),
         ),
     ],
@@ -415,7 +416,9 @@ def _export_case(which: str):
 
 
 @pytest.mark.parametrize("strict", [True, False], ids=["strict", "non-strict"])
-@pytest.mark.parametrize("which", ["rope positions tensor", "rope positions from length", "add_sinusoidal", "alibi_bias"])
+@pytest.mark.parametrize(
+    "which", ["rope positions tensor", "rope positions from length", "add_sinusoidal", "alibi_bias"]
+)
 def test_export_dynamic_length(which, strict):
     mod, make, shapes = _export_case(which)
     _cache.clear()

@@ -118,7 +118,9 @@ def test_fourier_features_float64_coords_float32_output(xp, pi):
     if not xp.float64:
         pytest.skip("no float64 on this device")
     x = np.linspace(-7.3, 9.1, 30)[:, None]
-    got = xp.call(posenc.fourier_features, xp.asarray(x), 12, scale_pi=pi, include_input=False, dtype=xp.dtype("float32"))
+    got = xp.call(
+        posenc.fourier_features, xp.asarray(x), 12, scale_pi=pi, include_input=False, dtype=xp.dtype("float32")
+    )
     xp.assert_close(got, ref_nerf(x, 12, scale_pi=pi, include_input=False), atol=3e-7)
 
 
@@ -288,10 +290,16 @@ def test_gaussian_matrix_statistics_and_seeds():
     b = posenc.gaussian_matrix(20000, 2, scale=10.0, seed=0)
     assert b.shape == (20000, 2)
     assert abs(b.std() - 10.0) < 0.2 and abs(b.mean()) < 0.2
-    np.testing.assert_array_equal(posenc.gaussian_matrix(4, 2, scale=1.0, seed=3), posenc.gaussian_matrix(4, 2, scale=1.0, seed=3))
-    assert not np.array_equal(posenc.gaussian_matrix(4, 2, scale=1.0, seed=3), posenc.gaussian_matrix(4, 2, scale=1.0, seed=4))
+    np.testing.assert_array_equal(
+        posenc.gaussian_matrix(4, 2, scale=1.0, seed=3), posenc.gaussian_matrix(4, 2, scale=1.0, seed=3)
+    )
+    assert not np.array_equal(
+        posenc.gaussian_matrix(4, 2, scale=1.0, seed=3), posenc.gaussian_matrix(4, 2, scale=1.0, seed=4)
+    )
     g = np.random.default_rng(9)
-    np.testing.assert_array_equal(posenc.gaussian_matrix(4, 2, scale=1.0, seed=g), np.random.default_rng(9).standard_normal((4, 2)))
+    np.testing.assert_array_equal(
+        posenc.gaussian_matrix(4, 2, scale=1.0, seed=g), np.random.default_rng(9).standard_normal((4, 2))
+    )
     np.testing.assert_array_equal(posenc.gaussian_matrix(3, 2, scale=0.0, seed=1), 0.0)
 
 

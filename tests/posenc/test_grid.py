@@ -239,9 +239,13 @@ def test_sincos_coords_huge_view_is_refused_without_reading():
 
 
 def test_bad_sincos_args():
-    with pytest.raises(ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = len\(`grid_shape`\) = 2\)"):
+    with pytest.raises(
+        ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = len\(`grid_shape`\) = 2\)"
+    ):
         posenc.sincos_grid((3, 3), 6)
-    with pytest.raises(ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = `coords`.shape\[-1\] = 2\)"):
+    with pytest.raises(
+        ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 .*\(ndim = `coords`.shape\[-1\] = 2\)"
+    ):
         posenc.sincos_coords(np.zeros((5, 2)), 6)
     with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 6"):
         posenc.sincos_grid((2, 3, 3), 8, order="timm")
@@ -305,10 +309,19 @@ def apply_hf(x, cos, sin, layout):
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
-@pytest.mark.parametrize(("shape", "dim", "reverse"), [((3, 5), 16, False), ((3, 5), 16, True), ((2, 3, 4), 24, False), ((6,), 8, False)])
+@pytest.mark.parametrize(
+    ("shape", "dim", "reverse"), [((3, 5), 16, False), ((3, 5), 16, True), ((2, 3, 4), 24, False), ((6,), 8, False)]
+)
 def test_axial_rope_values(xp, layout, shape, dim, reverse):
     cos, sin = xp.call(
-        posenc.axial_rope_cos_sin, shape, dim, layout=layout, reverse_axes=reverse, base=100.0, xp=xp.ns, device=xp.device
+        posenc.axial_rope_cos_sin,
+        shape,
+        dim,
+        layout=layout,
+        reverse_axes=reverse,
+        base=100.0,
+        xp=xp.ns,
+        device=xp.device,
     )
     ang = rope_angles(shape, dim, base=100.0, reverse=reverse)
     if layout == "half":
@@ -485,7 +498,9 @@ def test_resample_grid_backends(xp, method, align_corners):
 @pytest.mark.parametrize("antialias", [False, True])
 def test_resample_same_size_is_identity(method, antialias):
     t = np.random.default_rng(3).standard_normal((1, 1 + 12, 5))
-    got = posenc.resample_grid(t, (3, 4), num_prefix_tokens=1, method=method, old_grid_shape=(3, 4), antialias=antialias)
+    got = posenc.resample_grid(
+        t, (3, 4), num_prefix_tokens=1, method=method, old_grid_shape=(3, 4), antialias=antialias
+    )
     np.testing.assert_allclose(got, t, atol=1e-14)
 
 

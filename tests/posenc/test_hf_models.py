@@ -21,10 +21,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import posenc
@@ -136,17 +134,33 @@ def check(model_cls, config, module, rotary, ids, position_ids=None):
 
 
 IDS = torch.arange(3, 3 + 2 * 70).reshape(2, 70) % 97  # 70 positions: both sides of 64
-TINY = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+TINY = {
+    "vocab_size": 97,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 
 LLAMA = {
     "default": {},
     "linear": {"rope_scaling": {"rope_type": "linear", "factor": 4.0}},
     "dynamic": {"max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
-    "yarn": {"max_position_embeddings": 256, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+    "yarn": {
+        "max_position_embeddings": 256,
+        "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+    },
     "llama3": {
         "rope_theta": 500000.0,
         "max_position_embeddings": 512,
-        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
     },
 }
 
@@ -170,7 +184,11 @@ def test_phi3_longrope_partial_forward():
         pad_token_id=0,
         eos_token_id=1,
         bos_token_id=1,
-        rope_scaling={"rope_type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(4)], "long_factor": [1.0 + 0.9 * i for i in range(4)]},
+        rope_scaling={
+            "rope_type": "longrope",
+            "short_factor": [1.0 + 0.1 * i for i in range(4)],
+            "long_factor": [1.0 + 0.9 * i for i in range(4)],
+        },
     )
     assert scaling.from_hf(cfg)["dim"] == 8
     check(m.Phi3ForCausalLM, cfg, m, "Phi3RotaryEmbedding", IDS)  # 70 > 64: the long factors
@@ -180,8 +198,17 @@ def test_phi3_longrope_partial_forward():
 def test_gpt_neox_config_json_forward():
     from transformers.models.gpt_neox import modeling_gpt_neox as m
 
-    raw = {"model_type": "gpt_neox", "vocab_size": 97, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-           "num_attention_heads": 4, "rotary_emb_base": 500, "rotary_pct": 0.5, "max_position_embeddings": 128}
+    raw = {
+        "model_type": "gpt_neox",
+        "vocab_size": 97,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "rotary_emb_base": 500,
+        "rotary_pct": 0.5,
+        "max_position_embeddings": 128,
+    }
     assert scaling.from_hf(raw) == {"dim": 8, "base": 500.0, "scaling": None}
     cfg = transformers.GPTNeoXConfig(**{k: v for k, v in raw.items() if k != "model_type"})
     assert scaling.from_hf(cfg) == scaling.from_hf(raw)
@@ -191,14 +218,26 @@ def test_gpt_neox_config_json_forward():
 def test_gemma3_local_global_forward():
     from transformers.models.gemma3 import modeling_gemma3 as m
 
-    raw = {"model_type": "gemma3_text", "head_dim": 16, "rope_theta": 1e6, "rope_local_base_freq": 1e4, "sliding_window": 32,
-           "layer_types": ["sliding_attention", "full_attention"]}
+    raw = {
+        "model_type": "gemma3_text",
+        "head_dim": 16,
+        "rope_theta": 1e6,
+        "rope_local_base_freq": 1e4,
+        "sliding_window": 32,
+        "layer_types": ["sliding_attention", "full_attention"],
+    }
     with pytest.raises(ValueError, match="layer_type"):
         scaling.from_hf(raw)
     assert scaling.from_hf(raw, layer_type="sliding_attention")["base"] == 1e4
     assert scaling.from_hf(raw, layer_type="full_attention")["base"] == 1e6
-    cfg = transformers.Gemma3TextConfig(**TINY, head_dim=16, rope_theta=1e6, rope_local_base_freq=1e4, sliding_window=32,
-                                        layer_types=["sliding_attention", "full_attention"])
+    cfg = transformers.Gemma3TextConfig(
+        **TINY,
+        head_dim=16,
+        rope_theta=1e6,
+        rope_local_base_freq=1e4,
+        sliding_window=32,
+        layer_types=["sliding_attention", "full_attention"],
+    )
     for lt in ("sliding_attention", "full_attention"):
         assert scaling.from_hf(cfg, layer_type=lt) == scaling.from_hf(raw, layer_type=lt)
     check(m.Gemma3ForCausalLM, cfg, m, "Gemma3RotaryEmbedding", IDS)
@@ -207,7 +246,9 @@ def test_gemma3_local_global_forward():
 def test_qwen2_vl_mrope_forward():
     from transformers.models.qwen2_vl import modeling_qwen2_vl as m
 
-    cfg = transformers.Qwen2VLTextConfig(**TINY, rope_parameters={"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 3, 3]})
+    cfg = transformers.Qwen2VLTextConfig(
+        **TINY, rope_parameters={"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 3, 3]}
+    )
     pid = torch.stack([torch.arange(70), torch.arange(70) // 2, torch.arange(70) % 9])[:, None].expand(3, 2, 70)
     # the text model returns hidden states: compare those
     for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
@@ -226,7 +267,15 @@ def test_qwen2_vl_mrope_forward():
 def test_gptj_forward():
     from transformers.models.gptj import modeling_gptj as m
 
-    raw = {"model_type": "gptj", "n_embd": 64, "n_head": 4, "rotary_dim": 8, "n_positions": 128, "vocab_size": 97, "n_layer": 2}
+    raw = {
+        "model_type": "gptj",
+        "n_embd": 64,
+        "n_head": 4,
+        "rotary_dim": 8,
+        "n_positions": 128,
+        "vocab_size": 97,
+        "n_layer": 2,
+    }
     assert scaling.from_hf(raw) == {"dim": 8, "base": 10000.0, "scaling": None}
     cfg = transformers.GPTJConfig(**{k: v for k, v in raw.items() if k != "model_type"})
     kw = scaling.from_hf(cfg)

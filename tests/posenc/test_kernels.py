@@ -71,7 +71,10 @@ def test_rotate_small_keeps_autograd():
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
-@pytest.mark.parametrize(("dtype", "scaling"), [("float32", None), ("float16", None), ("float32", YaRN(factor=4.0, original_max_positions=64))])
+@pytest.mark.parametrize(
+    ("dtype", "scaling"),
+    [("float32", None), ("float16", None), ("float32", YaRN(factor=4.0, original_max_positions=64))],
+)
 def test_small_table_equals_compact_layout(kind, layout, dtype, scaling, monkeypatch):
     """rope_cos_sin's one-pass tables of small integer arrays: bit for bit
     the compact tables laid out (the path of larger tables)."""
@@ -168,7 +171,9 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     g, r = xp.to_numpy(got), xp.to_numpy(ref)
     eps = float(np.finfo(g.dtype).eps) * float(np.abs(x).max())
     np.testing.assert_allclose(g, r, rtol=0, atol=4 * eps)
-    np.testing.assert_allclose(g, ref_apply(x, _duplicated(hc, layout), _duplicated(hs, layout), layout, r_), atol=8 * eps)
+    np.testing.assert_allclose(
+        g, ref_apply(x, _duplicated(hc, layout), _duplicated(hs, layout), layout, r_), atol=8 * eps
+    )
 
 
 def test_fast_path_is_taken():

@@ -49,7 +49,9 @@ PID = np.array(
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
-@pytest.mark.parametrize(("section", "interleaved"), [((4, 6, 6), False), ((6, 5, 5), True), ((16, 0, 0), False), ((2, 7, 7), True)])
+@pytest.mark.parametrize(
+    ("section", "interleaved"), [((4, 6, 6), False), ((6, 5, 5), True), ((16, 0, 0), False), ((2, 7, 7), True)]
+)
 def test_against_oracle_every_backend(xp, layout, section, interleaved):
     cos, sin = xp.call(
         posenc.mrope_cos_sin,
@@ -91,7 +93,12 @@ def test_equal_rows_are_plain_rope():
 
 
 def test_from_hf_splats_into_mrope_only():
-    cfg = {"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 2, "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]}}
+    cfg = {
+        "model_type": "qwen2_vl",
+        "hidden_size": 64,
+        "num_attention_heads": 2,
+        "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]},
+    }
     kw = scaling.from_hf(cfg)
     assert kw == {"dim": 32, "base": 10000.0, "scaling": None, "mrope_section": (4, 6, 6), "mrope_interleaved": False}
     cos, _ = posenc.mrope_cos_sin(PID, **kw)
@@ -103,7 +110,9 @@ def test_from_hf_splats_into_mrope_only():
     assert kw["mrope_section"] == (24, 20, 20) and kw["mrope_interleaved"] is True
     # other recombinations are refused by name
     with pytest.raises(ValueError, match="ernie4_5_vl_moe"):
-        scaling.from_hf({"model_type": "ernie4_5_vl_moe", "head_dim": 128, "rope_parameters": {"mrope_section": [22, 22, 20]}})
+        scaling.from_hf(
+            {"model_type": "ernie4_5_vl_moe", "head_dim": 128, "rope_parameters": {"mrope_section": [22, 22, 20]}}
+        )
 
 
 @pytest.mark.parametrize(
@@ -149,7 +158,12 @@ def test_transformers_module_and_apply(model, config_name, rotary_name, section,
         num_attention_heads=2,
         num_key_value_heads=2,
         head_dim=32,
-        rope_parameters={"rope_type": "default", "rope_theta": 1000.0, "mrope_section": section, "mrope_interleaved": interleaved},
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 1000.0,
+            "mrope_section": section,
+            "mrope_interleaved": interleaved,
+        },
     )
     kw = scaling.from_hf(cfg)
     assert kw["mrope_section"] == tuple(section) and kw["mrope_interleaved"] is interleaved

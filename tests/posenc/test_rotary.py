@@ -168,7 +168,13 @@ def test_apply_rope(xp, layout, rotary_dim, compact):
     ccos, csin = (cos[..., : r // 2], sin[..., : r // 2]) if layout == "half" else (cos[..., ::2], sin[..., ::2])
     tc, ts = (ccos, csin) if compact else (cos, sin)
     got = xp.call(
-        posenc.apply_rope, xp.asarray(x), xp.asarray(tc), xp.asarray(ts), layout=layout, rotary_dim=rotary_dim, compact=compact
+        posenc.apply_rope,
+        xp.asarray(x),
+        xp.asarray(tc),
+        xp.asarray(ts),
+        layout=layout,
+        rotary_dim=rotary_dim,
+        compact=compact,
     )
     xa = xp.asarray(x)
     xp.assert_close(got, ref_apply(x, cos, sin, layout, r), atol=8 * xp.tol(), dtype=xa.dtype)
@@ -424,7 +430,9 @@ def test_xpos_relative_decay():
         return float(qm[0] @ kn[0])
     assert score(10, 3) == pytest.approx(score(110, 103), rel=1e-10)
     assert score(3, 10) == pytest.approx(score(103, 110), rel=1e-10)
-    np.testing.assert_allclose(posenc.xpos_scale(np.array([-7]), 16) * posenc.xpos_scale(np.array([7]), 16), 1.0, rtol=1e-14)
+    np.testing.assert_allclose(
+        posenc.xpos_scale(np.array([-7]), 16) * posenc.xpos_scale(np.array([7]), 16), 1.0, rtol=1e-14
+    )
 
 
 def test_xpos_scale_saturates_instead_of_overflowing(xp):
@@ -531,7 +539,9 @@ def test_rope_tiny_base_without_float64(xp):
     "call",
     [
         lambda: posenc.apply_rope(
-            np.broadcast_to(np.zeros((1, 1), np.float32), (2**30, 2**11)), np.ones((1, 2**11), np.float32), np.zeros((1, 2**11), np.float32)
+            np.broadcast_to(np.zeros((1, 1), np.float32), (2**30, 2**11)),
+            np.ones((1, 2**11), np.float32),
+            np.zeros((1, 2**11), np.float32),
         ),
         # x small, the tables huge: the broadcast output is what counts
         lambda: posenc.apply_rope(
@@ -611,7 +621,11 @@ C8 = np.ones((5, 8))
         (lambda: posenc.rope_cos_sin(-1, 8), ValueError, "positions"),
         (lambda: posenc.rope_cos_sin(np.array([np.nan]), 8), ValueError, "positions"),
         (lambda: posenc.rope_cos_sin(4, 8, dtype=np.int32), TypeError, "dtype"),
-        (lambda: posenc.rope_cos_sin(4, 8, scaling=scaling.LongRoPE([1.0] * 3, [1.0] * 3, 8)), ValueError, "short_factor"),
+        (
+            lambda: posenc.rope_cos_sin(4, 8, scaling=scaling.LongRoPE([1.0] * 3, [1.0] * 3, 8)),
+            ValueError,
+            "short_factor",
+        ),
         (lambda: posenc.rope_cos_sin(4, 8, seq_len=-3), ValueError, "seq_len"),
         (lambda: posenc.apply_rope(np.zeros((2, 5, 7)), np.ones((5, 7)), np.ones((5, 7))), ValueError, "head_dim"),
         (lambda: posenc.apply_rope(X, C8, C8, rotary_dim=10), ValueError, "rotary_dim"),
@@ -716,7 +730,9 @@ def test_table_width_is_the_rotary_width():
     np.testing.assert_allclose(got, ref_apply(x, c4, s4, "half", 4), atol=1e-14)
     np.testing.assert_array_equal(got[..., 4:], x[..., 4:])
     c8, s8 = posenc.rope_cos_sin(5, 8)
-    np.testing.assert_allclose(posenc.apply_rope(x, c8[..., :4], s8[..., :4], compact=True), ref_apply(x, c8, s8), atol=1e-14)
+    np.testing.assert_allclose(
+        posenc.apply_rope(x, c8[..., :4], s8[..., :4], compact=True), ref_apply(x, c8, s8), atol=1e-14
+    )
     with pytest.raises(ValueError, match="compact"):
         posenc.apply_rope(x, c8[..., :4], s8[..., :4], rotary_dim=8)
 

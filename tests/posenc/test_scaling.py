@@ -427,7 +427,11 @@ def test_from_hf_round_trip(xp):
         (lambda: scaling.LongRoPE("ab", [1.0, 2.0], 10), TypeError, "short_factor"),
         (lambda: scaling.LongRoPE([1.0], [1.0], 10, factor=0.0), ValueError, "factor"),
         (lambda: scaling.LongRoPE([1.0], [1.0], 1, factor=2.0), ValueError, "original_max_positions"),
-        (lambda: posenc.rope_frequencies(16, scaling=scaling.LongRoPE([1.0] * 4, [1.0] * 4, 10)), ValueError, "short_factor"),
+        (
+            lambda: posenc.rope_frequencies(16, scaling=scaling.LongRoPE([1.0] * 4, [1.0] * 4, 10)),
+            ValueError,
+            "short_factor",
+        ),
         (lambda: posenc.rope_frequencies(16, scaling=scaling.YaRN(2.0, 10), base=1.0), ValueError, "base"),
         (lambda: posenc.rope_frequencies(16, scaling=2.0), TypeError, "scaling"),
         (lambda: posenc.rope_frequencies(16, scaling="linear"), TypeError, "scaling"),
@@ -438,10 +442,22 @@ def test_from_hf_round_trip(xp):
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"type": "axial"}}), ValueError, "'axial'"),
         (lambda: scaling.Proportional(1.5), ValueError, "fraction"),
         (lambda: scaling.Proportional(0.5, factor=0.0), ValueError, "factor"),
-        (lambda: scaling.from_hf({"model_type": "minimax_m3_vl_text", "head_dim": 8, "rotary_dim": 4}), ValueError, "rotary_dim"),
+        (
+            lambda: scaling.from_hf({"model_type": "minimax_m3_vl_text", "head_dim": 8, "rotary_dim": 4}),
+            ValueError,
+            "rotary_dim",
+        ),
         (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "linear"}}), ValueError, "factor"),
-        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}), ValueError, "max_position_embeddings"),
-        (lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}), ValueError, "max_position_embeddings"),
+        (
+            lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}),
+            ValueError,
+            "max_position_embeddings",
+        ),
+        (
+            lambda: scaling.from_hf({"head_dim": 8, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}),
+            ValueError,
+            "max_position_embeddings",
+        ),
         (lambda: scaling.from_hf({"hidden_size": 64}), ValueError, "num_attention_heads"),
         (lambda: scaling.from_hf({"head_dim": 9}), ValueError, "rotary"),
         (lambda: scaling.from_hf({"head_dim": 10, "partial_rotary_factor": 0.5}), ValueError, "partial_rotary_factor"),
@@ -450,7 +466,11 @@ def test_from_hf_round_trip(xp):
         (lambda: scaling.from_hf("config.json"), TypeError, "config"),
         (
             lambda: scaling.from_hf(
-                {"head_dim": 8, "max_position_embeddings": 64, "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3}}
+                {
+                    "head_dim": 8,
+                    "max_position_embeddings": 64,
+                    "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 3},
+                }
             ),
             ValueError,
             "short_factor",
@@ -465,14 +485,26 @@ def test_bad_input(call, exc, name):
 # ---------------------------------------------------------------- from_hf: key aliases of released configs
 def test_from_hf_aliases():
     # GPT-J / CodeGen: n_embd / n_head / rotary_dim (no head size needed first)
-    assert scaling.from_hf({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}) == {"dim": 64, "base": 10000.0, "scaling": None}
+    assert scaling.from_hf({"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}) == {
+        "dim": 64,
+        "base": 10000.0,
+        "scaling": None,
+    }
     assert scaling.from_hf({"rotary_dim": 32})["dim"] == 32
     # GPT-NeoX: rotary_emb_base and rotary_pct; its default rotary_pct is 0.25
     neox = {"model_type": "gpt_neox", "hidden_size": 512, "num_attention_heads": 8}
-    assert scaling.from_hf({**neox, "rotary_emb_base": 500, "rotary_pct": 0.5}) == {"dim": 32, "base": 500.0, "scaling": None}
+    assert scaling.from_hf({**neox, "rotary_emb_base": 500, "rotary_pct": 0.5}) == {
+        "dim": 32,
+        "base": 500.0,
+        "scaling": None,
+    }
     assert scaling.from_hf(neox)["dim"] == 16
     # DBRX: d_model / n_heads, theta in attn_config
-    assert scaling.from_hf({"d_model": 256, "n_heads": 4, "attn_config": {"rope_theta": 5e5}}) == {"dim": 64, "base": 5e5, "scaling": None}
+    assert scaling.from_hf({"d_model": 256, "n_heads": 4, "attn_config": {"rope_theta": 5e5}}) == {
+        "dim": 64,
+        "base": 5e5,
+        "scaling": None,
+    }
     # MLA, Zamba2, JetMoE head sizes
     assert scaling.from_hf({"hidden_size": 4096, "num_attention_heads": 32, "qk_rope_head_dim": 64})["dim"] == 64
     assert scaling.from_hf({"hidden_size": 2560, "num_attention_heads": 32, "attention_head_dim": 160})["dim"] == 160
@@ -487,14 +519,30 @@ def test_from_hf_local_global_older_format():
     assert scaling.from_hf(g3, layer_type="full_attention") == {"dim": 256, "base": 1e6, "scaling": scaling.Linear(8.0)}
     assert scaling.from_hf(g3, layer_type="sliding_attention") == {"dim": 256, "base": 1e4, "scaling": None}
     # ModernBERT: global / local theta, the scaling applies to both
-    mb = {"model_type": "modernbert", "hidden_size": 768, "num_attention_heads": 12, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0}
+    mb = {
+        "model_type": "modernbert",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "global_rope_theta": 160000.0,
+        "local_rope_theta": 10000.0,
+    }
     assert scaling.from_hf(mb, layer_type="full_attention")["base"] == 160000.0
     assert scaling.from_hf(mb, layer_type="sliding_attention")["base"] == 10000.0
     # Gemma 4: the full-attention layers have their own head size
-    g4 = {"head_dim": 16, "layer_types": ["sliding_attention", "full_attention"], "per_layer_config": {"1": {"head_dim": 32}},
-          "rope_parameters": {"sliding_attention": {"rope_type": "default"},
-                              "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}}}
-    assert scaling.from_hf(g4, layer_type="full_attention") == {"dim": 32, "base": 1e6, "scaling": scaling.Proportional(0.25)}
+    g4 = {
+        "head_dim": 16,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "per_layer_config": {"1": {"head_dim": 32}},
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default"},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6},
+        },
+    }
+    assert scaling.from_hf(g4, layer_type="full_attention") == {
+        "dim": 32,
+        "base": 1e6,
+        "scaling": scaling.Proportional(0.25),
+    }
     assert scaling.from_hf(g4, layer_type="sliding_attention")["dim"] == 16
 
 

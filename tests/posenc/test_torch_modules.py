@@ -261,7 +261,11 @@ def _step(rope, pe, alibi):
 
 
 def _modules(cached):
-    return RotaryEmbedding(16, max_positions=cached), SinusoidalEmbedding(16, max_positions=cached), ALiBi(2, learned=True)
+    return (
+        RotaryEmbedding(16, max_positions=cached),
+        SinusoidalEmbedding(16, max_positions=cached),
+        ALiBi(2, learned=True),
+    )
 
 
 def _inputs(seq, seed=0):
@@ -282,7 +286,7 @@ def test_modules_compile_fullgraph(cached):
             got = torch.compile(step, fullgraph=True, backend="eager")(*args)
             want = step(*_inputs(3), 9) if cached == 64 else _step(*_modules(64))(*args)
         for g, w in zip(got, want):
-            torch.testing.assert_close(g, w, rtol=0, atol=4 * F32_ATOL, msg=lambda m: f"{mode}: {m}")
+            torch.testing.assert_close(g, w, rtol=0, atol=4 * F32_ATOL, msg=lambda m, mode=mode: f"{mode}: {m}")
         assert mods[0].cached == cached  # no growth while traced
 
 

@@ -41,9 +41,7 @@ import importlib
 import inspect
 import json
 import math
-import os
 import re
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -61,10 +59,16 @@ RTOL64 = 1e-12
 #: released checkpoints (name -> (model type, config keyword arguments))
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "llama linear": ("llama", {"rope_scaling": {"rope_type": "linear", "factor": 4.0}}),
-    "llama dynamic": ("llama", {"max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}),
+    "llama dynamic": (
+        "llama",
+        {"max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+    ),
     "llama yarn": (
         "llama",
-        {"max_position_embeddings": 256, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+        {
+            "max_position_embeddings": 256,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+        },
     ),
     "llama llama3": (
         "llama",
@@ -82,7 +86,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "llama proportional": (
         "llama",
-        {"rope_parameters": {"rope_type": "proportional", "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "factor": 2.0}},
+        {
+            "rope_parameters": {
+                "rope_type": "proportional",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": 0.25,
+                "factor": 2.0,
+            }
+        },
     ),
     "phi3 longrope": (
         "phi3",
@@ -93,22 +104,45 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             "max_position_embeddings": 256,
             "original_max_position_embeddings": 64,
             "partial_rotary_factor": 0.5,
-            "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [1.0 + 0.9 * i for i in range(8)]},
+            "rope_scaling": {
+                "rope_type": "longrope",
+                "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                "long_factor": [1.0 + 0.9 * i for i in range(8)],
+            },
         },
     ),
     "gpt_neox rotary_emb_base": ("gpt_neox", {"rotary_emb_base": 500.0, "rotary_pct": 0.25}),
     "gpt_neox_japanese rotary_emb_base": ("gpt_neox_japanese", {"rotary_emb_base": 500.0, "rotary_pct": 0.5}),
     "gemma3 rope_local_base_freq": ("gemma3_text", {"rope_theta": 1000000.0, "rope_local_base_freq": 10000.0}),
-    "glm4v_text partial 0.5": ("glm4v_text", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}),
-    "qwen4_exp_text partial 0.25": ("qwen4_exp_text", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}}),
-    "qwen2_vl_text sections": ("qwen2_vl_text", {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 24, 24]}}),
+    "glm4v_text partial 0.5": (
+        "glm4v_text",
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}},
+    ),
+    "qwen4_exp_text partial 0.25": (
+        "qwen4_exp_text",
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}},
+    ),
+    "qwen2_vl_text sections": (
+        "qwen2_vl_text",
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 24, 24]}},
+    ),
     "qwen3_vl_text interleaved": (
         "qwen3_vl_text",
-        {"rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20], "mrope_interleaved": True}},
+        {
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5e6,
+                "mrope_section": [24, 20, 20],
+                "mrope_interleaved": True,
+            }
+        },
     ),
     "qwen2 yarn": (
         "qwen2",
-        {"max_position_embeddings": 256, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}},
+        {
+            "max_position_embeddings": 256,
+            "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+        },
     ),
 }
 
@@ -171,7 +205,11 @@ def _positions(config: Any) -> list[int]:
     orig = None
     for p in flat:
         orig = orig or p.get("original_max_position_embeddings")
-    orig = orig or getattr(config, "original_max_position_embeddings", None) or getattr(config, "max_position_embeddings", None)
+    orig = (
+        orig
+        or getattr(config, "original_max_position_embeddings", None)
+        or getattr(config, "max_position_embeddings", None)
+    )
     orig = int(orig or 2048)
     return [0, 1, 2, 7, orig - 1, orig, orig + 3]
 
@@ -319,7 +357,6 @@ def _cases(model: str, modname: str, clsname: str) -> list[tuple[str, Any, Any]]
 def sweep(select: Any = None) -> dict[str, Any]:
     """Run the sweep; ``select(model_dir) -> bool`` restricts it."""
     import torch
-
     import transformers
 
     results: dict[str, Any] = {}
@@ -340,19 +377,34 @@ def sweep(select: Any = None) -> dict[str, Any]:
                 try:
                     config = _build(cfg_cls, cls, kwargs)
                 except Exception as exc:
-                    results[f"{key} {label}"] = {"status": "not a config RoPE", "reason": f"construction: {type(exc).__name__}: {str(exc)[:80]}"}
+                    results[f"{key} {label}"] = {
+                        "status": "not a config RoPE",
+                        "reason": f"construction: {type(exc).__name__}: {str(exc)[:80]}",
+                    }
                     continue
                 layer_types = [None]
                 if "layer_type" in inspect.signature(cls.forward).parameters:
                     rp = getattr(config, "rope_parameters", None) or {}
-                    declared = set(getattr(config, "layer_types", None) or []) | set(getattr(config, "_rope_type_labels", None) or [])
-                    layer_types = sorted(k for k, v in rp.items() if isinstance(v, dict) and (k in declared or not declared)) or [None]
+                    declared = (
+                        set(getattr(config, "layer_types", None) or [])
+                        | set(getattr(config, "_rope_type_labels", None) or [])
+                    )
+                    layer_types = sorted(
+                        k for k, v in rp.items() if isinstance(v, dict) and (k in declared or not declared)
+                    ) or [None]
                 for lt in layer_types:
                     name = f"{key} {label}" + ("" if lt is None else f" [{lt}]")
                     try:
-                        results[name] = {"model_type": getattr(cfg_cls, "model_type", model), **compare(config, cls, lt)}
+                        results[name] = {
+                            "model_type": getattr(cfg_cls, "model_type", model),
+                            **compare(config, cls, lt),
+                        }
                     except Exception as exc:
-                        results[name] = {"model_type": getattr(cfg_cls, "model_type", model), "status": "not a config RoPE", "reason": f"forward: {type(exc).__name__}: {str(exc)[:80]}"}
+                        results[name] = {
+                            "model_type": getattr(cfg_cls, "model_type", model),
+                            "status": "not a config RoPE",
+                            "reason": f"forward: {type(exc).__name__}: {str(exc)[:80]}",
+                        }
     return {"transformers": transformers.__version__, "results": results}
 
 
@@ -406,8 +458,10 @@ def _rst(res: dict[str, Any]) -> str:
         "rounding.  Each (module, layer type, variant) either matches or is refused by",
         "``from_hf`` with a ``ValueError`` naming what is unsupported.",
         "",
-        f"**{counts['match']} matched, {counts['refused']} refused, {total} in all**"
-        f" ({counts['not a config RoPE']} more modules take no text-model configuration",
+        (
+            f"**{counts['match']} matched, {counts['refused']} refused, {total} in all**"
+            f" ({counts['not a config RoPE']} more modules take no text-model configuration"
+        ),
         "and are listed at the end).  Regenerate with",
         "``python tests/posenc/data/make_hf_sweep.py``; ``tests/posenc/test_hf_models.py``",
         "runs the same sweep.",
