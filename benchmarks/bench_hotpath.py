@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import posenc
-from posenc import _cache
+from posenc import _cache, _kernels
 
 from . import seeds
 from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
@@ -75,6 +75,23 @@ def _decode_rows(case: str, backend: str, times: dict, ref: str, names: dict[str
     return out
 
 
+def _turns_half(d: int) -> np.ndarray:
+    """The frequencies in turns, laid out as a half-layout table's columns."""
+    v = _inv_freq(d) / (2.0 * np.pi)
+    return np.concatenate([v, v])
+
+
+def _floor_rows(case: str, backend: str, times: dict) -> list[Row]:
+    """The exact step's own work, without checks or dispatch: what the
+    public functions could cost at best (``floor`` = its time over HF's)."""
+    name = "exact floor (kernels, no checks)"
+    r = paired_ratio(times[name], times["HF step"])
+    over = paired_ratio(times["rope_cos_sin + apply_rope x2"], times[name])
+    note = f"floor {r:.2f}x HF; rope_cos_sin + apply_rope x2 is {over:.2f}x the floor"
+    ms = median_ms(times[name]) / INNER
+    return [Row("hotpath", case, backend, name, ms=ms, reference="HF step", ratio=r, status="INFO", note=note)]
+
+
 def _decode_numpy(cfg: Config) -> list[Row]:
     rng = np.random.default_rng(0)
     q = rng.standard_normal((1, HEADS, 1, HEAD_DIM), dtype=np.float32)
@@ -97,16 +114,26 @@ def _decode_numpy(cfg: Config) -> list[Row]:
 
     c0, s0 = posenc.rope_cos_sin(pid, HEAD_DIM, dtype=np.float32)
     c0, s0 = c0[:, None], s0[:, None]
+    turns = _turns_half(HEAD_DIM)
+
+    def floor_step():
+        # the work of an exact step without any check: the exact table kernel, then the formula twice
+        s, c = _kernels.turns_numpy(pid, turns)
+        c, s = c[:, None], s[:, None]
+        return seeds.hf_apply_rotary_numpy(q, c, s), seeds.hf_apply_rotary_numpy(k, c, s)
+
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
+        "exact floor (kernels, no checks)": _repeat(floor_step),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_numpy(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }
     times = interleaved(contestants, cfg.rounds)
     case = f"decode p={DECODE_POS} q,k (1,{HEADS},1,{HEAD_DIM})"
     rows = _decode_rows(case, "numpy", times, "HF step", {"rope_cos_sin + apply_rope x2": 1.0, "rope x2": 1.0})
+    rows += _floor_rows(case, "numpy", times)
     rows += _decode_rows("apply_rope (1,32,1,128)", "numpy", times, "formula", {"apply_rope (tables given)": 1.5})
     return rows
 
@@ -133,10 +160,18 @@ def _decode_torch(cfg: Config, torch, label: str) -> list[Row]:
 
     c0, s0 = posenc.rope_cos_sin(pid, HEAD_DIM)
     c0, s0 = c0[:, None], s0[:, None]
+    turns = torch.from_numpy(_turns_half(HEAD_DIM))
+
+    def floor_step():
+        s, c = _kernels.turns_torch(pid, turns)
+        c, s = c[:, None], s[:, None]
+        return seeds.hf_apply_rotary_torch(q, c, s), seeds.hf_apply_rotary_torch(k, c, s)
+
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
+        "exact floor (kernels, no checks)": _repeat(floor_step),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_torch(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }
@@ -144,6 +179,7 @@ def _decode_torch(cfg: Config, torch, label: str) -> list[Row]:
         times = interleaved(contestants, cfg.rounds)
     case = f"decode p={DECODE_POS} q,k (1,{HEADS},1,{HEAD_DIM})"
     rows = _decode_rows(case, label, times, "HF step", {"rope_cos_sin + apply_rope x2": 1.0, "rope x2": 1.0})
+    rows += _floor_rows(case, label, times)
     rows += _decode_rows("apply_rope (1,32,1,128)", label, times, "formula", {"apply_rope (tables given)": 1.5})
     return rows
 
@@ -179,11 +215,15 @@ def _compiled_decode(cfg: Config, torch) -> list[Row]:
                     hf_c(q, k, p)
                     pe_c(q, k, p)
                 times = interleaved(
-                    {"HF step compiled": _repeat(lambda: hf_c(q, k, pids[1])), "posenc step compiled": _repeat(lambda: pe_c(q, k, pids[1]))},
+                    {
+                        "HF step compiled": _repeat(lambda: hf_c(q, k, pids[1])),
+                        "posenc step compiled": _repeat(lambda: pe_c(q, k, pids[1])),
+                    },
                     cfg.rounds,
                 )
     except Exception as exc:  # noqa: BLE001 - reported as a row
-        return [Row("hotpath", case, "torch-cpu 1 thread", "posenc step compiled", status="FAIL", note=f"{type(exc).__name__}: {exc}"[:200])]
+        note = f"{type(exc).__name__}: {exc}"[:200]
+        return [Row("hotpath", case, "torch-cpu 1 thread", "posenc step compiled", status="FAIL", note=note)]
     return _decode_rows(case, "torch-cpu 1 thread", times, "HF step compiled", {"posenc step compiled": 1.2})
 
 
@@ -220,7 +260,8 @@ def _arrays_numpy(cfg: Config) -> list[Row]:
         r = paired_ratio(times["posenc.sinusoidal"], times["naive float32"])
         ok = r <= target and err["posenc.sinusoidal"] <= ERR_TARGET
         case = f"sinusoidal {label} ({n}, {d})"
-        rows.append(Row("hotpath", case, "numpy", "naive float32", ms=median_ms(times["naive float32"]), error=err["naive float32"], status="INFO"))
+        ms = median_ms(times["naive float32"])
+        rows.append(Row("hotpath", case, "numpy", "naive float32", ms=ms, error=err["naive float32"], status="INFO"))
         rows.append(
             Row(
                 "hotpath", case, "numpy", "posenc.sinusoidal", ms=median_ms(times["posenc.sinusoidal"]),
@@ -245,7 +286,8 @@ def _arrays_torch(cfg: Config, torch, label: str) -> list[Row]:
     times = interleaved(contestants, cfg.rounds, setup={"posenc.sinusoidal(arange)": _cache.clear})
     r = paired_ratio(times["posenc.sinusoidal(arange)"], times["seed000 torch"])
     case = f"sinusoidal torch.arange({n}), {d}"
-    rows.append(Row("hotpath", case, label, "seed000 torch", ms=median_ms(times["seed000 torch"]), error=err["seed000 torch"], status="INFO"))
+    ms = median_ms(times["seed000 torch"])
+    rows.append(Row("hotpath", case, label, "seed000 torch", ms=ms, error=err["seed000 torch"], status="INFO"))
     rows.append(
         Row(
             "hotpath", case, label, "posenc.sinusoidal(arange)", ms=median_ms(times["posenc.sinusoidal(arange)"]),
@@ -263,7 +305,10 @@ def _arrays_torch(cfg: Config, torch, label: str) -> list[Row]:
         emb = torch.cat((f, f), dim=-1)
         return emb.cos(), emb.sin()
 
-    contestants = {"HF rotary forward": hf_forward, "posenc.rope_cos_sin(position_ids)": lambda: posenc.rope_cos_sin(pid, HEAD_DIM)}
+    contestants = {
+        "HF rotary forward": hf_forward,
+        "posenc.rope_cos_sin(position_ids)": lambda: posenc.rope_cos_sin(pid, HEAD_DIM),
+    }
     ts, tc = _exact_sincos(np.arange(seq)[None], _inv_freq(HEAD_DIM))
     tcos = np.concatenate([tc, tc], axis=-1)
     err = {k: float(np.abs(f()[0].double().numpy() - tcos).max()) for k, f in contestants.items()}
@@ -272,7 +317,8 @@ def _arrays_torch(cfg: Config, torch, label: str) -> list[Row]:
     name = "posenc.rope_cos_sin(position_ids)"
     r = paired_ratio(times[name], times["HF rotary forward"])
     case = f"rope_cos_sin position_ids (1, {seq}), {HEAD_DIM}"
-    rows.append(Row("hotpath", case, label, "HF rotary forward", ms=median_ms(times["HF rotary forward"]), error=err["HF rotary forward"], status="INFO"))
+    ms = median_ms(times["HF rotary forward"])
+    rows.append(Row("hotpath", case, label, "HF rotary forward", ms=ms, error=err["HF rotary forward"], status="INFO"))
     rows.append(
         Row(
             "hotpath", case, label, name, ms=median_ms(times[name]), reference="HF rotary forward", ratio=r,
