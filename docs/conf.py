@@ -74,6 +74,10 @@ rst_prolog = posenc_docs.accuracy_prolog()
 # stubs in an incremental build too
 autosummary_generate = sorted(p.relative_to(HERE).as_posix() for p in (HERE / "api").glob("*.rst"))
 autosummary_generate_overwrite = True
+# the types are those of the numpydoc "Parameters" sections; the annotations
+# (arrays are ``Array``, an alias of ``Any`` in posenc._compat) stay out of the
+# signatures, where Sphinx would print ``Any`` or, through
+# ``autodoc_type_aliases``, a ``TypeAliasForwardRef`` inside unions
 autodoc_typehints = "none"
 autodoc_default_options = {"member-order": "bysource"}
 numpydoc_show_class_members = False

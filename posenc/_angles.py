@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from . import _cache, _compat, _kernels
-from ._compat import Context
+from ._compat import Array, Context
 
 __all__ = ["Freqs", "as_freqs", "sincos", "sincos_range", "host_sincos", "range_table", "cast"]
 
@@ -133,7 +133,7 @@ _INV_TWO_PI = 1.0 / (2.0 * math.pi)
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
 
-def reduced_angle(p: Any, w: Any, xp: Any) -> Any:
+def reduced_angle(p: Array, w: Array, xp: Any) -> Array:
     """``p * w`` reduced to about ``[-pi, pi]``, accurate to ~1e-16 absolute.
 
     Float64 only.  The product is formed exactly as ``h + l`` (Dekker's
@@ -154,7 +154,7 @@ def reduced_angle(p: Any, w: Any, xp: Any) -> Any:
     return (((h - k * _C1) - k * _C2) + lo) - k * _C3
 
 
-def cast(x: Any, dtype: Any, xp: Any) -> Any:
+def cast(x: Array, dtype: Any, xp: Any) -> Array:
     """``xp.astype`` that does not copy when the dtype already matches."""
     if x.dtype == dtype:
         return x
@@ -241,7 +241,7 @@ def _range_split(n: int) -> tuple[int, int]:
     return block, (-(-n // block) if n else 0)
 
 
-def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m).
 
     ``n`` may be a traced length (a torch ``SymInt``): then the positions are
@@ -325,7 +325,7 @@ def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) 
     return block, got
 
 
-def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Any:
+def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Array:
     return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
 
 
@@ -340,7 +340,7 @@ def range_table(
     share: bool = True,
     cache: bool = True,
     fast: bool = True,
-) -> Any:
+) -> Array:
     """The ``(n, dim)`` sin/cos table of positions ``start .. start+n-1`` in ``ctx.dtype``.
 
     ``layout`` is ``"interleaved"`` (sin, cos, sin, cos, ...) or ``"concat"``
@@ -419,7 +419,7 @@ def range_table(
     return table
 
 
-def assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
+def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
     """Lay compact ``sin``/``cos`` (..., m) out as a (..., dim) table in
     ``ctx.dtype``: ``"interleaved"`` or ``"concat"``; a zero last column for
     odd ``dim``."""
@@ -437,7 +437,7 @@ def assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
     return cast(out, ctx.dtype, xp)
 
 
-def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Any:
+def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Array:
     """Array API path: two broadcast products and a sum, then a reshape."""
     xp = ctx.xp
     block, tabs = _pair_tables(start, n, fkey, layout, "float64")
@@ -473,7 +473,7 @@ def _numpy_table(
     return _kernels.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
 
 
-def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Any:
+def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Array:
     """Lazy Dask table, chunked along the rows; nothing is computed here."""
     dtype = np.dtype(ctx.dtype)
     work = np.dtype(ctx.work)
@@ -498,7 +498,7 @@ def _numpy_sincos(
     return _kernels.numpy_sincos(block, _range_tables(start, nq, block, fkey), lo, rows, dtype)
 
 
-def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
+def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     """Lazy Dask ``(sin, cos)``, chunked along the rows (see :func:`_dask_table`)."""
     work = np.dtype(ctx.work)
     m = freqs.m
@@ -514,7 +514,7 @@ def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[
     return sc[..., 0], sc[..., 1]
 
 
-def sincos(positions: int | Any, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Any, Any]:
+def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``positions[..., None] * freqs`` in ``ctx.work`` dtype.
 
     ``positions`` is a Python int n (meaning 0..n-1), a traced length (torch
@@ -554,7 +554,7 @@ def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.nda
     return np.sin(a), np.cos(a)
 
 
-def _sincos_f64(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
+def _sincos_f64(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     xp = ctx.xp
     w = _compat.from_host(_host_freqs(freqs.key), ctx, xp.float64)
     # |p| <= 2**64 keeps every intermediate of reduced_angle finite
@@ -566,7 +566,7 @@ def _sincos_f64(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
 _TWO_PI = 2.0 * math.pi
 
 
-def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
+def _sincos_turns(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of array positions on a device with float64.
 
     With ``v = w / (2 pi)`` (host float64), ``t = p * v`` is the angle in
@@ -602,7 +602,7 @@ def _sincos_turns(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
 
 
-def _kernel_kind(p: Any, ctx: Context) -> str | None:
+def _kernel_kind(p: Array, ctx: Context) -> str | None:
     """Which kernel of :mod:`posenc._kernels` may compute ``_sincos_turns``
     eagerly: NumPy arrays and torch tensors that need no autograd, outside
     torch's tracer."""
@@ -617,7 +617,7 @@ def _kernel_kind(p: Any, ctx: Context) -> str | None:
 GATHER_MIN = 1 << 16
 
 
-def gathered_table(p: Any, freqs: Freqs, dim: int, layout: str, ctx: Context) -> Any | None:
+def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) -> Array | None:
     """The table of integer array positions as rows of the exact range table
     that spans them, or None where that does not pay off.
 
@@ -647,7 +647,7 @@ def gathered_table(p: Any, freqs: Freqs, dim: int, layout: str, ctx: Context) ->
     return _kernels.TAKE_ROWS[kind](table, p, lo)
 
 
-def _sincos_digits(p: Any, freqs: Freqs, ctx: Context) -> tuple[Any, Any]:
+def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     xp = ctx.xp
     f32 = xp.float32
     m = freqs.m

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import _kernels
+from ._compat import Array
 
 __all__ = ["LRU", "HOST", "TABLES", "clear", "set_max_bytes", "share", "device_key"]
 
@@ -116,7 +117,7 @@ def set_max_bytes(max_bytes: int) -> None:
     TABLES.set_max_bytes(max_bytes)
 
 
-def nbytes_of(a: Any, xp: Any) -> int:
+def nbytes_of(a: Array, xp: Any) -> int:
     """Bytes of a real floating array of any namespace."""
     size = 1
     for d in a.shape:
@@ -140,7 +141,7 @@ def device_key(ctx: Any, numpy: bool = False) -> str:
     return f"{type(dev).__module__}.{type(dev).__name__}:{dev!r}"
 
 
-def share(value: Any, kind: str, xp: Any) -> Any:
+def share(value: Array, kind: str, xp: Any) -> Array:
     """What a cached table is handed out as, so that callers cannot change it.
 
     ``kind`` is what :func:`posenc._angles.range_table` recorded:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _compat
+from ._compat import Array
 
 __all__ = [
     "MAX_ELEMENTS",
@@ -219,7 +220,7 @@ def check_size(shape: tuple[int, ...], name: str = "output") -> None:
         raise ValueError(msg)
 
 
-def check_float_array(x: Any, name: str, ctx: _compat.Context) -> Any:
+def check_float_array(x: Any, name: str, ctx: _compat.Context) -> Array:
     """A real floating array of ``ctx``'s namespace (lists converted)."""
     xp = ctx.xp
     x = _as_array(x, name, ctx)
@@ -229,7 +230,7 @@ def check_float_array(x: Any, name: str, ctx: _compat.Context) -> Any:
     return x
 
 
-def check_int_array(x: Any, name: str, ctx: _compat.Context) -> Any:
+def check_int_array(x: Any, name: str, ctx: _compat.Context) -> Array:
     x = _as_array(x, name, ctx)
     if not _compat.is_integer_dtype(ctx.xp, x.dtype):
         msg = f"`{name}` must be an array of integer dtype, got dtype {x.dtype}"
@@ -237,7 +238,7 @@ def check_int_array(x: Any, name: str, ctx: _compat.Context) -> Any:
     return x
 
 
-def _as_array(x: Any, name: str, ctx: _compat.Context) -> Any:
+def _as_array(x: Any, name: str, ctx: _compat.Context) -> Array:
     if _compat.is_array(x):
         return x
     if isinstance(x, (list, tuple)) or isinstance(x, numbers.Real) and not isinstance(x, bool):
@@ -250,7 +251,7 @@ def _as_array(x: Any, name: str, ctx: _compat.Context) -> Any:
     raise TypeError(msg)
 
 
-def check_all_finite(x: Any, name: str, ctx: _compat.Context) -> None:
+def check_all_finite(x: Array, name: str, ctx: _compat.Context) -> None:
     """Raise on NaN/inf values of a concrete floating array.
 
     Traced (``jax.jit``), lazy (Dask) and ``meta`` arrays are not inspected:
@@ -268,13 +269,13 @@ def check_all_finite(x: Any, name: str, ctx: _compat.Context) -> None:
 
 
 def check_positions(
-    positions: Any,
+    positions: int | Array,
     name: str,
     ctx: _compat.Context,
     *,
     out_tail: tuple[int, ...] | None = None,
     what: str = "table",
-) -> Any:
+) -> int | Array:
     """``positions``: a non-negative int n (meaning 0..n-1) or a real array.
 
     Returns the Python int or the (validated) array.  Boolean and complex

@@ -26,12 +26,13 @@ import numbers
 import operator
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import array_api_compat as _aac
 import numpy as np
 
 __all__ = [
+    "Array",
     "Context",
     "normalize_namespace",
     "resolve",
@@ -46,6 +47,15 @@ __all__ = [
     "compiling",
     "is_symbolic",
 ]
+
+
+#: An array of any namespace that follows the Python Array API standard:
+#: NumPy, PyTorch, CuPy, JAX, Dask, array-api-strict.  The standard defines no
+#: runtime protocol of arrays yet (no class or ``typing.Protocol`` that all of
+#: these satisfy), so the alias is :data:`typing.Any`; annotations say
+#: ``Array`` where a value is such an array, and keep ``Any`` for namespaces,
+#: dtypes, devices and values of any kind.
+Array: TypeAlias = Any
 
 
 #: module names of the namespaces posenc tells apart (the modules and their
@@ -731,7 +741,7 @@ def _is(xp: Any, dtype: Any, name: str) -> bool:
         return False
 
 
-def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Any:
+def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Array:
     """Move a host NumPy array of constants to ``ctx``'s namespace and device.
 
     Used for the small tables that depend only on Python arguments (angles of
@@ -760,7 +770,7 @@ _CONSTANTS: dict[Any, Any] = {}
 _CONSTANTS_MAX = 512
 
 
-def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
+def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Array:
     """``from_host(make(), ctx, dtype)``, kept per ``key`` (a hashable name of
     the host values), namespace, device and dtype for eager NumPy and torch.
 
@@ -783,7 +793,7 @@ def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Any:
     return got
 
 
-def is_concrete(x: Any) -> bool:
+def is_concrete(x: Array) -> bool:
     """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
 
     Value checks (NaN positions, out-of-range codes) run only on concrete

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _compat
+from ._compat import Array
 
 _TWO_PI = 2.0 * math.pi
 
@@ -59,7 +60,7 @@ def turns_numpy(p: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.sin(a), np.cos(a)
 
 
-def turns_torch(p: Any, v: Any) -> tuple[Any, Any]:
+def turns_torch(p: Array, v: Array) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in torch."""
     import torch
 
@@ -89,7 +90,7 @@ def rotate_small_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str)
     return x * c + rot * s
 
 
-def rotate_small_torch(x: Any, c: Any, s: Any, layout: str) -> Any:
+def rotate_small_torch(x: Array, c: Array, s: Array, layout: str) -> Array:
     """``x * c + rotate(x) * s`` in torch (see :func:`rotate_small_numpy`)."""
     import torch
 
@@ -178,7 +179,7 @@ def rotate_numpy(
     return out
 
 
-def rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Any:
+def rotate_torch(x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Array:
     """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
     preallocated output, in blocks of about ``TORCH_BLOCK`` elements (half
     layout), or one complex multiply (interleaved)."""
@@ -207,7 +208,7 @@ def rotate_torch(x: Any, c: Any, s: Any, layout: str, rotary_dim: int, lead: tup
     return out
 
 
-def rotate_candidate(x: Any, c: Any, s: Any) -> str | None:
+def rotate_candidate(x: Array, c: Array, s: Array) -> str | None:
     """``"numpy"`` or ``"torch"`` where a fast path may apply to arrays like
     these (types, dtypes, device, strides); grad is decided per call."""
     if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
@@ -224,7 +225,7 @@ def rotate_candidate(x: Any, c: Any, s: Any) -> str | None:
     return None
 
 
-def rotate_ok(kind: str, x: Any, c: Any, s: Any) -> bool:
+def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
     """Per call: the torch fast path writes into a fresh tensor, so it is not
     for inputs that need autograd; NumPy views keep their strides."""
     if kind == "numpy":
@@ -236,7 +237,7 @@ def rotate_ok(kind: str, x: Any, c: Any, s: Any) -> bool:
     return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
 
 
-def complex_viewable(x: Any) -> bool:
+def complex_viewable(x: Array) -> bool:
     """Whether torch can view ``x``'s feature pairs (and those of a fresh
     output of its shape) as complex numbers: even strides and offset."""
     return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
@@ -340,7 +341,7 @@ def take_rows_numpy(table: np.ndarray, p: np.ndarray, lo: int) -> np.ndarray:
     return np.take(table, idx, axis=0).reshape(tuple(p.shape) + (table.shape[1],))
 
 
-def take_rows_torch(table: Any, p: Any, lo: int) -> Any:
+def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
     """:func:`take_rows_numpy` in torch (one ``index_select``)."""
     idx = (p - lo).reshape(-1)
     return table.index_select(0, idx).reshape(tuple(p.shape) + (table.shape[1],))
@@ -358,14 +359,14 @@ def torch_on_cpu(ctx: Any) -> bool:
     return torch.get_default_device().type == "cpu"
 
 
-def torch_from_numpy(a: np.ndarray) -> Any:
+def torch_from_numpy(a: np.ndarray) -> Array:
     """A torch CPU tensor sharing ``a``'s memory."""
     import torch
 
     return torch.from_numpy(a)
 
 
-def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool) -> Any:
+def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool) -> Array:
     """A torch CPU table written by the NumPy kernel: ``fill(dtype, out=None)``
     returns the NumPy table (into ``out`` when given); None off the CPU.
 
@@ -391,7 +392,7 @@ def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool
     return t
 
 
-def torch_share(value: Any) -> Any:
+def torch_share(value: Array) -> Array:
     """A copy of a cached torch table that cannot change it: on the CPU
     torch's copy-on-write clone (``torch._lazy_clone``, present since torch
     2.3), which shares the cached memory until the first write to it (an
@@ -433,7 +434,7 @@ def dask_by_rows(
     dtype: np.dtype,
     prefix: str,
     token: tuple[Any, ...],
-) -> Any:
+) -> Array:
     """A lazy Dask array of shape ``(n,) + tail``, chunked along the rows
     (:func:`dask_rows`); chunk ``i`` is ``rows_of(lo, rows)``, computed when
     the graph is.  Its name is ``prefix`` and a token of ``token`` and the

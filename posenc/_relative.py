@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
-from ._compat import Context
+from ._compat import Array, Context
 
 __all__ = [
     "bounded",
@@ -150,12 +150,12 @@ def check_span(lo: int, hi: int, dtype: Any, ctx: Context, what: str) -> None:
         raise ValueError(msg)
 
 
-def arange(start: int, stop: int, ctx: Context, dtype: Any) -> Any:
+def arange(start: int, stop: int, ctx: Context, dtype: Any) -> Array:
     """``start .. stop - 1`` in ``dtype`` on ``ctx``'s device."""
     return ctx.xp.arange(start, stop, dtype=dtype, device=ctx.device)
 
 
-def rel_matrix(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
+def rel_matrix(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Array:
     """``j - (i + off)`` for ``i < q``, ``j < k`` in integer ``dtype``."""
     j = arange(0, k, ctx, dtype)
     if is_traced(off):
@@ -170,7 +170,7 @@ def rel_range(q: int, k: int, off: Any) -> tuple[Any, Any]:
     return -(q - 1) - off, k - 1 - off
 
 
-def rel_vector(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
+def rel_vector(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Array:
     """The ``q + k - 1`` distinct ``j - (i + off)``, increasing (for non-empty q, k)."""
     if is_traced(off):
         return arange(-(q - 1), k, ctx, dtype) - _angles.cast(off, dtype, ctx.xp)
@@ -178,7 +178,7 @@ def rel_vector(q: int, k: int, off: Any, ctx: Context, dtype: Any) -> Any:
     return arange(lo, hi + 1, ctx, dtype)
 
 
-def toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
+def toeplitz(vec: Array, q: int, k: int, ctx: Context) -> Array:
     """``out[..., i, j] = vec[..., j - i + q - 1]`` for ``vec`` of shape (..., q + k - 1), q, k > 0."""
     xp = ctx.xp
     lead = tuple(vec.shape[:-1])
@@ -188,7 +188,7 @@ def toeplitz(vec: Any, q: int, k: int, ctx: Context) -> Any:
     return xp.reshape(out, lead + (q, k))
 
 
-def float_param(x: Any, name: str, ctx: Context) -> Any:
+def float_param(x: Any, name: str, ctx: Context) -> Array:
     """A real floating array (Python numbers and lists become ``ctx.dtype`` arrays)."""
     xp = ctx.xp
     if not _compat.is_array(x):
@@ -235,7 +235,7 @@ def float_dtype_of(params: dict[str, Any], xp: Any, device: Any) -> Any:
     return types[0] if len(types) == 1 else ns.result_type(*types)
 
 
-def check_per_head(x: Any, name: str, num_heads: int | None = None) -> int:
+def check_per_head(x: Array, name: str, num_heads: int | None = None) -> int:
     """The head count of a per-head parameter of shape ``(num_heads,)``."""
     if x.ndim != 1 or (num_heads is not None and int(x.shape[0]) != num_heads):
         want = "(num_heads,)" if num_heads is None else f"(num_heads,) = ({num_heads},)"
@@ -244,7 +244,7 @@ def check_per_head(x: Any, name: str, num_heads: int | None = None) -> int:
     return int(x.shape[0])
 
 
-def check_positive(x: Any, name: str, ctx: Context, *, upper: float | None = None) -> None:
+def check_positive(x: Array, name: str, ctx: Context, *, upper: float | None = None) -> None:
     """Value check on concrete arrays only (never on traced or lazy ones)."""
     xp = ctx.xp
     if not _compat.is_concrete(x) or math.prod(x.shape) == 0:
@@ -258,7 +258,7 @@ def check_positive(x: Any, name: str, ctx: Context, *, upper: float | None = Non
         raise ValueError(msg)
 
 
-def short_values(x: Any) -> str:
+def short_values(x: Array) -> str:
     """The values of a small array for an error message (a description of a large one)."""
     if math.prod(x.shape) > 16:
         return _checks.show(x)
@@ -268,7 +268,7 @@ def short_values(x: Any) -> str:
         return f"an array of shape {tuple(x.shape)}"
 
 
-def mask_future(bias: Any, q: int, k: int, off: int, ctx: Context) -> Any:
+def mask_future(bias: Array, q: int, k: int, off: int, ctx: Context) -> Array:
     """Set ``-inf`` where the key lies after the query (``j > i + off``)."""
     xp = ctx.xp
     future = rel_matrix(q, k, off, ctx, _compat.default_dtype(ctx.xp, ctx.device, "integral")) > 0

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
-from ._compat import Context
+from ._compat import Array, Context
 from ._relative import (
     arange,
     array_args,
@@ -85,7 +85,7 @@ def relative_positions(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     """The ``(query_len, key_len)`` matrix of relative positions ``j - i``.
 
     Entry ``[i, j]`` is ``j - (i + offset)``: key position minus query
@@ -164,7 +164,7 @@ def relative_positions(
 # --------------------------------------------------------------------------
 # ALiBi (Press et al.)
 # --------------------------------------------------------------------------
-def _slopes(n: int, max_bias: float, ctx: Context) -> Any:
+def _slopes(n: int, max_bias: float, ctx: Context) -> Array:
     """ALiBi's slopes as a ``ctx.work`` array: from the host table, or while
     torch traces, a constant of the graph built from Python floats."""
     if _compat.compiling():
@@ -209,7 +209,7 @@ def alibi_slopes(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""ALiBi's per-head slopes (Press et al., 2022) for any number of heads.
 
     For ``n`` a power of two the slopes are the geometric sequence
@@ -270,12 +270,12 @@ def alibi_bias(
     offset: int | None = None,
     form: str = "paper",
     causal: bool = False,
-    slopes: Any = None,
+    slopes: Array | None = None,
     max_bias: float | None = None,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""ALiBi attention bias: :math:`-m_h\,|i - j|` per head (Press et al., 2022).
 
     Add it to the attention logits :math:`q_i \cdot k_j / \sqrt{d}` before
@@ -489,7 +489,7 @@ def _t5_table(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple
     return top, table
 
 
-def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_t: Any) -> Any:
+def _t5_core(rel: Array, nb: int, md: int, bidirectional: bool, ctx: Context, out_t: Any) -> Array:
     """Buckets of the integer array ``rel`` (key - query): clip, then one lookup.
 
     Clipping comes first, so nothing is negated or cast before it is small
@@ -512,7 +512,9 @@ def _t5_core(rel: Any, nb: int, md: int, bidirectional: bool, ctx: Context, out_
     return xp.reshape(looked, shape)
 
 
-def _t5_core_compare(rel: Any, nbe: int, thr: tuple[int, ...], bidirectional: bool, ctx: Context, out_t: Any) -> Any:
+def _t5_core_compare(
+    rel: Array, nbe: int, thr: tuple[int, ...], bidirectional: bool, ctx: Context, out_t: Any
+) -> Array:
     """The same buckets by counting thresholds (for very large ``max_distance``)."""
     xp = ctx.xp
     me = nbe // 2
@@ -540,7 +542,7 @@ def _check_bucket_dtype(out_t: Any, nb: int, ctx: Context) -> None:
 
 
 def t5_bucket(
-    relative_positions: Any,
+    relative_positions: Array,
     *,
     num_buckets: int = 32,
     max_distance: int = 128,
@@ -548,7 +550,7 @@ def t5_bucket(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""T5's relative position buckets (Raffel et al., 2020) of an integer array.
 
     Bit-identical to Hugging Face's ``T5Attention._relative_position_bucket``
@@ -645,7 +647,7 @@ def t5_buckets(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     """T5's bucket matrix: :func:`t5_bucket` of :func:`relative_positions`.
 
     The ``(query_len, key_len)`` matrix that T5's ``compute_bias`` feeds to
@@ -728,7 +730,7 @@ def relative_sinusoidal(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""Transformer-XL's sinusoid table of relative distances (Dai et al., 2019).
 
     Row ``r`` encodes the distance :math:`\delta_r = \text{key\_len} - 1 - r`
@@ -834,15 +836,15 @@ def kerple_bias(
     query_len: int,
     key_len: int | None = None,
     *,
-    r1: Any,
-    r2: Any,
+    r1: Array,
+    r2: Array,
     kind: str = "log",
     offset: int | None = None,
     causal: bool = False,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""KERPLE's kernelized relative position biases (Chi et al., 2022).
 
     .. math::

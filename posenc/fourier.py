@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
+from ._compat import Array
 
 __all__ = ["fourier_features", "gaussian_fourier_features", "gaussian_matrix"]
 
@@ -22,7 +23,7 @@ _LOOP_MAX_IN_DIM = 16
 _MAX_LOG2_FREQ = 64.0
 
 
-def _coords_array(coords: Any, ctx: _compat.Context, out_width: Any = None) -> Any:
+def _coords_array(coords: Array, ctx: _compat.Context, out_width: Any = None) -> Array:
     """``coords`` as a real array of shape (..., in_dim).
 
     ``out_width(in_dim)``: the last axis of the output.  For an array, the
@@ -62,7 +63,7 @@ def _nerf_plan(
 
 
 def fourier_features(
-    coords: Any,
+    coords: Array,
     num_bands: int,
     *,
     max_log2_freq: float | None = None,
@@ -72,7 +73,7 @@ def fourier_features(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""NeRF's positional encoding :math:`\gamma(x)` of coordinates.
 
     For frequencies :math:`f_0, \dots, f_{L-1}` (``L = num_bands``) the
@@ -201,11 +202,11 @@ def fourier_features(
 
 
 def gaussian_fourier_features(
-    coords: Any,
-    B: Any,
+    coords: Array,
+    B: Array,
     *,
     dtype: Any = None,
-) -> Any:
+) -> Array:
     r"""Random Fourier features :math:`[\sin(2\pi x B^\top), \cos(2\pi x B^\top)]`.
 
     Tancik et al. (2020), "Fourier Features Let Networks Learn High Frequency
@@ -298,7 +299,7 @@ def gaussian_matrix(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""A Gaussian projection :math:`B \sim \mathcal{N}(0, \sigma^2)` for
     :func:`gaussian_fourier_features`.
 

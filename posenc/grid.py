@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
-from ._compat import Context
+from ._compat import Array, Context
 from .learned import _linear_weights
 
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin", "resample_grid"]
@@ -104,7 +104,7 @@ def _axis_freqs(m: int, base: float) -> _angles.Freqs:
     return _angles.Freqs.from_array(np.power(base, -np.arange(m, dtype=np.float64) / m))
 
 
-def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> tuple[list[Any], list[Any]]:
+def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> tuple[list[Array], list[Array]]:
     """Per axis ``k``, sin and cos of ``ik * freqs`` at the grid points, each broadcast to ``(*shape, m)``."""
     xp = ctx.xp
     nd, m = len(shape), freqs.m
@@ -117,7 +117,7 @@ def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> 
     return sins, coss
 
 
-def _arrange(sins: list[Any], coss: list[Any], order: str, dim: int, ctx: Context) -> Any:
+def _arrange(sins: list[Array], coss: list[Array], order: str, dim: int, ctx: Context) -> Array:
     """Place per-axis ``sin``/``cos`` blocks (..., m) as the (..., dim) table of ``order``."""
     xp = ctx.xp
     nd = len(sins)
@@ -159,7 +159,7 @@ def sincos_grid(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""Fixed sin-cos position table of a 1-D, 2-D or 3-D grid (ViT, MAE, video).
 
     The grid points have the integer coordinates ``(i0, i1, ...)``,
@@ -287,7 +287,7 @@ def sincos_grid(
 
 
 def sincos_coords(
-    coords: Any,
+    coords: Array,
     dim: int,
     *,
     base: float = 10000.0,
@@ -295,7 +295,7 @@ def sincos_coords(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""The sin-cos table of :func:`sincos_grid` at arbitrary coordinates.
 
     ``coords[..., k]`` is the coordinate along grid axis ``k`` (row, then
@@ -381,7 +381,7 @@ def axial_rope_cos_sin(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> tuple[Any, Any]:
+) -> tuple[Array, Array]:
     r"""``(cos, sin)`` of 2-D / 3-D axial RoPE for the flattened tokens of a grid.
 
     The rotary (head) dimension is split evenly over the axes: axis ``k``
@@ -551,8 +551,8 @@ def _plan(
 
 
 def _resample_axis(
-    x: Any, axis: int, plan: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...], ctx: Context, dtype: Any
-) -> Any:
+    x: Array, axis: int, plan: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...], ctx: Context, dtype: Any
+) -> Array:
     """``sum_t w_t * take(x, idx_t, axis)`` along a negative ``axis`` over the taps of ``plan``."""
     xp = ctx.xp
     idx_t = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
@@ -566,7 +566,7 @@ def _resample_axis(
 
 
 def resample_grid(
-    table: Any,
+    table: Array,
     new_grid_shape: int | Sequence[int],
     *,
     num_prefix_tokens: int = 0,
@@ -574,7 +574,7 @@ def resample_grid(
     old_grid_shape: Sequence[int] | None = None,
     align_corners: bool = False,
     antialias: bool = False,
-) -> Any:
+) -> Array:
     """Resample a learned 2-D position table to a new grid (ViT fine-tuning at a new resolution).
 
     ``table`` holds ``num_prefix_tokens`` rows (class, distillation or

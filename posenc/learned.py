@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
+from ._compat import Array
 
 __all__ = ["learned_table", "resample_table"]
 
@@ -23,7 +24,7 @@ def learned_table(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     """Initial values of a learned absolute position table (BERT, GPT-2, ViT).
 
     Draws ``N(0, std**2)`` values in NumPy (randomness is not part of the
@@ -116,11 +117,11 @@ def _truncated_normal(rng: np.random.Generator, shape: tuple[int, ...], c: float
 
 
 def resample_table(
-    table: Any,
+    table: Array,
     num_positions: int,
     *,
     align_corners: bool = False,
-) -> Any:
+) -> Array:
     """Linearly resample a learned 1-D position table to a new length.
 
     ``table`` has shape ``(..., L, dim)``; the result has shape

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _checks, _compat
+from ._compat import Array
 from .rotary import rope_cos_sin
 from .scaling import Scaling
 
@@ -73,7 +74,7 @@ def _runs(owners: list[int]) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _pick(tables: list[Any], runs: list[tuple[int, int, int]], half: int, layout: str, xp: Any) -> Any:
+def _pick(tables: list[Array], runs: list[tuple[int, int, int]], half: int, layout: str, xp: Any) -> Array:
     """Columns of the three full tables, by frequency run, in ``layout``."""
     if layout == "half":
         spans = [(a, s, e) for a, s, e in runs] + [(a, half + s, half + e) for a, s, e in runs]
@@ -84,7 +85,7 @@ def _pick(tables: list[Any], runs: list[tuple[int, int, int]], half: int, layout
 
 
 def mrope_cos_sin(
-    position_ids: Any,
+    position_ids: Array,
     dim: int,
     *,
     mrope_section: Sequence[int],
@@ -96,7 +97,7 @@ def mrope_cos_sin(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> tuple[Any, Any]:
+) -> tuple[Array, Array]:
     r"""The ``cos`` and ``sin`` tables of multimodal RoPE (Qwen2-VL family).
 
     Frequency :math:`\omega_j` (from :func:`posenc.rope_frequencies`) turns

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
+from ._compat import Array
 from .sinusoidal import _freq_args
 
 __all__ = ["shift_matrix", "similarity", "similarity_by_offset"]
 
 
 def shift_matrix(
-    offset: float | Any,
+    offset: float | Array,
     dim: int,
     *,
     base: float = 10000.0,
@@ -28,7 +29,7 @@ def shift_matrix(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""The matrix :math:`M_k` with :math:`PE(p + k) = M_k \, PE(p)` for every p.
 
     By the angle-addition formulas each (sin, cos) pair of frequency
@@ -110,7 +111,7 @@ def _eye(n: int, m: int | None = None, k: int = 0) -> np.ndarray:
     return np.eye(n, m, k)
 
 
-def similarity(a: Any, b: Any = None) -> Any:
+def similarity(a: Array, b: Array | None = None) -> Array:
     """Dot products over the last axis: ``a @ b.T`` (``b = a`` by default).
 
     For a table ``pe`` of shape ``(n, dim)`` this is the ``(n, n)`` matrix of
@@ -153,7 +154,7 @@ def similarity(a: Any, b: Any = None) -> Any:
     return _angles.cast(res, out_t, xp_)
 
 
-def _check_similarity_size(a: Any, b: Any, work: Any) -> None:
+def _check_similarity_size(a: Array, b: Array, work: Any) -> None:
     """Refuse a similarity matrix (or a cast input) above posenc's size limit."""
     shapes = [tuple(a.shape), tuple(b.shape)]
     if not all(isinstance(d, int) for sh in shapes for d in sh):
@@ -169,7 +170,7 @@ def _check_similarity_size(a: Any, b: Any, work: Any) -> None:
 
 
 def similarity_by_offset(
-    offsets: int | Any,
+    offsets: int | Array,
     dim: int,
     *,
     base: float = 10000.0,
@@ -180,7 +181,7 @@ def similarity_by_offset(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r""":math:`PE(t) \cdot PE(t + k)` as a function of the offset ``k``.
 
     By the angle-addition formula the product is

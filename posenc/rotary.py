@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat, _kernels
-from ._compat import Context
+from ._compat import Array, Context
 from .scaling import DynamicNTK, LongRoPE, Scaling, _seq_len, check_scaling, default_inv_freq
 
 __all__ = [
@@ -159,7 +159,7 @@ def _effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling
     raise ValueError(msg)
 
 
-def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
+def _layout(c: Array, dim: int, layout: str, xp: Any) -> Array:
     """Lay a compact (..., dim // 2) table out as (..., dim)."""
     if layout == "half":
         return xp.concat([c, c], axis=-1)
@@ -168,8 +168,8 @@ def _layout(c: Any, dim: int, layout: str, xp: Any) -> Any:
 
 
 def _compact_cos_sin(
-    positions: Any, freqs: _angles.Freqs, attention: float, ctx: Context, offset: Any = 0
-) -> tuple[Any, Any]:
+    positions: int | Array, freqs: _angles.Freqs, attention: float, ctx: Context, offset: Any = 0
+) -> tuple[Array, Array]:
     """cos and sin of ``(positions + offset) * w`` times the attention factor,
     (..., dim // 2), in ``ctx.work``."""
     if isinstance(positions, int) and (isinstance(offset, int) or _compat.is_symbolic(offset)):
@@ -198,7 +198,7 @@ def rope_frequencies(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""The ``dim // 2`` inverse frequencies of RoPE, after scaling.
 
     .. math:: \omega_i = \mathrm{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1,
@@ -250,18 +250,18 @@ def rope_frequencies(
 
 
 def rope_cos_sin(
-    positions: int | Any,
+    positions: int | Array,
     dim: int,
     *,
     base: float = 10000.0,
     scaling: Scaling | None = None,
     layout: str = "half",
     seq_len: int | None = None,
-    offset: int | Any = 0,
+    offset: int | Array = 0,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> tuple[Any, Any]:
+) -> tuple[Array, Array]:
     r"""The ``cos`` and ``sin`` tables of RoPE.
 
     ``cos[..., j] = a * cos(p * w_k)`` and ``sin[..., j] = a * sin(p * w_k)``
@@ -379,7 +379,7 @@ def rope_cos_sin(
 _SMALL_TABLE = 1 << 14
 
 
-def _small_table(positions: Any, freqs: _angles.Freqs, layout: str, ctx: Context) -> tuple[Any, Any] | None:
+def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Context) -> tuple[Any, Array] | None:
     """``(kernel, turns)`` for small tables of eager integer NumPy / torch
     positions on a device with float64 and float32 work (the turns path of
     :func:`posenc._angles.sincos`), else None."""
@@ -424,7 +424,7 @@ def _check_x(x: Any, name: str = "x") -> None:
         raise TypeError(msg)
 
 
-def _check_x_array(x: Any, xp: Any, rotary_dim: Any) -> int:
+def _check_x_array(x: Array, xp: Any, rotary_dim: Any) -> int:
     """``x`` (an array of namespace ``xp``) is real floating with a feature
     axis, even when all of it is rotated (``rotary_dim`` None); its length."""
     if not _compat.is_real_float_dtype(xp, x.dtype):
@@ -528,11 +528,11 @@ _PLANS_MAX = 2048
 _FAST_MIN = 1 << 15
 
 
-def _plan_key(x: Any, cos: Any, sin: Any, *args: Any) -> Any:
+def _plan_key(x: Array, cos: Array, sin: Array, *args: Any) -> Any:
     return _compat.call_key((x, cos, sin), args)
 
 
-def _plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
+def _plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
     key = _plan_key(x, cos, sin, layout, rotary_dim, compact, heads_axis)
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
@@ -542,7 +542,7 @@ def _plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any
     return plan
 
 
-def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
+def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
     """Validate ``apply_rope``'s arguments (shapes, dtypes, widths, axes)."""
     _check_x(x)
     for name, v in (("cos", cos), ("sin", sin)):
@@ -628,7 +628,7 @@ def _make_plan(x: Any, cos: Any, sin: Any, layout: Any, rotary_dim: Any, compact
     )
 
 
-def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
+def _apply(plan: _Plan, x: Array, c: Array, s: Array) -> Array:
     """Rotate ``x`` by the tables ``c``, ``s`` as ``plan`` says."""
     xp = plan.xp
     if plan.table_shape is not None:
@@ -649,7 +649,7 @@ def _apply(plan: _Plan, x: Any, c: Any, s: Any) -> Any:
     return _rotate_portable(x, c, s, plan)
 
 
-def _rotate_portable(x: Any, c: Any, s: Any, plan: _Plan) -> Any:
+def _rotate_portable(x: Array, c: Array, s: Array, plan: _Plan) -> Array:
     """The Array API reference: rotate ``x[..., :rotary_dim]`` by ``c``, ``s``.
 
     Full tables (``(..., rotary_dim)``): Hugging Face's
@@ -691,15 +691,15 @@ def _rotate_portable(x: Any, c: Any, s: Any, plan: _Plan) -> Any:
 
 
 def apply_rope(
-    x: Any,
-    cos: Any,
-    sin: Any,
+    x: Array,
+    cos: Array,
+    sin: Array,
     *,
     layout: str = "half",
     rotary_dim: int | None = None,
     compact: bool = False,
     heads_axis: int | None = None,
-) -> Any:
+) -> Array:
     r"""Rotate the last axis of ``x`` by the angles of ``cos`` / ``sin``.
 
     For ``layout="half"``, with :math:`h` = ``rotary_dim // 2``:
@@ -799,17 +799,17 @@ def apply_rope(
 
 
 def rope(
-    x: Any,
-    positions: int | Any,
+    x: Array,
+    positions: int | Array,
     *,
     base: float = 10000.0,
     scaling: Scaling | None = None,
     layout: str = "half",
     rotary_dim: int | None = None,
     seq_len: int | None = None,
-    offset: int | Any = 0,
+    offset: int | Array = 0,
     heads_axis: int | None = None,
-) -> Any:
+) -> Array:
     """Rotary position embedding in one call: :func:`rope_cos_sin` then
     :func:`apply_rope`.
 
@@ -905,8 +905,8 @@ _ROPE_PLANS: dict[Any, _RopePlan] = {}
 
 
 def _rope_plan(
-    x: Any,
-    positions: Any,
+    x: Array,
+    positions: int | Array,
     base: Any,
     scaling: Any,
     layout: Any,
@@ -978,7 +978,7 @@ def rope_permutation(
     rotary_dim: int | None = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     """Indices converting per-head q / k weights between RoPE layouts.
 
     With ``perm = rope_permutation(head_dim)``, the rows of a query or key
@@ -1068,7 +1068,7 @@ def _xpos_rates(dim: int, scale_base: float) -> tuple[np.ndarray, float]:
 # xPos functions
 # --------------------------------------------------------------------------
 def xpos_scale(
-    positions: int | Any,
+    positions: int | Array,
     dim: int,
     *,
     scale_base: float = 512.0,
@@ -1076,7 +1076,7 @@ def xpos_scale(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""xPos decay scales (Sun et al., 2022, "A Length-Extrapolatable Transformer").
 
     .. math::

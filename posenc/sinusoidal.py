@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _angles, _checks, _compat
-from ._compat import Context
+from ._compat import Array, Context
 
 __all__ = [
     "frequencies",
@@ -138,7 +138,7 @@ def frequencies(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""The ``dim // 2`` angular frequencies of the sinusoidal table.
 
     Parameters
@@ -196,7 +196,7 @@ def wavelengths(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""The wavelengths :math:`2\pi / \omega_i` of the sinusoidal table.
 
     They form a geometric progression from :math:`2\pi` up to (just below)
@@ -219,7 +219,7 @@ def wavelengths(
 # --------------------------------------------------------------------------
 # tables
 # --------------------------------------------------------------------------
-def _assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
+def _assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
     """Lay ``sin``/``cos`` (..., m) out as (..., dim) and cast to the output dtype."""
     xp = ctx.xp
     lead = tuple(s.shape[:-1])
@@ -238,7 +238,7 @@ def _assemble(s: Any, c: Any, dim: int, layout: str, ctx: Context) -> Any:
 
 
 def sinusoidal(
-    positions: int | Any,
+    positions: int | Array,
     dim: int,
     *,
     base: float = 10000.0,
@@ -250,7 +250,7 @@ def sinusoidal(
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""Sinusoidal positional encoding (Vaswani et al., 2017).
 
     .. math::
@@ -378,13 +378,13 @@ def sinusoidal(
 
 
 def sines(
-    positions: int | Any,
-    frequencies: Sequence[float] | Any,
+    positions: int | Array,
+    frequencies: Sequence[float] | Array,
     *,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     r"""Sine-only codes with chosen frequencies: ``sin(p * frequencies[j])``.
 
     The hand-made codes of the tutorials (``sin(x), sin(x/2), sin(x/5)``):
@@ -450,14 +450,14 @@ def _sine_freqs(frequencies: tuple[Any, ...]) -> _angles.Freqs:
 
 
 def binary(
-    positions: int | Any,
+    positions: int | Array,
     dim: int,
     *,
     signed: bool = False,
     dtype: Any = None,
     device: Any = None,
     xp: Any = None,
-) -> Any:
+) -> Array:
     """Binary position codes: column ``j`` is bit ``j`` of the position.
 
     Least significant bit first, so ``binary(4, 3)`` has rows
@@ -534,7 +534,7 @@ def binary(
 
 
 def add_sinusoidal(
-    x: Any,
+    x: Array,
     *,
     offset: int = 0,
     input_scale: float = 1.0,
@@ -543,7 +543,7 @@ def add_sinusoidal(
     convention: str = "paper",
     min_timescale: float | None = None,
     max_timescale: float | None = None,
-) -> Any:
+) -> Array:
     r"""Add the sinusoidal table to embeddings: ``x * input_scale + PE``.
 
     ``x`` has shape ``(..., seq, dim)``; row ``t`` receives the encoding of
