@@ -605,14 +605,17 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
     # shape arithmetic only (O(1), nothing read): a broadcast view may be huge
     _checks.check_size(lead + (head_dim,), "output")
     wt = _work_dtype(xp, x.dtype)
-    size = math.prod(lead) * head_dim
-    # the kernels never while torch traces (the plan of a traced call is not kept)
-    fast = _kernels.rotate_candidate(x, cos, sin) if size >= _FAST_MIN and not _compat.compiling() else None
-    small = None
-    if size < _FAST_MIN and not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
-        kind = _kernels.eager_kind(x)
-        if kind is not None and kind == _kernels.eager_kind(cos) == _kernels.eager_kind(sin):
-            small = _kernels.ROTATE_SMALL[kind]
+    # the kernels never while torch traces (the plan of a traced call is not
+    # kept), and no size comparison then: a traced size would be guarded
+    fast = small = None
+    if not _compat.compiling():
+        size = math.prod(lead) * head_dim
+        if size >= _FAST_MIN:
+            fast = _kernels.rotate_candidate(x, cos, sin)
+        elif not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
+            kind = _kernels.eager_kind(x)
+            if kind is not None and kind == _kernels.eager_kind(cos) == _kernels.eager_kind(sin):
+                small = _kernels.ROTATE_SMALL[kind]
     return _Plan(
         xp=xp,
         layout=layout,
@@ -630,11 +633,13 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
 
 def _apply(plan: _Plan, x: Array, c: Array, s: Array) -> Array:
     """Rotate ``x`` by the tables ``c``, ``s`` as ``plan`` says."""
+    if plan.small is not None:  # NumPy / torch: their own reshape
+        if plan.table_shape is not None:
+            c, s = c.reshape(plan.table_shape), s.reshape(plan.table_shape)
+        return plan.small(x, c, s, plan.layout)
     xp = plan.xp
     if plan.table_shape is not None:
         c, s = xp.reshape(c, plan.table_shape), xp.reshape(s, plan.table_shape)
-    if plan.small is not None:
-        return plan.small(x, c, s, plan.layout)
     kind = plan.fast
     if kind is not None and _kernels.rotate_ok(kind, x, c, s):
         if kind == "torch" and plan.layout == "interleaved" and not _kernels.complex_viewable(x):
