@@ -606,7 +606,7 @@ def _kernel_kind(p: Array, ctx: Context) -> str | None:
     """Which kernel of :mod:`posenc._kernels` may compute ``_sincos_turns``
     eagerly: NumPy arrays and torch tensors that need no autograd, outside
     torch's tracer."""
-    kind = _kernels.eager_kind(p)
+    kind = _compat.eager_kind(p)
     if kind == "torch" and p.requires_grad:
         return None
     return kind
@@ -626,7 +626,10 @@ def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) 
     at most twice their number (a dense set: ``arange``, a window of a
     cache, batches of nearby sequences).  Two reductions over the positions
     (not over the table) decide it; the rows are those of
-    :func:`range_table` (exact, cached), gathered with one ``take``.
+    :func:`range_table` (exact, cached), gathered with one ``take``, or, for
+    consecutive torch positions (an ``arange`` of any shape, checked in one
+    pass over the positions), the range table itself as
+    ``sinusoidal(n)`` hands it out.
     """
     kind = _kernel_kind(p, ctx)
     if (
@@ -643,6 +646,10 @@ def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) 
     span = hi - lo + 1
     if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
         return None
+    if kind == "torch" and span == size and _kernels.is_consecutive_torch(p):
+        # an arange in any shape: the range table itself, handed out as
+        # sinusoidal(n)'s is (torch's copy-on-write clone: no copy is made)
+        return range_table(lo, span, freqs, dim, layout, ctx).reshape(tuple(p.shape) + (dim,))
     table = range_table(lo, span, freqs, dim, layout, ctx, share=False)
     return _kernels.TAKE_ROWS[kind](table, p, lo)
 

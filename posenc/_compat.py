@@ -39,6 +39,11 @@ __all__ = [
     "from_host",
     "is_array",
     "array_kind",
+    "eager_kind",
+    "namespace_kind",
+    "numpy_dtype",
+    "default_dtype",
+    "call_key",
     "is_concrete",
     "is_integer_dtype",
     "is_real_float_dtype",
@@ -79,6 +84,21 @@ def namespace_kind(xp: Any) -> str:
     ``"other"``: the one classifier of namespaces, by module name (plain
     string comparisons, which torch's compiler folds while tracing)."""
     return _NAMESPACE_KINDS.get(getattr(xp, "__name__", None), "other")
+
+
+def eager_kind(x: Any) -> str | None:
+    """``"numpy"`` for a NumPy array, ``"torch"`` for a plain eager torch
+    tensor (not a subclass, not traced by torch's compiler), else None.
+
+    The device and autograd are not looked at: each kernel says what else it
+    needs.
+    """
+    if type(x) is np.ndarray:
+        return "numpy"
+    torch = sys.modules.get("torch")
+    if torch is not None and type(x) is torch.Tensor and not torch.compiler.is_compiling():
+        return "torch"
+    return None
 
 
 def is_array(x: Any) -> bool:

@@ -4,10 +4,11 @@ Everything else in posenc is written once against the Array API.  The
 functions here compute *the same floating-point operations in the same
 order* as a portable path named in their docstring, with the backend's own
 functions: no array-api-compat wrappers, ``out=`` arguments and in-place
-updates instead of temporaries, cache-sized blocks.  They are chosen by the
-portable code through :func:`eager_kind` (one classifier, built on
-:func:`posenc._compat.namespace_kind`), never while torch's compiler traces,
-and every kernel is tested equal to its portable path in
+updates instead of temporaries, cache-sized blocks.  The portable code
+chooses them through the classifier of backends in :mod:`posenc._compat`
+(:func:`~posenc._compat.eager_kind` for arrays,
+:func:`~posenc._compat.namespace_kind` for namespaces), never while torch's
+compiler traces, and every kernel is tested equal to its portable path in
 ``tests/posenc/test_kernels.py`` (bit for bit unless its docstring says
 otherwise).
 
@@ -27,21 +28,6 @@ from . import _compat
 from ._compat import Array
 
 _TWO_PI = 2.0 * math.pi
-
-
-def eager_kind(x: Any) -> str | None:
-    """``"numpy"`` for a NumPy array, ``"torch"`` for a plain eager torch
-    tensor (not a subclass, not traced by torch's compiler), else None.
-
-    The device and autograd are not looked at: each kernel says what else it
-    needs.
-    """
-    if type(x) is np.ndarray:
-        return "numpy"
-    torch = sys.modules.get("torch")
-    if torch is not None and type(x) is torch.Tensor and not torch.compiler.is_compiling():
-        return "torch"
-    return None
 
 
 # --------------------------------------------------------------------------
@@ -348,6 +334,15 @@ def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
 
 
 TAKE_ROWS = {"numpy": take_rows_numpy, "torch": take_rows_torch}
+
+
+def is_consecutive_torch(p: Array) -> bool:
+    """Whether the integer tensor ``p``, read in memory order, counts up by
+    one (an ``arange`` of any shape); one pass over ``p``."""
+    import torch
+
+    flat = p.reshape(-1)
+    return flat.numel() < 2 or bool(torch.all(flat[1:] - flat[:-1] == 1))
 
 
 def torch_on_cpu(ctx: Any) -> bool:

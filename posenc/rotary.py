@@ -613,8 +613,8 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
         if size >= _FAST_MIN:
             fast = _kernels.rotate_candidate(x, cos, sin)
         elif not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
-            kind = _kernels.eager_kind(x)
-            if kind is not None and kind == _kernels.eager_kind(cos) == _kernels.eager_kind(sin):
+            kind = _compat.eager_kind(x)
+            if kind is not None and kind == _compat.eager_kind(cos) == _compat.eager_kind(sin):
                 small = _kernels.ROTATE_SMALL[kind]
     return _Plan(
         xp=xp,
@@ -952,10 +952,10 @@ def _rope_plan(
     dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(tctx))
     small = rotate = None
     if keyed and dim == head_dim and math.prod(lead) * head_dim < _FAST_MIN:
-        kind = _kernels.eager_kind(x)
+        kind = _compat.eager_kind(x)
         if kind is not None and x.dtype == wt:
             small = _small_table(checked, freqs, layout, tctx)
-            rotate = _kernels.ROTATE_SMALL[kind] if small is not None and _kernels.eager_kind(checked) == kind else None
+            rotate = _kernels.ROTATE_SMALL[kind] if small is not None and _compat.eager_kind(checked) == kind else None
             small = small if rotate is not None else None
     return _RopePlan(
         ctx=tctx,

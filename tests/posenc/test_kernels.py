@@ -24,15 +24,15 @@ def _np(a):
 
 
 def test_eager_kind():
-    assert _kernels.eager_kind(np.zeros(3)) == "numpy"
-    assert _kernels.eager_kind(torch.zeros(3)) == "torch"
-    assert _kernels.eager_kind(torch.nn.Parameter(torch.zeros(3))) is None  # a subclass
-    assert _kernels.eager_kind(np.float64(1.0)) is None
-    assert _kernels.eager_kind([1.0]) is None
+    assert _compat.eager_kind(np.zeros(3)) == "numpy"
+    assert _compat.eager_kind(torch.zeros(3)) == "torch"
+    assert _compat.eager_kind(torch.nn.Parameter(torch.zeros(3))) is None  # a subclass
+    assert _compat.eager_kind(np.float64(1.0)) is None
+    assert _compat.eager_kind([1.0]) is None
 
     @torch.compile(fullgraph=True, backend="eager")
     def traced(x):
-        return x + (1.0 if _kernels.eager_kind(x) is None else 2.0)
+        return x + (1.0 if _compat.eager_kind(x) is None else 2.0)
 
     assert float(traced(torch.zeros(()))) == 1.0  # never while torch traces
 
@@ -276,3 +276,19 @@ def test_turns_kernels_equal_portable():
         t = _angles.cast(p, ctx.xp.float64, ctx.xp)[..., None] * v
         a = ctx.xp.astype((t - ctx.xp.round(t)) * _angles._TWO_PI, ctx.xp.float32)
         assert bool(ctx.xp.all(ctx.xp.sin(a) == s1)) and bool(ctx.xp.all(ctx.xp.cos(a) == c1))
+
+
+def test_consecutive_torch_positions_are_the_range_table():
+    """sinusoidal(torch.arange(...)) in any shape: the range table's rows
+    (bit for bit the gathered ones), writable without touching the cache."""
+    p = torch.arange(100, 100 + 2 * 2048).reshape(2, 2048)
+    assert _kernels.is_consecutive_torch(p) and _kernels.is_consecutive_torch(p[:1])
+    assert not _kernels.is_consecutive_torch(p.flip(-1)) and not _kernels.is_consecutive_torch(p.T)
+    got = posenc.sinusoidal(p, 64, dtype=torch.float32)
+    perm = p.flip(-1)  # the same positions, gathered
+    want = posenc.sinusoidal(perm, 64, dtype=torch.float32).flip(-2)
+    assert torch.equal(got, want)
+    rows = posenc.add_sinusoidal(torch.zeros(4096, 64), offset=100)  # the range table of 100 .. 4195
+    assert torch.equal(got.reshape(-1, 64), rows)
+    got.zero_()  # the caller owns it: the next call is unchanged
+    assert torch.equal(posenc.sinusoidal(p, 64, dtype=torch.float32), want)
