@@ -761,3 +761,25 @@ def test_traced_offset_under_jit():
         want = ref_cos_sin(np.arange(off, off + 2), 8)[0]
         np.testing.assert_allclose(got, want, atol=2.5e-7)
     np.testing.assert_allclose(posenc.rope_cos_sin(2, 8, offset=5)[1], ref_cos_sin(np.arange(5, 7), 8)[1], atol=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 1500)])  # a decode step's table and position ids of a batch
+def test_array_positions_accuracy(xp, kind, shape):
+    """float32 RoPE tables of array positions (one-pass small tables and the
+    general path): within 2.5e-7 of the truth for |p| < 2**24 (int) and 2**22
+    (float), every row; the usual cos(float32(p) * inv_freq) is off by ~1e-1."""
+    rng = np.random.default_rng(7)
+    if kind == "int":
+        p = rng.integers(-(2**24) + 1, 2**24, shape)
+    else:
+        p = rng.uniform(-(2.0**22), 2.0**22, shape).astype(np.float32)
+    cos, sin = xp.call(posenc.rope_cos_sin, xp.asarray(p), 64, dtype=xp.ns.float32)
+    xp.check_array(cos, shape=shape + (64,), dtype=xp.ns.float32)
+    if not xp.has_values:
+        return
+    want_c, want_s = ref_cos_sin(p.astype(np.float64).reshape(-1), 64)
+    bound = 2.5e-7 if xp.float64 else 5e-7  # no float64 on the device: the digit tables
+    for got, want in ((cos, want_c), (sin, want_s)):
+        err = np.abs(xp.to_numpy(got).astype(np.float64).reshape(-1, 64) - want).max()
+        assert err <= bound, err
