@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import numbers
@@ -44,6 +45,7 @@ __all__ = [
     "numpy_dtype",
     "default_dtype",
     "call_key",
+    "remember",
     "is_concrete",
     "is_integer_dtype",
     "is_real_float_dtype",
@@ -568,6 +570,17 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
     except TypeError:  # unhashable options: the full checks say what is wrong
         return None
     return out
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Keep ``value`` under ``key`` in a cache of at most ``limit`` entries,
+    dropping the oldest one when it is full (a model that meets ever new
+    shapes keeps its latest ones cached)."""
+    if len(cache) >= limit:
+        # another thread may have evicted it first
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+            del cache[next(iter(cache))]
+    cache[key] = value
 
 
 def _has_device_attr(x: Any) -> bool:

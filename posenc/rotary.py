@@ -64,8 +64,8 @@ def _host_inv_freq(
     if got is not None:
         return got
     got = _inv_freq_checked(dim, base, scaling, seq_len, top)
-    if key is not None and len(_INV_FREQ) < 1024:
-        _INV_FREQ[key] = got
+    if key is not None:
+        _compat.remember(_INV_FREQ, key, got, 1024)
     return got
 
 
@@ -354,9 +354,9 @@ def rope_cos_sin(
         seq_len = _effective_seq_len(seq_len, positions, offset, scaling)
         dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(ctx))
         small = _small_table(positions, freqs, layout, ctx) if key is not None else None
-        if key is not None and not dependent and len(_TABLE_PLANS) < _PLANS_MAX:
+        if key is not None and not dependent:
             scan = _compat.is_real_float_dtype(ctx.xp, positions.dtype)
-            _TABLE_PLANS[key] = (ctx, dim, freqs, attention, scan, small)
+            _compat.remember(_TABLE_PLANS, key, (ctx, dim, freqs, attention, scan, small), _PLANS_MAX)
     xp_ = ctx.xp
     if small is not None:
         kernel, v = small
@@ -537,8 +537,8 @@ def _plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compac
     plan = _PLANS.get(key) if key is not None else None
     if plan is None:
         plan = _make_plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
-        if key is not None and len(_PLANS) < _PLANS_MAX:
-            _PLANS[key] = plan
+        if key is not None:
+            _compat.remember(_PLANS, key, plan, _PLANS_MAX)
     return plan
 
 
@@ -872,8 +872,8 @@ def rope(
             x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None
         )
         # kept where the positions are used as given (not converted)
-        if key is not None and plan.cache and checked is positions and len(_ROPE_PLANS) < _PLANS_MAX:
-            _ROPE_PLANS[key] = plan
+        if key is not None and plan.cache and checked is positions:
+            _compat.remember(_ROPE_PLANS, key, plan, _PLANS_MAX)
         positions = checked
     elif plan.scan:
         _checks.check_all_finite(positions, "positions", plan.ctx)

@@ -79,3 +79,19 @@ def test_default_dtype():
 
     assert _compat.default_dtype(tns, torch.device("cpu"), "real floating") == torch.get_default_dtype()
     assert _compat.default_dtype(tns, torch.device("cpu"), "integral") == torch.int64
+
+
+def test_remember_drops_the_oldest_entry(monkeypatch):
+    cache = {}
+    for i in range(5):
+        _compat.remember(cache, i, str(i), 3)
+    assert list(cache) == [2, 3, 4]
+    # apply_rope's plans: a model meeting ever new shapes keeps its latest ones
+    monkeypatch.setattr(rotary, "_PLANS", {})
+    monkeypatch.setattr(rotary, "_PLANS_MAX", 4)
+    c = np.ones((1, 8), np.float32)
+    for n in range(1, 8):
+        posenc.apply_rope(np.ones((n, 8), np.float32), c, c)
+    assert len(rotary._PLANS) == 4
+    key = _compat.call_key((np.ones((7, 8), np.float32), c, c), ("half", None, False, None))
+    assert key in rotary._PLANS
