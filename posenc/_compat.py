@@ -46,6 +46,7 @@ __all__ = [
     "default_dtype",
     "call_key",
     "remember",
+    "lookup",
     "is_concrete",
     "is_integer_dtype",
     "is_real_float_dtype",
@@ -547,9 +548,10 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
     (``128``, ``128.0`` and ``True`` hash alike but are checked differently).
 
     None where an array's type does not carry its device as an attribute
-    (JAX, Dask, lists, numbers: they take the full checks), an option is
-    unhashable, or torch's compiler traces the call (its tracer must not
-    follow cache lookups).
+    (JAX, Dask, lists, numbers: they take the full checks) or torch's
+    compiler traces the call (its tracer must not follow cache lookups).
+    The key is not hashed here (a lookup hashes it): look it up with
+    :func:`lookup`, which treats unhashable options as no key.
     """
     if compiling():
         return None
@@ -564,12 +566,18 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
         key += (t, a.dtype, a.device, a.shape)
     for o in options:
         key += (type(o), o)
-    out = tuple(key)
+    return tuple(key)
+
+
+def lookup(cache: dict[Any, Any], key: Any) -> tuple[Any, Any]:
+    """``(key, cache.get(key))``; ``(None, None)`` for no key or an
+    unhashable one (unhashable options: the full checks say what is wrong)."""
+    if key is None:
+        return None, None
     try:
-        hash(out)
-    except TypeError:  # unhashable options: the full checks say what is wrong
-        return None
-    return out
+        return key, cache.get(key)
+    except TypeError:
+        return None, None
 
 
 def remember(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:

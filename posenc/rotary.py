@@ -336,7 +336,7 @@ def rope_cos_sin(
     array([0.9093, 0.9093, 0.02  , 0.02  ])
     """
     key = _table_key(positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
-    plan = _TABLE_PLANS.get(key) if key is not None else None
+    key, plan = _compat.lookup(_TABLE_PLANS, key)
     if plan is not None:
         ctx, dim, freqs, attention, scan, small = plan
         if scan:
@@ -528,13 +528,9 @@ _PLANS_MAX = 2048
 _FAST_MIN = 1 << 15
 
 
-def _plan_key(x: Array, cos: Array, sin: Array, *args: Any) -> Any:
-    return _compat.call_key((x, cos, sin), args)
-
-
 def _plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
-    key = _plan_key(x, cos, sin, layout, rotary_dim, compact, heads_axis)
-    plan = _PLANS.get(key) if key is not None else None
+    key = _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis))
+    key, plan = _compat.lookup(_PLANS, key)
     if plan is None:
         plan = _make_plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
         if key is not None:
@@ -866,7 +862,7 @@ def rope(
     key = None
     if type(offset) is int and offset == 0:
         key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))
-    plan = _ROPE_PLANS.get(key) if key is not None else None
+    key, plan = _compat.lookup(_ROPE_PLANS, key)
     if plan is None:
         plan, checked, offset = _rope_plan(
             x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None
