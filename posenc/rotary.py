@@ -757,8 +757,10 @@ def apply_rope(
     Notes
     -----
     Validation depends only on types, dtypes, devices and shapes, and is done
-    once per combination (cached): a decode step costs the formula's few
-    array operations.  From about :math:`2^{15}` elements, NumPy arrays and
+    once per combination (cached, the latest 2048 kept): a decode step costs
+    the formula's five array operations, called with NumPy's or torch's own
+    functions below :math:`2^{15}` elements (same operations, same bits as
+    the Array API formula).  From about :math:`2^{15}` elements, NumPy arrays and
     torch CPU tensors (float32 / float64, no autograd) take a fast path that
     computes the same products into one preallocated output, in cache-sized
     blocks of three passes for the half layout and with a single complex
