@@ -89,18 +89,23 @@ def namespace_kind(xp: Any) -> str:
     return _NAMESPACE_KINDS.get(getattr(xp, "__name__", None), "other")
 
 
-def eager_kind(x: Any) -> str | None:
+def eager_kind(x: Any, *more: Any) -> str | None:
     """``"numpy"`` for a NumPy array, ``"torch"`` for a plain eager torch
-    tensor (not a subclass, not traced by torch's compiler), else None.
+    tensor (not a subclass, not traced by torch's compiler), else None; with
+    ``more`` arrays, their common kind (None where they differ).
 
     The device and autograd are not looked at: each kernel says what else it
     needs.
     """
+    kind = None
     if type(x) is np.ndarray:
-        return "numpy"
-    torch = sys.modules.get("torch")
-    if torch is not None and type(x) is torch.Tensor and not torch.compiler.is_compiling():
-        return "torch"
+        kind = "numpy"
+    else:
+        torch = sys.modules.get("torch")
+        if torch is not None and type(x) is torch.Tensor and not torch.compiler.is_compiling():
+            kind = "torch"
+    if kind is None or all(type(m) is type(x) for m in more):
+        return kind
     return None
 
 
@@ -125,8 +130,7 @@ def is_array(x: Any) -> bool:
         torch = sys.modules.get("torch")
         # torch first: array-api-compat's checks would be traced by torch.compile
         got = (torch is not None and issubclass(t, torch.Tensor)) or _aac.is_array_api_obj(x)
-        if len(_IS_ARRAY) < 256:
-            _IS_ARRAY[t] = got
+        remember(_IS_ARRAY, t, got, 256)
     return got
 
 
@@ -174,8 +178,7 @@ def _normalize_cached(xp: Any) -> Any:
     got = _NAMESPACES.get(xp)
     if got is None:
         got = _normalize(xp)
-        if len(_NAMESPACES) < 64:
-            _NAMESPACES[xp] = got
+        remember(_NAMESPACES, xp, got, 64)
     return got
 
 
@@ -240,7 +243,7 @@ def _namespace_from_device(device: Any) -> Any | None:
     mod = type(device).__module__ or ""
     for prefix, name in (("torch", "torch"), ("cupy", "cupy"), ("jaxlib", "jax.numpy"), ("jax", "jax.numpy")):
         if mod.startswith(prefix) and name.split(".")[0] in sys.modules:
-            return normalize_namespace(sys.modules[name] if name in sys.modules else __import__(name, fromlist=["_"]))
+            return normalize_namespace(importlib.import_module(name))
     if mod.startswith("array_api_strict"):
         import array_api_strict
 
@@ -311,8 +314,8 @@ def _check_device(xp: Any, device: Any) -> None:
             ok = True
         except Exception:
             ok = False
-        if key is not None and len(_DEVICE_OK) < 1024:
-            _DEVICE_OK[key] = ok
+        if key is not None:
+            remember(_DEVICE_OK, key, ok, 1024)
     if not ok:
         msg = f"`device` must be a device of {namespace_name(xp)} that is available here, got {_short(device)}"
         raise ValueError(msg)
@@ -370,8 +373,8 @@ def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:
         key, got = None, None
     if got is None:
         got = _isdtype(xp, dtype, kind)
-        if key is not None and len(_DTYPE_KIND) < 1024:
-            _DTYPE_KIND[key] = got
+        if key is not None:
+            remember(_DTYPE_KIND, key, got, 1024)
     return got
 
 
@@ -557,13 +560,9 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
         return None
     key: list[Any] = []
     for a in arrays:
-        t = type(a)
-        ok = _DEVICE_ATTR.get(t)
-        if ok is None:
-            ok = _has_device_attr(a)
-        if not ok:
+        if not _has_device_attr(a):
             return None
-        key += (t, a.dtype, a.device, a.shape)
+        key += (type(a), a.dtype, a.device, a.shape)
     for o in options:
         key += (type(o), o)
     return tuple(key)
@@ -597,8 +596,7 @@ def _has_device_attr(x: Any) -> bool:
     ok = _DEVICE_ATTR.get(t)
     if ok is None:
         ok = _device_attr_ok(x)
-        if len(_DEVICE_ATTR) < 256:
-            _DEVICE_ATTR[t] = ok
+        remember(_DEVICE_ATTR, t, ok, 256)
     return ok
 
 
@@ -654,8 +652,8 @@ def resolve(
             if ctx is not None:
                 return ctx
     ctx = _resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=float_output)
-    if key is not None and len(_CONTEXTS) < _CONTEXTS_MAX:
-        _CONTEXTS[key] = ctx
+    if key is not None:
+        remember(_CONTEXTS, key, ctx, _CONTEXTS_MAX)
     return ctx
 
 
@@ -828,9 +826,7 @@ def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Array:
     got = _CONSTANTS.get(k)
     if got is None:
         got = from_host(make(), ctx, dtype)
-        if len(_CONSTANTS) >= _CONSTANTS_MAX:
-            _CONSTANTS.clear()
-        _CONSTANTS[k] = got
+        remember(_CONSTANTS, k, got, _CONSTANTS_MAX)
     return got
 
 

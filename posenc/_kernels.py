@@ -197,18 +197,15 @@ def rotate_torch(x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lea
 def rotate_candidate(x: Array, c: Array, s: Array) -> str | None:
     """``"numpy"`` or ``"torch"`` where a fast path may apply to arrays like
     these (types, dtypes, device, strides); grad is decided per call."""
-    if type(x) is np.ndarray and type(c) is np.ndarray and type(s) is np.ndarray:
-        if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
-            return "numpy"
-        return None
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        if type(x) is not torch.Tensor or type(c) is not torch.Tensor or type(s) is not torch.Tensor:
-            return None
+    kind = _compat.eager_kind(x, c, s)
+    if kind == "numpy":
+        return kind if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize else None
+    if kind == "torch":
+        import torch
+
         if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or x.stride(-1) != 1:
             return None
-        return "torch"
-    return None
+    return kind
 
 
 def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
@@ -227,6 +224,7 @@ def complex_viewable(x: Array) -> bool:
     """Whether torch can view ``x``'s feature pairs (and those of a fresh
     output of its shape) as complex numbers: even strides and offset."""
     return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
+
 
 # --------------------------------------------------------------------------
 # tables of ranges (posenc._angles.range_table and sincos_range)

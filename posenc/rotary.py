@@ -17,6 +17,7 @@ context-extension scalings live in :mod:`posenc.scaling`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -112,8 +113,7 @@ def _top(ctx: Context) -> float:
     top = _TOPS.get(key)
     if top is None:
         top = _checks.largest(ctx, ctx.work, ctx.dtype)[0]
-        if len(_TOPS) < 256:
-            _TOPS[key] = top
+        _compat.remember(_TOPS, key, top, 256)
     return top
 
 
@@ -359,11 +359,7 @@ def rope_cos_sin(
             _compat.remember(_TABLE_PLANS, key, (ctx, dim, freqs, attention, scan, small), _PLANS_MAX)
     xp_ = ctx.xp
     if small is not None:
-        kernel, v = small
-        s, c = kernel(positions, v)
-        if attention != 1.0:
-            c = c * attention
-            s = s * attention
+        c, s = _small_cos_sin(small, positions, attention)
         return _angles.cast(c, ctx.dtype, xp_), _angles.cast(s, ctx.dtype, xp_)
     c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
     return (
@@ -395,6 +391,17 @@ def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Conte
         return None
     v = _compat.from_host(_angles.laid_out_turns(freqs.key, layout), ctx, ctx.xp.float64)
     return _kernels.TURNS[kind], v
+
+
+def _small_cos_sin(small: tuple[Any, Array], positions: Array, attention: float) -> tuple[Array, Array]:
+    """``cos``, ``sin`` in their layout from :func:`_small_table`'s kernel,
+    times the attention factor."""
+    kernel, v = small
+    s, c = kernel(positions, v)
+    if attention != 1.0:
+        c = c * attention
+        s = s * attention
+    return c, s
 
 
 #: rope_cos_sin's validated arguments and host constants for array positions,
@@ -496,27 +503,24 @@ def _align(shape: tuple[int, ...], x_shape: tuple[int, ...], heads: int | None, 
     return full[:heads] + (1,) + full[heads:]
 
 
+@dataclass(slots=True)
 class _Plan:
     """What ``apply_rope`` does with arrays of given types, dtypes, devices
     and shapes: validated once, cached (see :func:`_plan`)."""
 
-    __slots__ = (
-        "xp",
-        "layout",
-        "rotary_dim",
-        "head_dim",
-        "half",
-        "lead",
-        "table_shape",
-        "compact",
-        "wt",
-        "fast",
-        "small",
-    )
-
-    def __init__(self, **kw: Any) -> None:
-        for k, v in kw.items():
-            setattr(self, k, v)
+    xp: Any
+    layout: str
+    rotary_dim: int
+    head_dim: int
+    half: int
+    lead: tuple[int, ...]
+    table_shape: tuple[int, ...] | None
+    compact: bool
+    wt: Any
+    #: the kernel kind of arrays from _FAST_MIN elements, or None
+    fast: str | None
+    #: the formula with the backend's own functions below _FAST_MIN, or None
+    small: Any
 
 
 #: apply_rope's plans, keyed by the arguments' (type, dtype, device, shape)
@@ -609,8 +613,8 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
         if size >= _FAST_MIN:
             fast = _kernels.rotate_candidate(x, cos, sin)
         elif not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
-            kind = _compat.eager_kind(x)
-            if kind is not None and kind == _compat.eager_kind(cos) == _compat.eager_kind(sin):
+            kind = _compat.eager_kind(x, cos, sin)
+            if kind is not None:
                 small = _kernels.ROTATE_SMALL[kind]
     return _Plan(
         xp=xp,
@@ -878,13 +882,9 @@ def rope(
     xp = plan.ctx.xp
     if plan.small is not None:
         # the full tables in one kernel pass, then the formula (a decode step)
-        kernel, v = plan.small
-        s, c = kernel(positions, v)
-        if plan.attention != 1.0:
-            c = c * plan.attention
-            s = s * plan.attention
-        if plan.aligned is not None:
-            c, s = xp.reshape(c, plan.aligned + (plan.dim,)), xp.reshape(s, plan.aligned + (plan.dim,))
+        c, s = _small_cos_sin(plan.small, positions, plan.attention)
+        if plan.aligned is not None:  # NumPy / torch: their own reshape
+            c, s = c.reshape(plan.aligned + (plan.dim,)), s.reshape(plan.aligned + (plan.dim,))
         return plan.rotate(x, c, s, plan.layout)
     c, s = _compact_cos_sin(positions, plan.freqs, plan.attention, plan.ctx, offset)
     if plan.aligned is not None:
@@ -892,15 +892,25 @@ def rope(
     return apply_rope(x, c, s, layout=plan.layout, compact=True)
 
 
+@dataclass(slots=True)
 class _RopePlan:
     """What ``rope`` does with arrays of given types, dtypes, devices and
     shapes (see :func:`_rope_plan`)."""
 
-    __slots__ = ("ctx", "dim", "freqs", "attention", "layout", "aligned", "scan", "small", "rotate", "cache")
-
-    def __init__(self, **kw: Any) -> None:
-        for k, v in kw.items():
-            setattr(self, k, v)
+    ctx: Context
+    dim: int
+    freqs: _angles.Freqs
+    attention: float
+    layout: str
+    aligned: tuple[int, ...] | None
+    #: float positions: scanned for NaN on every call
+    scan: bool
+    #: (table kernel, turns) of a decode step, or None
+    small: tuple[Any, Array] | None
+    #: the formula with the backend's own functions, with ``small``
+    rotate: Any
+    #: whether the plan may be kept (not where seq_len was read from the values)
+    cache: bool
 
 
 #: rope's plans, keyed like apply_rope's (offset 0 only)
@@ -949,12 +959,10 @@ def _rope_plan(
     _checks.check_size(pshape + (dim // 2,), "table")
     dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(tctx))
     small = rotate = None
-    if keyed and dim == head_dim and math.prod(lead) * head_dim < _FAST_MIN:
-        kind = _compat.eager_kind(x)
-        if kind is not None and x.dtype == wt:
-            small = _small_table(checked, freqs, layout, tctx)
-            rotate = _kernels.ROTATE_SMALL[kind] if small is not None and _compat.eager_kind(checked) == kind else None
-            small = small if rotate is not None else None
+    if keyed and dim == head_dim and x.dtype == wt and math.prod(lead) * head_dim < _FAST_MIN:
+        kind = _compat.eager_kind(x, checked)
+        small = _small_table(checked, freqs, layout, tctx) if kind is not None else None
+        rotate = _kernels.ROTATE_SMALL[kind] if small is not None else None
     return _RopePlan(
         ctx=tctx,
         dim=dim,

@@ -29,6 +29,9 @@ def test_eager_kind():
     assert _compat.eager_kind(torch.nn.Parameter(torch.zeros(3))) is None  # a subclass
     assert _compat.eager_kind(np.float64(1.0)) is None
     assert _compat.eager_kind([1.0]) is None
+    assert _compat.eager_kind(np.zeros(3), np.zeros(2)) == "numpy"  # the common kind of several
+    assert _compat.eager_kind(np.zeros(3), torch.zeros(3)) is None
+    assert _compat.eager_kind(torch.zeros(3), 5) is None
 
     @torch.compile(fullgraph=True, backend="eager")
     def traced(x):

@@ -108,6 +108,22 @@ def freq_kwargs(draw: Draw) -> dict:
     return kw
 
 
+def rope_kwargs(draw: Draw, dim: int, *, layout: bool = False, seq_len: bool = False) -> dict[str, Any]:
+    """RoPE's table options, each drawn or left at its default: ``base``,
+    ``scaling`` and, where the function takes them, ``layout`` and ``seq_len``."""
+    kw: dict[str, Any] = {}
+    if draw(st.booleans()):
+        kw["base"] = base(draw)
+    s = scaling_obj(draw, dim)
+    if s is not None:
+        kw["scaling"] = s
+    if layout and draw(st.booleans()):
+        kw["layout"] = draw(st.sampled_from(["half", "interleaved"]))
+    if seq_len and draw(st.booleans()):
+        kw["seq_len"] = draw(st.integers(1, 2**17))
+    return kw
+
+
 def bounded_table_check(be: Backend, bound: float = 1.0) -> Callable[[Any], None]:
     def check(r: Any) -> None:
         if not be.has_values:

@@ -22,13 +22,17 @@ from ._draw import (
 from ._spec import Draw, register
 
 
-def _lengths(draw: Draw) -> tuple[tuple, dict, int, int]:
+def _query_key(draw: Draw) -> tuple[tuple, int, int]:
+    """``(args, q, k)``: a query length, and a key length (given or not)."""
     q = draw(st.integers(0, 12))
-    args: tuple = (q,)
-    k = q
     if draw(st.booleans()):
         k = draw(st.integers(0, 12))
-        args = (q, k)
+        return (q, k), q, k
+    return (q,), q, q
+
+
+def _lengths(draw: Draw) -> tuple[tuple, dict, int, int]:
+    args, q, k = _query_key(draw)
     kw: dict[str, Any] = {}
     if draw(st.booleans()):
         kw["offset"] = draw(st.integers(-20, 20))
@@ -121,12 +125,7 @@ def _kerple_bias(draw: Draw, be: Backend) -> Case:
 
 @register("relative_sinusoidal", huge=(lambda: ((2**20, 2**20), {"dim": 2**21}),))
 def _relative_sinusoidal(draw: Draw, be: Backend) -> Case:
-    q = draw(st.integers(0, 12))
-    args: tuple = (q,)
-    k = q
-    if draw(st.booleans()):
-        k = draw(st.integers(0, 12))
-        args = (q, k)
+    args, q, k = _query_key(draw)
     dim = even_dim(draw, hi=32)
     kw: dict[str, Any] = {"dim": dim}
     if draw(st.booleans()):

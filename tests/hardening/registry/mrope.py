@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 from tests.hardening._fuzz import Backend, Case
 
 from ._draw import (
-    base,
     even_dim,
     out_dtype,
     real_array,
-    scaling_obj,
+    rope_kwargs,
     shapes,
 )
 from ._spec import Draw, register
@@ -38,13 +37,7 @@ def _mrope_cos_sin(draw: Draw, be: Backend) -> Case:
     a = draw(st.integers(0, half))
     b = draw(st.integers(0, half - a))
     kw: dict[str, Any] = {"mrope_section": [a, b, half - a - b], "mrope_interleaved": draw(st.booleans())}
-    if draw(st.booleans()):
-        kw["base"] = base(draw)
-    s = scaling_obj(draw, dim)
-    if s is not None:
-        kw["scaling"] = s
-    if draw(st.booleans()):
-        kw["layout"] = draw(st.sampled_from(["half", "interleaved"]))
+    kw.update(rope_kwargs(draw, dim, layout=True))
     dk, dt = out_dtype(draw, be, half=True)
     kw.update(dk)
     return Case(be, (pid, dim), kw, shape=(shape + (dim,),) * 2, dtype=dt, kind="arrays")

@@ -19,6 +19,7 @@ from ._draw import (
     out_dtype,
     positions,
     real_array,
+    rope_kwargs,
     scaling_obj,
     shapes,
 )
@@ -28,14 +29,7 @@ from ._spec import Draw, register
 @register("rope_frequencies", huge=(lambda: ((2**42,), {}),))
 def _rope_frequencies(draw: Draw, be: Backend) -> Case:
     dim = even_dim(draw)
-    kw: dict[str, Any] = {}
-    if draw(st.booleans()):
-        kw["base"] = base(draw)
-    s = scaling_obj(draw, dim)
-    if s is not None:
-        kw["scaling"] = s
-    if draw(st.booleans()):
-        kw["seq_len"] = draw(st.integers(1, 2**17))
+    kw = rope_kwargs(draw, dim, seq_len=True)
     dk, dt = out_dtype(draw, be)
     kw.update(dk)
     kw.update(creation_kwargs(draw, be))
@@ -46,16 +40,7 @@ def _rope_frequencies(draw: Draw, be: Backend) -> Case:
 def _rope_cos_sin(draw: Draw, be: Backend) -> Case:
     pos, pshape, is_int = positions(draw, be)
     dim = even_dim(draw, hi=32)
-    kw: dict[str, Any] = {}
-    if draw(st.booleans()):
-        kw["base"] = base(draw)
-    s = scaling_obj(draw, dim)
-    if s is not None:
-        kw["scaling"] = s
-    if draw(st.booleans()):
-        kw["layout"] = draw(st.sampled_from(["half", "interleaved"]))
-    if draw(st.booleans()):
-        kw["seq_len"] = draw(st.integers(1, 2**17))
+    kw = rope_kwargs(draw, dim, layout=True, seq_len=True)
     dk, dt = out_dtype(draw, be, half=True)
     kw.update(dk)
     if is_int:
