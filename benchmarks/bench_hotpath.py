@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import posenc
-from posenc import _cache, _kernels
+from posenc import _angles, _cache, _kernels
 
 from . import seeds
 from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
@@ -75,21 +75,30 @@ def _decode_rows(case: str, backend: str, times: dict, ref: str, names: dict[str
     return out
 
 
-def _turns_half(d: int) -> np.ndarray:
-    """The frequencies in turns, laid out as a half-layout table's columns."""
-    v = _inv_freq(d) / (2.0 * np.pi)
-    return np.concatenate([v, v])
+#: the floors of the two public compositions: their kernels called directly
+FLOORS = {
+    "exact floor (kernels, no checks)": "rope_cos_sin + apply_rope x2",
+    "exact floor of rope x2 (two tables)": "rope x2",
+}
 
 
 def _floor_rows(case: str, backend: str, times: dict) -> list[Row]:
     """The exact step's own work, without checks or dispatch: what the
     public functions could cost at best (``floor`` = its time over HF's)."""
-    name = "exact floor (kernels, no checks)"
-    r = paired_ratio(times[name], times["HF step"])
-    over = paired_ratio(times["rope_cos_sin + apply_rope x2"], times[name])
-    note = f"floor {r:.2f}x HF; rope_cos_sin + apply_rope x2 is {over:.2f}x the floor"
-    ms = median_ms(times[name]) / INNER
-    return [Row("hotpath", case, backend, name, ms=ms, reference="HF step", ratio=r, status="INFO", note=note)]
+    rows = []
+    for name, public in FLOORS.items():
+        r = paired_ratio(times[name], times["HF step"])
+        over = paired_ratio(times[public], times[name])
+        note = f"floor {r:.2f}x HF; {public} is {over:.2f}x the floor"
+        ms = median_ms(times[name]) / INNER
+        rows.append(Row("hotpath", case, backend, name, ms=ms, reference="HF step", ratio=r, status="INFO", note=note))
+    return rows
+
+
+def _laid_out_turns(d: int) -> np.ndarray:
+    """The frequencies in turns, laid out as a half-layout table's columns
+    (the kernels' input)."""
+    return _angles.laid_out_turns(_angles.as_freqs(posenc.rope_frequencies(d)).key, "half")
 
 
 def _decode_numpy(cfg: Config) -> list[Row]:
@@ -114,19 +123,25 @@ def _decode_numpy(cfg: Config) -> list[Row]:
 
     c0, s0 = posenc.rope_cos_sin(pid, HEAD_DIM, dtype=np.float32)
     c0, s0 = c0[:, None], s0[:, None]
-    turns = _turns_half(HEAD_DIM)
+    turns = _laid_out_turns(HEAD_DIM)
 
     def floor_step():
-        # the work of an exact step without any check: the exact table kernel, then the formula twice
+        # the work of an exact step without any check: the table kernel, then the rotation kernel twice
         s, c = _kernels.turns_numpy(pid, turns)
-        c, s = c[:, None], s[:, None]
-        return seeds.hf_apply_rotary_numpy(q, c, s), seeds.hf_apply_rotary_numpy(k, c, s)
+        return _kernels.rotate_small_numpy(q, c, s, "half"), _kernels.rotate_small_numpy(k, c, s, "half")
+
+    def floor_rope():
+        return (
+            _kernels.rope_small_numpy(q, pid, turns, 1.0, None, "half"),
+            _kernels.rope_small_numpy(k, pid, turns, 1.0, None, "half"),
+        )
 
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
         "exact floor (kernels, no checks)": _repeat(floor_step),
+        "exact floor of rope x2 (two tables)": _repeat(floor_rope),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_numpy(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }
@@ -160,18 +175,25 @@ def _decode_torch(cfg: Config, torch, label: str) -> list[Row]:
 
     c0, s0 = posenc.rope_cos_sin(pid, HEAD_DIM)
     c0, s0 = c0[:, None], s0[:, None]
-    turns = torch.from_numpy(_turns_half(HEAD_DIM))
+    turns = _laid_out_turns(HEAD_DIM)
 
     def floor_step():
-        s, c = _kernels.turns_torch(pid, turns)
-        c, s = c[:, None], s[:, None]
-        return seeds.hf_apply_rotary_torch(q, c, s), seeds.hf_apply_rotary_torch(k, c, s)
+        # torch CPU tensors: the kernels through their NumPy views
+        s, c = _kernels.turns_torch_cpu(pid, turns)
+        return _kernels.rotate_small_torch_cpu(q, c, s, "half"), _kernels.rotate_small_torch_cpu(k, c, s, "half")
+
+    def floor_rope():
+        return (
+            _kernels.rope_small_torch_cpu(q, pid, turns, 1.0, None, "half"),
+            _kernels.rope_small_torch_cpu(k, pid, turns, 1.0, None, "half"),
+        )
 
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
         "exact floor (kernels, no checks)": _repeat(floor_step),
+        "exact floor of rope x2 (two tables)": _repeat(floor_rope),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_torch(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }

@@ -10,7 +10,10 @@ chooses them through the classifier of backends in :mod:`posenc._compat`
 :func:`~posenc._compat.namespace_kind` for namespaces), never while torch's
 compiler traces, and every kernel is tested equal to its portable path in
 ``tests/posenc/test_kernels.py`` (bit for bit unless its docstring says
-otherwise).
+otherwise).  Kernels of torch CPU tensors may run NumPy's functions on the
+tensors' memory (``Tensor.numpy()`` views, ``torch.from_numpy`` results):
+elementwise arithmetic is then bit for bit torch's; float32 ``sin`` / ``cos``
+are NumPy's, within an ulp of torch's.
 
 Family modules and :mod:`posenc._angles` call the kernels by name; they
 contain no backend checks of their own.
@@ -37,47 +40,115 @@ _TWO_PI = 2.0 * math.pi
 # the portable path's cast); the conversion is folded into the product and
 # the temporary is updated in place.  For the small tables of a decode step,
 # where per-operation overhead is the cost.
-def turns_numpy(p: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in NumPy."""
-    t = np.multiply(p[..., None], v)
-    t -= np.round(t)
+def turns_numpy(p: np.ndarray, v: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in
+    NumPy, times ``scale`` (RoPE's attention factor) when it is not 1.  One
+    position (a decode step) multiplies by its Python int: a contiguous
+    product instead of a broadcast one, the same float64 rounding."""
+    if p.size == 1:
+        t = (v * p.item()).reshape(p.shape + v.shape)
+    else:
+        t = np.multiply(p[..., None], v)
+    t -= np.rint(t)  # np.round with no decimals, without its Python wrapper
     t *= _TWO_PI
     a = t.astype(np.float32)
-    return np.sin(a), np.cos(a)
+    s, c = np.sin(a), np.cos(a)
+    if scale != 1.0:
+        s *= scale
+        c *= scale
+    return s, c
 
 
-def turns_torch(p: Array, v: Array) -> tuple[Array, Array]:
-    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in torch."""
+def turns_torch(p: Array, v: Array, scale: float = 1.0) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in
+    torch (any device), times ``scale`` when it is not 1."""
     import torch
 
     t = p[..., None] * v
     t.sub_(torch.round(t)).mul_(_TWO_PI)
     a = t.to(torch.float32)
-    return torch.sin(a), torch.cos(a)
+    s, c = torch.sin(a), torch.cos(a)
+    if scale != 1.0:
+        s = s * scale
+        c = c * scale
+    return s, c
 
 
-TURNS = {"numpy": turns_numpy, "torch": turns_torch}
+def turns_torch_cpu(p: Array, v: np.ndarray, scale: float = 1.0) -> tuple[Array, Array]:
+    """:func:`turns_numpy` on a torch CPU tensor's memory (``v`` on the host):
+    NumPy's operations on arrays this small cost a fraction of torch's.
+    Tensors NumPy cannot view (functorch's transforms) take
+    :func:`turns_torch`."""
+    import torch
+
+    try:
+        pn = p.numpy()
+    except RuntimeError:
+        return turns_torch(p, torch.from_numpy(v), scale)
+    s, c = turns_numpy(pn, v, scale)
+    return torch.from_numpy(s), torch.from_numpy(c)
+
+
+#: the kernels of ``_sincos_turns`` by kernel kind (``"torch-cpu"``: small
+#: tables of torch CPU tensors, see :func:`small_kind`); ``v`` is a host array
+#: for ``"numpy"`` and ``"torch-cpu"``, a float64 tensor on the positions'
+#: device for ``"torch"``
+TURNS = {"numpy": turns_numpy, "torch": turns_torch, "torch-cpu": turns_torch_cpu}
+
+
+def small_kind(kind: str | None, x: Any) -> str | None:
+    """The kernel kind of small arrays: ``"torch-cpu"`` for torch CPU tensors
+    (computed through their NumPy views), else ``kind``."""
+    if kind == "torch" and x.device.type == "cpu":
+        return "torch-cpu"
+    return kind
 
 
 # --------------------------------------------------------------------------
 # small rotations (posenc.rotary._rotate_portable, full tables, all features)
 # --------------------------------------------------------------------------
-# The formula itself, ``x * cos + rotate(x) * sin``, with the backend's own
-# concatenate / stack: below posenc.rotary._FAST_MIN elements (a decode step)
-# per-operation overhead is the cost, and five operations are the minimum.
-# x, cos and sin share one floating dtype; autograd flows through them.
+# Below posenc.rotary._FAST_MIN elements (a decode step) per-operation
+# overhead is the cost.  ``x * c + rotate(x) * s`` as ``x * c + swap(x) *
+# signed(s)``: ``swap`` exchanges the two features of each pair (a view of x
+# with a reversed axis), ``signed`` negates the sine of the first one (a
+# product of the small table with +-1).  ``(-x2) * s1`` and ``x2 * (-s1)`` are
+# the same float, so this is the portable formula bit for bit, in three
+# operations on arrays of x's size instead of five and no concatenation.
+# x, cos and sin share one floating dtype.
+_SIGNS: dict[tuple[str, int], np.ndarray] = {}
+
+
+def _signs(layout: str, d: int) -> np.ndarray:
+    """float32 ``[-1 .. -1, 1 .. 1]`` (half) or ``[-1, 1, -1, 1 ..]``
+    (interleaved) of length ``d`` (cached; products with them are exact in
+    every float dtype)."""
+    sign = _SIGNS.get((layout, d))
+    if sign is None:
+        h = d // 2
+        sign = np.repeat(np.float32([-1.0, 1.0]), h) if layout == "half" else np.tile(np.float32([-1.0, 1.0]), h)
+        sign.flags.writeable = False
+        _compat.remember(_SIGNS, (layout, d), sign, 64)
+    return sign
+
+
 def rotate_small_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str) -> np.ndarray:
-    """``x * c + rotate(x) * s`` in NumPy (half: ``[-x2, x1]``; interleaved: pairs ``(-x_odd, x_even)``)."""
-    if layout == "half":
-        h = x.shape[-1] // 2
-        rot = np.concatenate((-x[..., h:], x[..., :h]), axis=-1)
-    else:
-        rot = np.stack((-x[..., 1::2], x[..., 0::2]), axis=-1).reshape(x.shape)
-    return x * c + rot * s
+    """``x * c + rotate(x) * s`` in NumPy (half: ``[-x2, x1]``; interleaved:
+    pairs ``(-x_odd, x_even)``), as ``x * c + swap(x) * signed(s)``."""
+    d = x.shape[-1]
+    pair = (2, d // 2) if layout == "half" else (d // 2, 2)
+    xs = x.reshape(x.shape[:-1] + pair)
+    xs = xs[..., ::-1, :] if layout == "half" else xs[..., ::-1]
+    # one row of tables (a decode step): a contiguous product
+    ss = (s.reshape(d) if s.size == d else s) * _signs(layout, d)
+    r = xs * ss.reshape(ss.shape[:-1] + pair)
+    out = x * c
+    out += r.reshape(r.shape[:-2] + (d,))
+    return out
 
 
 def rotate_small_torch(x: Array, c: Array, s: Array, layout: str) -> Array:
-    """``x * c + rotate(x) * s`` in torch (see :func:`rotate_small_numpy`)."""
+    """``x * c + rotate(x) * s`` with torch's own operations (any device,
+    autograd): the portable formula."""
     import torch
 
     if layout == "half":
@@ -88,7 +159,73 @@ def rotate_small_torch(x: Array, c: Array, s: Array, layout: str) -> Array:
     return x * c + rot * s
 
 
-ROTATE_SMALL = {"numpy": rotate_small_numpy, "torch": rotate_small_torch}
+def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
+    """NumPy views of torch CPU tensors whose result needs no autograd, or
+    None: a tensor that requires grad, one of functorch's transforms
+    (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
+    view, or forward-mode AD (its dual tensors have NumPy views but their
+    tangents would be lost)."""
+    import torch
+
+    if torch.autograd.forward_ad._current_level >= 0:
+        return None
+    try:
+        return tuple(a.numpy() for a in arrays)
+    except RuntimeError:
+        return None
+
+
+def rotate_small_torch_cpu(x: Array, c: Array, s: Array, layout: str) -> Array:
+    """:func:`rotate_small_numpy` on torch CPU tensors' memory, else
+    :func:`rotate_small_torch` (autograd, functorch's transforms)."""
+    import torch
+
+    views = torch_numpy_views(x, c, s)
+    if views is None:
+        return rotate_small_torch(x, c, s, layout)
+    return torch.from_numpy(rotate_small_numpy(*views, layout))
+
+
+ROTATE_SMALL = {"numpy": rotate_small_numpy, "torch": rotate_small_torch, "torch-cpu": rotate_small_torch_cpu}
+
+
+# --------------------------------------------------------------------------
+# rope of a decode step (posenc.rotary.rope: rope_cos_sin, then apply_rope)
+# --------------------------------------------------------------------------
+def rope_small_numpy(
+    x: np.ndarray, p: np.ndarray, v: np.ndarray, scale: float, shape: tuple[int, ...] | None, layout: str
+) -> np.ndarray:
+    """The tables of integer positions ``p`` (:func:`turns_numpy`, reshaped to
+    ``shape`` when given), then :func:`rotate_small_numpy`."""
+    s, c = turns_numpy(p, v, scale)
+    if shape is not None:
+        s, c = s.reshape(shape), c.reshape(shape)
+    return rotate_small_numpy(x, c, s, layout)
+
+
+def rope_small_torch(x: Array, p: Array, v: Array, scale: float, shape: tuple[int, ...] | None, layout: str) -> Array:
+    """:func:`rope_small_numpy` with torch's own operations (``v`` on the
+    device)."""
+    s, c = turns_torch(p, v, scale)
+    if shape is not None:
+        s, c = s.reshape(shape), c.reshape(shape)
+    return rotate_small_torch(x, c, s, layout)
+
+
+def rope_small_torch_cpu(
+    x: Array, p: Array, v: np.ndarray, scale: float, shape: tuple[int, ...] | None, layout: str
+) -> Array:
+    """:func:`rope_small_numpy` on torch CPU tensors' memory (``v`` on the
+    host), else :func:`rope_small_torch`."""
+    import torch
+
+    views = torch_numpy_views(x, p)
+    if views is None:
+        return rope_small_torch(x, p, torch.from_numpy(v), scale, shape, layout)
+    return torch.from_numpy(rope_small_numpy(views[0], views[1], v, scale, shape, layout))
+
+
+ROPE_SMALL = {"numpy": rope_small_numpy, "torch": rope_small_torch, "torch-cpu": rope_small_torch_cpu}
 
 
 # --------------------------------------------------------------------------
@@ -209,14 +346,17 @@ def rotate_candidate(x: Array, c: Array, s: Array) -> str | None:
 
 
 def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
-    """Per call: the torch fast path writes into a fresh tensor, so it is not
-    for inputs that need autograd; NumPy views keep their strides."""
+    """Per call: the torch fast path writes into a fresh tensor with ``out=``
+    operations, so it is not for inputs that need autograd (reverse or
+    forward mode); NumPy views keep their strides."""
     if kind == "numpy":
         return x.strides[-1] == x.itemsize
     if x.stride(-1) != 1:
         return False
     import torch
 
+    if torch.autograd.forward_ad._current_level >= 0:
+        return False
     return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
 
 

@@ -359,7 +359,9 @@ def rope_cos_sin(
             _compat.remember(_TABLE_PLANS, key, (ctx, dim, freqs, attention, scan, small), _PLANS_MAX)
     xp_ = ctx.xp
     if small is not None:
-        c, s = _small_cos_sin(small, positions, attention)
+        s, c = _kernels.TURNS[small[0]](positions, small[1], attention)
+        if ctx.dtype == ctx.work:  # the kernel's float32
+            return c, s
         return _angles.cast(c, ctx.dtype, xp_), _angles.cast(s, ctx.dtype, xp_)
     c, s = _compact_cos_sin(positions, freqs, attention, ctx, offset)
     return (
@@ -375,10 +377,12 @@ def rope_cos_sin(
 _SMALL_TABLE = 1 << 14
 
 
-def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Context) -> tuple[Any, Array] | None:
-    """``(kernel, turns)`` for small tables of eager integer NumPy / torch
-    positions on a device with float64 and float32 work (the turns path of
-    :func:`posenc._angles.sincos`), else None."""
+def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Context) -> tuple[str, Any] | None:
+    """``(kernel kind, turns)`` for small tables of eager integer NumPy /
+    torch positions on a device with float64 and float32 work (the turns path
+    of :func:`posenc._angles.sincos`), else None.  The turns (frequencies
+    over 2 pi, laid out) stay on the host for the kernels that compute
+    through NumPy."""
     kind = _angles._kernel_kind(positions, ctx)
     if (
         kind is None
@@ -389,19 +393,11 @@ def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Conte
         return None
     if math.prod(positions.shape) * 2 * freqs.m > _SMALL_TABLE:
         return None
-    v = _compat.from_host(_angles.laid_out_turns(freqs.key, layout), ctx, ctx.xp.float64)
-    return _kernels.TURNS[kind], v
-
-
-def _small_cos_sin(small: tuple[Any, Array], positions: Array, attention: float) -> tuple[Array, Array]:
-    """``cos``, ``sin`` in their layout from :func:`_small_table`'s kernel,
-    times the attention factor."""
-    kernel, v = small
-    s, c = kernel(positions, v)
-    if attention != 1.0:
-        c = c * attention
-        s = s * attention
-    return c, s
+    kind = _kernels.small_kind(kind, positions)
+    v = _angles.laid_out_turns(freqs.key, layout)
+    if kind == "torch":
+        v = _compat.from_host(v, ctx, ctx.xp.float64)
+    return kind, v
 
 
 #: rope_cos_sin's validated arguments and host constants for array positions,
@@ -500,7 +496,21 @@ def _align(shape: tuple[int, ...], x_shape: tuple[int, ...], heads: int | None, 
         )
         raise ValueError(msg)
     full = (1,) * (xl - 1 - tl) + tuple(shape)
-    return full[:heads] + (1,) + full[heads:]
+    aligned = full[:heads] + (1,) + full[heads:]
+    # None where the size-1 axis only adds leading ones (batch 1, or no batch
+    # axis): broadcasting lines the axes up alike, and nothing is reshaped
+    # (not while torch traces: no comparison of traced sizes)
+    if not _compat.compiling() and _strip_ones(aligned) == _strip_ones(tuple(shape)):
+        return None
+    return aligned
+
+
+def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without its leading ones."""
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
 
 
 @dataclass(slots=True)
@@ -530,16 +540,6 @@ _PLANS_MAX = 2048
 #: elements of ``x`` from which the NumPy / torch CPU fast paths pay off
 #: (below, the formula's few small operations are cheaper)
 _FAST_MIN = 1 << 15
-
-
-def _plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
-    key = _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis))
-    key, plan = _compat.lookup(_PLANS, key)
-    if plan is None:
-        plan = _make_plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
-        if key is not None:
-            _compat.remember(_PLANS, key, plan, _PLANS_MAX)
-    return plan
 
 
 def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any) -> _Plan:
@@ -613,7 +613,7 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
         if size >= _FAST_MIN:
             fast = _kernels.rotate_candidate(x, cos, sin)
         elif not compact and rotary_dim == head_dim and x.dtype == wt == cos.dtype == sin.dtype:
-            kind = _compat.eager_kind(x, cos, sin)
+            kind = _kernels.small_kind(_compat.eager_kind(x, cos, sin), x)
             if kind is not None:
                 small = _kernels.ROTATE_SMALL[kind]
     return _Plan(
@@ -761,10 +761,14 @@ def apply_rope(
     Notes
     -----
     Validation depends only on types, dtypes, devices and shapes, and is done
-    once per combination (cached, the latest 2048 kept): a decode step costs
-    the formula's five array operations, called with NumPy's or torch's own
-    functions below :math:`2^{15}` elements (same operations, same bits as
-    the Array API formula).  From about :math:`2^{15}` elements, NumPy arrays and
+    once per combination (cached, the latest 2048 kept).  Below
+    :math:`2^{15}` elements (a decode step) NumPy arrays and torch tensors
+    take the formula as ``x * cos + swap(x) * signed(sin)``: three
+    operations on arrays of ``x``'s size, bit for bit the Array API
+    formula's values (``(-x2) * s`` and ``x2 * (-s)`` are the same float);
+    torch CPU tensors run them through their NumPy views, unless autograd,
+    forward-mode AD or a ``torch.func`` transform needs torch's own
+    operations.  From about :math:`2^{15}` elements, NumPy arrays and
     torch CPU tensors (float32 / float64, no autograd) take a fast path that
     computes the same products into one preallocated output, in cache-sized
     blocks of three passes for the half layout and with a single complex
@@ -801,7 +805,13 @@ def apply_rope(
     >>> posenc.apply_rope(q, cos, sin, heads_axis=1).shape
     (2, 4, 3, 8)
     """
-    plan = _plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
+    key, plan = _compat.lookup(_PLANS, _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis)))
+    if plan is None:
+        plan = _make_plan(x, cos, sin, layout, rotary_dim, compact, heads_axis)
+        if key is not None:
+            _compat.remember(_PLANS, key, plan, _PLANS_MAX)
+    if plan.small is not None and plan.table_shape is None:  # a decode step
+        return plan.small(x, cos, sin, plan.layout)
     return _apply(plan, x, cos, sin)
 
 
@@ -879,17 +889,17 @@ def rope(
         positions = checked
     elif plan.scan:
         _checks.check_all_finite(positions, "positions", plan.ctx)
-    xp = plan.ctx.xp
     if plan.small is not None:
         # the full tables in one kernel pass, then the formula (a decode step)
-        c, s = _small_cos_sin(plan.small, positions, plan.attention)
-        if plan.aligned is not None:  # NumPy / torch: their own reshape
-            c, s = c.reshape(plan.aligned + (plan.dim,)), s.reshape(plan.aligned + (plan.dim,))
-        return plan.rotate(x, c, s, plan.layout)
+        kind, v = plan.small
+        shape = None if plan.aligned is None else plan.aligned + (plan.dim,)
+        return _kernels.ROPE_SMALL[kind](x, positions, v, plan.attention, shape, plan.layout)
+    xp = plan.ctx.xp
     c, s = _compact_cos_sin(positions, plan.freqs, plan.attention, plan.ctx, offset)
     if plan.aligned is not None:
         c, s = xp.reshape(c, plan.aligned + (plan.dim // 2,)), xp.reshape(s, plan.aligned + (plan.dim // 2,))
-    return apply_rope(x, c, s, layout=plan.layout, compact=True)
+        heads_axis = None
+    return apply_rope(x, c, s, layout=plan.layout, compact=True, heads_axis=heads_axis)
 
 
 @dataclass(slots=True)
@@ -905,10 +915,8 @@ class _RopePlan:
     aligned: tuple[int, ...] | None
     #: float positions: scanned for NaN on every call
     scan: bool
-    #: (table kernel, turns) of a decode step, or None
-    small: tuple[Any, Array] | None
-    #: the formula with the backend's own functions, with ``small``
-    rotate: Any
+    #: (kernel kind, turns) of a decode step (_kernels.ROPE_SMALL), or None
+    small: tuple[str, Any] | None
     #: whether the plan may be kept (not where seq_len was read from the values)
     cache: bool
 
@@ -958,11 +966,12 @@ def _rope_plan(
     seq_len = _effective_seq_len(seq_len, checked, offset, scaling)
     _checks.check_size(pshape + (dim // 2,), "table")
     dim, _, scaling, freqs, attention = _host_inv_freq(dim, base, scaling, seq_len, _top(tctx))
-    small = rotate = None
+    small = None
     if keyed and dim == head_dim and x.dtype == wt and math.prod(lead) * head_dim < _FAST_MIN:
         kind = _compat.eager_kind(x, checked)
         small = _small_table(checked, freqs, layout, tctx) if kind is not None else None
-        rotate = _kernels.ROTATE_SMALL[kind] if small is not None else None
+        if small is not None and _kernels.small_kind(kind, x) != small[0]:
+            small = None  # x and the positions on different devices: the portable path says so
     return _RopePlan(
         ctx=tctx,
         dim=dim,
@@ -972,7 +981,6 @@ def _rope_plan(
         aligned=aligned,
         scan=_compat.is_array(checked) and _compat.is_real_float_dtype(xp, checked.dtype),
         small=small,
-        rotate=rotate,
         # seq_len read from the positions' values: not for the next call
         cache=given_seq_len is not None or not _length_dependent(scaling),
     ), checked, offset

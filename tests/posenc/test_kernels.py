@@ -40,25 +40,101 @@ def test_eager_kind():
     assert float(traced(torch.zeros(()))) == 1.0  # never while torch traces
 
 
-@pytest.mark.parametrize("kind", ["numpy", "torch"])
+#: the small kernels' kinds: NumPy, torch CPU tensors through NumPy, torch's own operations
+SMALL_KINDS = ["numpy", "torch-cpu", "torch"]
+
+
+@pytest.mark.parametrize("kind", SMALL_KINDS)
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     ("xshape", "tshape"),
-    [((1, 4, 1, 16), (1, 1, 1, 16)), ((2, 3, 16), (3, 16)), ((3, 16), (2, 3, 16)), ((5, 8), (5, 8))],
+    [
+        ((1, 4, 1, 16), (1, 1, 1, 16)),
+        ((2, 3, 16), (3, 16)),
+        ((3, 16), (2, 3, 16)),
+        ((5, 8), (5, 8)),
+        ((2, 0, 8), (1, 8)),
+        ((4, 2), (4, 2)),
+    ],
 )
 def test_rotate_small_equals_portable(kind, layout, dtype, xshape, tshape):
     rng = np.random.default_rng(0)
-    conv = BACKENDS[kind]
+    conv = BACKENDS["numpy" if kind == "numpy" else "torch"]
     x = conv(rng.standard_normal(xshape).astype(dtype))
     c = conv(rng.standard_normal(tshape).astype(dtype))  # pairs need not hold one value
     s = conv(rng.standard_normal(tshape).astype(dtype))
     plan = rotary._make_plan(x, c, s, layout, None, False, None)
-    assert plan.small is _kernels.ROTATE_SMALL[kind]
+    assert plan.small is _kernels.ROTATE_SMALL["numpy" if kind == "numpy" else "torch-cpu"]
     want = rotary._rotate_portable(x, c, s, plan)
     got = _kernels.ROTATE_SMALL[kind](x, c, s, layout)
-    assert got.shape == want.shape and got.dtype == want.dtype
+    assert type(got) is type(want) and got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(_np(got), _np(want))
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_rotate_small_signed_zeros_and_specials(layout):
+    """swap(x) * signed(s) is (-x2) * s1 bit for bit: signed zeros, infinities, NaN where NaN."""
+    vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 1e-45], dtype=np.float32)
+    x = np.array(np.meshgrid(vals, vals, vals, vals)).reshape(4, -1).T.copy()  # every (x0, x1, x2, x3)
+    c = np.array([0.5, -0.0, 0.5, -0.0], dtype=np.float32)
+    s = np.array([-0.0, 2.0, -0.0, 2.0], dtype=np.float32)
+    plan = rotary._make_plan(x, c, s, layout, None, False, None)
+    with np.errstate(invalid="ignore"):
+        want = rotary._rotate_portable(x, c, s, plan)
+        got = _kernels.rotate_small_numpy(x, c, s, layout)
+    nan = np.isnan(want)  # a NaN's sign bit carries no meaning
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.int32)[~nan], want.view(np.int32)[~nan])
+
+
+# torch's forward-mode AD scripts its decompositions when first used
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_torch_cpu_kernels_step_aside_for_autodiff(layout):
+    """The kernels through NumPy views leave autograd, forward-mode AD,
+    functorch's transforms and negative views to torch's own operations."""
+    import torch.autograd.forward_ad as fwad
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 16, generator=g, dtype=torch.float64)
+    p = torch.tensor([5, 4096, 77])
+    c, s = posenc.rope_cos_sin(p, 16, layout=layout, dtype=torch.float64)
+    want = rotary._rotate_portable(x, c, s, rotary._make_plan(x, c, s, layout, None, False, None))
+    assert torch.equal(_kernels.rotate_small_torch_cpu(x, c, s, layout), want)
+    # forward mode: the tangent of a linear map is the map of the tangent
+    t = torch.randn(2, 3, 16, generator=g, dtype=torch.float64)
+    with fwad.dual_level():
+        out = posenc.apply_rope(fwad.make_dual(x, t), c, s, layout=layout)
+        primal, tangent = fwad.unpack_dual(out)
+        out_rope = posenc.rope(fwad.make_dual(x, t), p, layout=layout)
+        tangent_rope = fwad.unpack_dual(out_rope).tangent
+    torch.testing.assert_close(primal, want, rtol=0, atol=0)
+    torch.testing.assert_close(tangent, posenc.apply_rope(t, c, s, layout=layout), rtol=0, atol=0)
+    assert tangent_rope is not None
+    # the large fast path (out= operations) too
+    big = torch.randn(1, 8, 3, 2 * rotary._FAST_MIN // 24, generator=g, dtype=torch.float64)
+    cb, sb = posenc.rope_cos_sin(p, big.shape[-1], layout=layout, dtype=torch.float64)
+    with fwad.dual_level():
+        big_tangent = fwad.unpack_dual(posenc.apply_rope(fwad.make_dual(big, big), cb, sb, layout=layout)).tangent
+    # (the reference takes the fast path, whose addcmul_ may fuse: within a few ulp)
+    torch.testing.assert_close(big_tangent, posenc.apply_rope(big, cb, sb, layout=layout), rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(tangent_rope, posenc.rope(t, p, layout=layout), rtol=0, atol=0)
+    # functorch: vmap over a batch, and grad
+    got = torch.func.vmap(lambda xi: posenc.apply_rope(xi, c, s, layout=layout))(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    grad = torch.func.grad(lambda xi: posenc.apply_rope(xi, c, s, layout=layout).sum())(x)
+    xr = x.clone().requires_grad_(True)
+    plan = rotary._make_plan(xr, c, s, layout, None, False, None)
+    (ref,) = torch.autograd.grad(rotary._rotate_portable(xr, c, s, plan).sum(), xr)
+    torch.testing.assert_close(grad, ref, rtol=0, atol=0)
+    # a negative view
+    neg = torch._neg_view(-x)
+    torch.testing.assert_close(posenc.apply_rope(neg, c, s, layout=layout), want, rtol=0, atol=0)
+    # tables that need grad
+    cr = c.clone().requires_grad_(True)
+    (gc,) = torch.autograd.grad(posenc.apply_rope(x, cr, s, layout=layout).sum(), cr)
+    torch.testing.assert_close(gc, x.sum(0), rtol=0, atol=0)
 
 
 def test_rotate_small_keeps_autograd():
@@ -72,6 +148,17 @@ def test_rotate_small_keeps_autograd():
     torch.testing.assert_close(g[0, :, 0], want.expand(4, 16), rtol=0, atol=1e-15)
 
 
+def _same_bits_or_one_ulp(got, want, numpy_bits: bool):
+    """Bit for bit where both come from NumPy's sin / cos; torch CPU tables of
+    the small lane (NumPy's) against torch's own: within one ulp of the
+    dtype."""
+    g, w = _np(got), _np(want)
+    if numpy_bits:
+        np.testing.assert_array_equal(g, w)
+    else:
+        np.testing.assert_allclose(g, w, rtol=0, atol=float(np.finfo(w.dtype).eps))
+
+
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 @pytest.mark.parametrize(
@@ -80,29 +167,34 @@ def test_rotate_small_keeps_autograd():
 )
 def test_small_table_equals_compact_layout(kind, layout, dtype, scaling, monkeypatch):
     """rope_cos_sin's one-pass tables of small integer arrays: bit for bit
-    the compact tables laid out (the path of larger tables)."""
-    p = BACKENDS[kind](np.array([[0, 1, 4096, -7], [2**31 - 1, 5, 2**40 + 3, 77]]))
+    the compact tables laid out (the path of larger tables) and, for torch
+    CPU tensors (computed through NumPy), NumPy's tables."""
+    raw = np.array([[0, 1, 4096, -7], [2**31 - 1, 5, 2**40 + 3, 77]])
+    p = BACKENDS[kind](raw)
     dt = getattr(np if kind == "numpy" else torch, dtype)
     rotary._TABLE_PLANS.clear()
     got = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)
     again = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)  # from the cached plan
     plan = next(iter(rotary._TABLE_PLANS.values()))
-    assert plan[-1] is not None and plan[-1][0] is _kernels.TURNS[kind]
+    assert plan[-1] is not None and plan[-1][0] == ("numpy" if kind == "numpy" else "torch-cpu")
+    host = posenc.rope_cos_sin(raw, 32, layout=layout, scaling=scaling, dtype=getattr(np, dtype))
     monkeypatch.setattr(rotary, "_SMALL_TABLE", 0)
     rotary._TABLE_PLANS.clear()
     want = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)
     assert next(iter(rotary._TABLE_PLANS.values()))[-1] is None
-    for g, a, w in zip(got, again, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(_np(g), _np(w))
-        np.testing.assert_array_equal(_np(a), _np(w))
+    for g, a, w, h in zip(got, again, want, host):
+        assert g.dtype == w.dtype and g.shape == w.shape and type(g) is type(w)
+        _same_bits_or_one_ulp(g, w, kind == "numpy")
+        np.testing.assert_array_equal(_np(a), _np(g))
+        np.testing.assert_array_equal(_np(g), h)
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
 def test_rope_small_equals_tables_then_apply(kind, layout, monkeypatch):
     """rope's decode-step lane (one-pass tables, then the formula): bit for
-    bit rope_cos_sin + apply_rope, and rope without the lane."""
+    bit rope_cos_sin + apply_rope, and rope without the lane (torch: within
+    an ulp, its tables are torch's own)."""
     rng = np.random.default_rng(1)
     conv = BACKENDS[kind]
     q = conv(rng.standard_normal((2, 4, 3, 16)).astype(np.float32))
@@ -119,7 +211,8 @@ def test_rope_small_equals_tables_then_apply(kind, layout, monkeypatch):
     assert next(iter(rotary._ROPE_PLANS.values())).small is None
     for g in got:
         np.testing.assert_array_equal(_np(g), _np(want))
-        np.testing.assert_array_equal(_np(g), _np(plain))
+        # |q| < 5: an ulp of a table is at most 4 float32 ulp of the result
+        np.testing.assert_allclose(_np(g), _np(plain), rtol=0, atol=0 if kind == "numpy" else 4e-6)
 
 
 def test_call_key_types_and_tracing():
