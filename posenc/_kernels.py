@@ -305,12 +305,18 @@ def rotate_numpy(
 def rotate_torch(x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lead: tuple[int, ...]) -> Array:
     """torch CPU fast path: ``torch.mul(..., out=)`` and ``addcmul_`` into one
     preallocated output, in blocks of about ``TORCH_BLOCK`` elements (half
-    layout), or one complex multiply (interleaved)."""
+    layout), or one complex multiply (interleaved).
+
+    The output's memory is NumPy's (``torch.from_numpy``): NumPy asks the
+    kernel for huge pages on large buffers, where torch's allocator maps
+    4 KiB pages unless ``THP_MEM_ALLOC_ENABLE=1`` is set, and first-touching
+    a fresh output page by page costs more than the rotation itself (about
+    twice as fast at one thread; see :func:`torch_cpu_table`)."""
     import torch
 
     head_dim = int(x.shape[-1])
     half = rotary_dim // 2
-    out = torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device)
+    out = torch.from_numpy(np.empty(lead + (head_dim,), dtype=_compat.numpy_dtype(x.dtype)))
     xb = x.expand(lead + (head_dim,)) if tuple(x.shape[:-1]) != lead else x
     if layout == "interleaved":
         xc = torch.view_as_complex(xb[..., :rotary_dim].unflatten(-1, (half, 2)))

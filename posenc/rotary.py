@@ -775,9 +775,10 @@ def apply_rope(
     multiplication for the interleaved layout, where the textbook
     ``x * cos + rotate_half(x) * sin`` makes five temporaries the size of
     ``x``; it reads the first half (every other value, interleaved) of full
-    tables, whose pairs :func:`rope_cos_sin` fills with one value.  The
-    interleaved layout is the faster of the two (see :ref:`performance`).
-    Every other case (JAX, CuPy, Dask, array-api-strict, autograd,
+    tables, whose pairs :func:`rope_cos_sin` fills with one value.  A torch
+    output of that path lives in memory NumPy allocated (huge pages, wrapped
+    by ``torch.from_numpy``).  The interleaved layout is the faster of the
+    two (see :ref:`performance`).  Every other case (JAX, CuPy, Dask, array-api-strict, autograd,
     ``torch.compile``) uses the Array API formula; the fast paths are tested
     equal to it.
 
