@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import posenc
-from posenc import _angles, _cache, _kernels
+from posenc import _angles, _cache, _compat, _kernels, rotary
 
 from . import seeds
 from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
@@ -78,6 +78,7 @@ def _decode_rows(case: str, backend: str, times: dict, ref: str, names: dict[str
 #: the floors of the two public compositions: their kernels called directly
 FLOORS = {
     "exact floor (kernels, no checks)": "rope_cos_sin + apply_rope x2",
+    "floor with cached checks (kernels + plan lookups)": "rope_cos_sin + apply_rope x2",
     "exact floor of rope x2 (two tables)": "rope x2",
 }
 
@@ -93,6 +94,26 @@ def _floor_rows(case: str, backend: str, times: dict) -> list[Row]:
         ms = median_ms(times[name]) / INNER
         rows.append(Row("hotpath", case, backend, name, ms=ms, reference="HF step", ratio=r, status="INFO", note=note))
     return rows
+
+
+def _checked_floor(q, k, pid, turns, kind: str, dtype):
+    """The kernels of ``rope_cos_sin`` + ``apply_rope`` x2 with the least a
+    call validated once per shape does: build its plan key and look it up
+    (the public functions' own keys and caches), three times."""
+    table = _kernels.TURNS[kind]
+    rotate = _kernels.ROTATE_SMALL[kind]
+    opts = ("half", None, False, 1)
+
+    def step():
+        key = rotary._table_key(pid, HEAD_DIM, 10000.0, None, "half", None, 0, dtype, None, None)
+        _compat.lookup(rotary._TABLE_PLANS, key)
+        s, c = table(pid, turns)
+        _compat.lookup(rotary._PLANS, _compat.call_key((q, c, s), opts))
+        oq = rotate(q, c, s, "half")
+        _compat.lookup(rotary._PLANS, _compat.call_key((k, c, s), opts))
+        return oq, rotate(k, c, s, "half")
+
+    return step
 
 
 def _laid_out_turns(d: int) -> np.ndarray:
@@ -141,6 +162,9 @@ def _decode_numpy(cfg: Config) -> list[Row]:
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
         "exact floor (kernels, no checks)": _repeat(floor_step),
+        "floor with cached checks (kernels + plan lookups)": _repeat(
+            _checked_floor(q, k, pid, turns, "numpy", np.float32)
+        ),
         "exact floor of rope x2 (two tables)": _repeat(floor_rope),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_numpy(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
@@ -193,6 +217,9 @@ def _decode_torch(cfg: Config, torch, label: str) -> list[Row]:
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
         "exact floor (kernels, no checks)": _repeat(floor_step),
+        "floor with cached checks (kernels + plan lookups)": _repeat(
+            _checked_floor(q, k, pid, turns, "torch-cpu", None)
+        ),
         "exact floor of rope x2 (two tables)": _repeat(floor_rope),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_torch(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),

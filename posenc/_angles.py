@@ -400,8 +400,8 @@ def range_table(
         elif backend == "torch":
             cached = key is not None and _cache.TABLES.fits(n * dim * _compat.numpy_dtype(ctx.dtype).itemsize)
 
-            def fill(dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
-                return _numpy_table(start, n, fkey, dim, layout, dtype, out=out)
+            def fill(dtype: np.dtype, out: np.ndarray, lo: int) -> None:
+                _numpy_table(start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out)
 
             table, kind = _kernels.torch_cpu_table(fill, (n, dim), ctx, cached=cached), "torch"
     if table is None:

@@ -506,15 +506,16 @@ def torch_from_numpy(a: np.ndarray) -> Array:
 
 
 def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool) -> Array:
-    """A torch CPU table written by the NumPy kernel: ``fill(dtype, out=None)``
-    returns the NumPy table (into ``out`` when given); None off the CPU.
+    """A torch CPU table written by the NumPy kernel: ``fill(dtype, out, lo)``
+    writes rows ``lo .. lo + len(out) - 1`` into ``out``; None off the CPU.
 
     A table that will not be cached is allocated by NumPy and wrapped with
     ``torch.from_numpy``: NumPy asks the kernel for huge pages on large
     buffers, which makes first-touching a 256 MiB table about 4x cheaper than
     in ``torch.empty``'s memory.  A table that goes to the cache is allocated
     by torch, because only torch-allocated storage can be handed out as
-    copy-on-write clones (:func:`torch_share`).
+    copy-on-write clones (:func:`torch_share`).  The rows are written by as
+    many threads as torch's intra-op setting (:func:`fill_parallel`).
     """
     import torch
 
@@ -523,12 +524,46 @@ def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool
         probe = torch.empty((0,), dtype=ctx.dtype, device=ctx.device)
         if probe.device.type != "cpu":
             return None
-        return torch.from_numpy(fill(dtype))
+        out = np.empty(shape, dtype=dtype)
+        fill_parallel(fill, out, dtype, torch.get_num_threads())
+        return torch.from_numpy(out)
     t = torch.empty(shape, dtype=ctx.dtype, device=ctx.device)
     if t.device.type != "cpu":
         return None
-    fill(dtype, out=t.numpy())
+    fill_parallel(fill, t.numpy(), dtype, torch.get_num_threads())
     return t
+
+
+#: elements of a table from which its rows are written by several threads.
+#: Measured at two threads (2 shared cores): 64 MiB of float32, 0.65x one
+#: thread's time; 32 MiB, 0.94x; 8 MiB, 1.18x (first-touch page faults of
+#: the two threads contend)
+PARALLEL_MIN = 1 << 24
+_POOLS: dict[int, Any] = {}
+
+
+def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
+    """``fill(dtype, out[a:b], a)`` over ``threads`` row ranges at once
+    (NumPy releases the GIL inside its loops; every row is computed as when
+    written alone, so the table is the same bit for bit); one call for
+    tables below :data:`PARALLEL_MIN` elements or one thread."""
+    n = out.shape[0]
+    threads = max(1, min(threads, n))
+    if threads == 1 or out.size < PARALLEL_MIN:
+        fill(dtype, out, 0)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    fill(dtype, out[:0], 0)  # the host tables, once, before the threads read them
+    pool = _POOLS.get(threads)
+    if pool is None:
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="posenc")
+        _POOLS[threads] = pool  # one per thread count torch was set to
+    bounds = [n * i // threads for i in range(threads + 1)]
+    parts = [pool.submit(fill, dtype, out[a:b], a) for a, b in zip(bounds[1:-1], bounds[2:])]
+    fill(dtype, out[: bounds[1]], 0)
+    for f in parts:
+        f.result()
 
 
 def torch_share(value: Array) -> Array:

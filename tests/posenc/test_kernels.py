@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import _angles, _compat, _kernels, rotary
+from posenc import _angles, _cache, _compat, _kernels, rotary
 from posenc.scaling import YaRN
 
 from .test_cache import ref_table
@@ -388,3 +388,26 @@ def test_consecutive_torch_positions_are_the_range_table():
     assert torch.equal(got.reshape(-1, 64), rows)
     got.zero_()  # the caller owns it: the next call is unchanged
     assert torch.equal(posenc.sinusoidal(p, 64, dtype=torch.float32), want)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("cached", [True, False])
+def test_torch_tables_written_by_threads_equal_one_thread(threads, cached, monkeypatch):
+    """torch CPU range tables written by several threads (row ranges of the
+    NumPy kernel): bit for bit NumPy's table, cached or not."""
+    monkeypatch.setattr(_kernels, "PARALLEL_MIN", 1)
+    if not cached:
+        monkeypatch.setattr(_cache.TABLES, "fits", lambda nbytes: False)
+    calls = []
+    fill_parallel = _kernels.fill_parallel
+    monkeypatch.setattr(_kernels, "fill_parallel", lambda *a: calls.append(a[-1]) or fill_parallel(*a))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        _cache.clear()
+        got = posenc.sinusoidal(1001, 34, xp=torch)
+    finally:
+        torch.set_num_threads(before)
+    assert calls == [threads]
+    want = posenc.sinusoidal(1001, 34, dtype="float32")
+    np.testing.assert_array_equal(got.numpy(), want)
