@@ -96,15 +96,19 @@ def _floor_rows(case: str, backend: str, times: dict) -> list[Row]:
     return rows
 
 
-def _checked_floor(q, k, pid, turns, kind: str, dtype):
-    """The kernels of ``rope_cos_sin`` + ``apply_rope`` x2 with the least a
-    call validated once per shape does: build its plan key and look it up
-    (the public functions' own keys and caches), three times."""
-    table = _kernels.TURNS[kind]
-    rotate = _kernels.ROTATE_SMALL[kind]
+def _floor_contestants(q, k, pid, turns, kind: str, dtype) -> dict:
+    """The floors of FLOORS for the kernels of ``kind``: the public
+    compositions' kernels called directly, and with the least a call
+    validated once per shape does (build its plan key and look it up in the
+    public functions' own caches, three times)."""
+    table, rotate, rope = _kernels.TURNS[kind], _kernels.ROTATE_SMALL[kind], _kernels.ROPE_SMALL[kind]
     opts = ("half", None, False, 1)
 
-    def step():
+    def floor_step():
+        s, c = table(pid, turns)
+        return rotate(q, c, s, "half"), rotate(k, c, s, "half")
+
+    def checked_step():
         key = rotary._table_key(pid, HEAD_DIM, 10000.0, None, "half", None, 0, dtype, None, None)
         _compat.lookup(rotary._TABLE_PLANS, key)
         s, c = table(pid, turns)
@@ -113,7 +117,11 @@ def _checked_floor(q, k, pid, turns, kind: str, dtype):
         _compat.lookup(rotary._PLANS, _compat.call_key((k, c, s), opts))
         return oq, rotate(k, c, s, "half")
 
-    return step
+    def floor_rope():
+        return rope(q, pid, turns, 1.0, None, "half"), rope(k, pid, turns, 1.0, None, "half")
+
+    steps = (floor_step, checked_step, floor_rope)
+    return {name: _repeat(f) for name, f in zip(FLOORS, steps)}
 
 
 def _laid_out_turns(d: int) -> np.ndarray:
@@ -146,26 +154,12 @@ def _decode_numpy(cfg: Config) -> list[Row]:
     c0, s0 = c0[:, None], s0[:, None]
     turns = _laid_out_turns(HEAD_DIM)
 
-    def floor_step():
-        # the work of an exact step without any check: the table kernel, then the rotation kernel twice
-        s, c = _kernels.turns_numpy(pid, turns)
-        return _kernels.rotate_small_numpy(q, c, s, "half"), _kernels.rotate_small_numpy(k, c, s, "half")
-
-    def floor_rope():
-        return (
-            _kernels.rope_small_numpy(q, pid, turns, 1.0, None, "half"),
-            _kernels.rope_small_numpy(k, pid, turns, 1.0, None, "half"),
-        )
-
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
-        "exact floor (kernels, no checks)": _repeat(floor_step),
-        "floor with cached checks (kernels + plan lookups)": _repeat(
-            _checked_floor(q, k, pid, turns, "numpy", np.float32)
-        ),
-        "exact floor of rope x2 (two tables)": _repeat(floor_rope),
+        # the kernels the public path runs, without and with the plan lookups
+        **_floor_contestants(q, k, pid, turns, "numpy", np.float32),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_numpy(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }
@@ -201,26 +195,12 @@ def _decode_torch(cfg: Config, torch, label: str) -> list[Row]:
     c0, s0 = c0[:, None], s0[:, None]
     turns = _laid_out_turns(HEAD_DIM)
 
-    def floor_step():
-        # torch CPU tensors: the kernels through their NumPy views
-        s, c = _kernels.turns_torch_cpu(pid, turns)
-        return _kernels.rotate_small_torch_cpu(q, c, s, "half"), _kernels.rotate_small_torch_cpu(k, c, s, "half")
-
-    def floor_rope():
-        return (
-            _kernels.rope_small_torch_cpu(q, pid, turns, 1.0, None, "half"),
-            _kernels.rope_small_torch_cpu(k, pid, turns, 1.0, None, "half"),
-        )
-
     contestants = {
         "HF step": _repeat(hf_step),
         "rope_cos_sin + apply_rope x2": _repeat(posenc_step),
         "rope x2": _repeat(posenc_rope),
-        "exact floor (kernels, no checks)": _repeat(floor_step),
-        "floor with cached checks (kernels + plan lookups)": _repeat(
-            _checked_floor(q, k, pid, turns, "torch-cpu", None)
-        ),
-        "exact floor of rope x2 (two tables)": _repeat(floor_rope),
+        # torch CPU tensors: the kernels through their NumPy views
+        **_floor_contestants(q, k, pid, turns, "torch-cpu", None),
         "formula": _repeat(lambda: seeds.hf_apply_rotary_torch(q, c0, s0)),
         "apply_rope (tables given)": _repeat(lambda: posenc.apply_rope(q, c0, s0)),
     }
