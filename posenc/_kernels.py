@@ -159,15 +159,22 @@ def rotate_small_torch(x: Array, c: Array, s: Array, layout: str) -> Array:
     return x * c + rot * s
 
 
+def forward_ad_active() -> bool:
+    """Whether torch's forward-mode AD (``torch.autograd.forward_ad.dual_level``)
+    is on: its dual tensors look like plain ones to every other check.  A
+    torch without the level counter reads as on (torch's own operations)."""
+    import torch
+
+    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
 def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
     """NumPy views of torch CPU tensors whose result needs no autograd, or
     None: a tensor that requires grad, one of functorch's transforms
     (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
     view, or forward-mode AD (its dual tensors have NumPy views but their
     tangents would be lost)."""
-    import torch
-
-    if torch.autograd.forward_ad._current_level >= 0:
+    if forward_ad_active():
         return None
     try:
         return tuple(a.numpy() for a in arrays)
@@ -361,7 +368,7 @@ def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
         return False
     import torch
 
-    if torch.autograd.forward_ad._current_level >= 0:
+    if forward_ad_active():
         return False
     return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
 
