@@ -220,6 +220,19 @@ def check_size(shape: tuple[int, ...], name: str = "output") -> None:
         raise ValueError(msg)
 
 
+def check_real_float(x: Array, name: str, xp: Any, *, min_ndim: int = 0, shape: str = "") -> None:
+    """``x``, an array of namespace ``xp``, has a real floating dtype (else a
+    TypeError naming ``name``) and at least ``min_ndim`` axes (else a
+    ValueError that spells the expected ``shape``, such as ``"(..., seq,
+    dim)"``)."""
+    if not _compat.is_real_float_dtype(xp, x.dtype):
+        msg = f"`{name}` must have a real floating dtype, got {x.dtype}"
+        raise TypeError(msg)
+    if x.ndim < min_ndim:
+        msg = f"`{name}` must have shape {shape}, got shape {tuple(x.shape)}"
+        raise ValueError(msg)
+
+
 def check_float_array(x: Any, name: str, ctx: _compat.Context) -> Array:
     """A real floating array of ``ctx``'s namespace (lists converted)."""
     xp = ctx.xp

@@ -555,8 +555,8 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
     (JAX, Dask, lists, numbers: they take the full checks) or torch's
     compiler traces the call (its tracer must not follow cache lookups).
     The key is not hashed here (a lookup hashes it): look it up with
-    :func:`lookup`, which treats unhashable options as no key.  Built in one
-    loop per case (a decode step builds three keys: each costs about a
+    :func:`lookup`, which treats unhashable options as no key.  Built by
+    appends in one loop (a decode step builds three keys: each costs about a
     microsecond).
     """
     if compiling():

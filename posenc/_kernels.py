@@ -34,6 +34,32 @@ _TWO_PI = 2.0 * math.pi
 
 
 # --------------------------------------------------------------------------
+# torch CPU tensors through their NumPy views
+# --------------------------------------------------------------------------
+def forward_ad_active() -> bool:
+    """Whether torch's forward-mode AD (``torch.autograd.forward_ad.dual_level``)
+    is on: its dual tensors look like plain ones to every other check.  A
+    torch without the level counter reads as on (torch's own operations)."""
+    import torch
+
+    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
+def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
+    """NumPy views of torch CPU tensors whose result needs no autograd, or
+    None: a tensor that requires grad, one of functorch's transforms
+    (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
+    view, or forward-mode AD (its dual tensors have NumPy views but their
+    tangents would be lost)."""
+    if forward_ad_active():
+        return None
+    try:
+        return tuple(a.numpy() for a in arrays)
+    except RuntimeError:
+        return None
+
+
+# --------------------------------------------------------------------------
 # angles in turns (posenc._angles._sincos_turns)
 # --------------------------------------------------------------------------
 # Integer positions only (|p| < 2**53: the conversion to float64 is exact, as
@@ -81,11 +107,10 @@ def turns_torch_cpu(p: Array, v: np.ndarray, scale: float = 1.0) -> tuple[Array,
     :func:`turns_torch`."""
     import torch
 
-    try:
-        pn = p.numpy()
-    except RuntimeError:
+    views = torch_numpy_views(p)
+    if views is None:
         return turns_torch(p, torch.from_numpy(v), scale)
-    s, c = turns_numpy(pn, v, scale)
+    s, c = turns_numpy(views[0], v, scale)
     return torch.from_numpy(s), torch.from_numpy(c)
 
 
@@ -157,29 +182,6 @@ def rotate_small_torch(x: Array, c: Array, s: Array, layout: str) -> Array:
     else:
         rot = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).reshape(x.shape)
     return x * c + rot * s
-
-
-def forward_ad_active() -> bool:
-    """Whether torch's forward-mode AD (``torch.autograd.forward_ad.dual_level``)
-    is on: its dual tensors look like plain ones to every other check.  A
-    torch without the level counter reads as on (torch's own operations)."""
-    import torch
-
-    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
-
-
-def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
-    """NumPy views of torch CPU tensors whose result needs no autograd, or
-    None: a tensor that requires grad, one of functorch's transforms
-    (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
-    view, or forward-mode AD (its dual tensors have NumPy views but their
-    tangents would be lost)."""
-    if forward_ad_active():
-        return None
-    try:
-        return tuple(a.numpy() for a in arrays)
-    except RuntimeError:
-        return None
 
 
 def rotate_small_torch_cpu(x: Array, c: Array, s: Array, layout: str) -> Array:

@@ -637,12 +637,7 @@ def resample_grid(
         raise TypeError(msg)
     ctx = _compat.resolve({"table": table})
     xp_ = ctx.xp
-    if not _compat.is_real_float_dtype(xp_, table.dtype):
-        msg = f"`table` must have a real floating dtype, got {table.dtype}"
-        raise TypeError(msg)
-    if table.ndim < 2:
-        msg = f"`table` must have shape (..., tokens, dim), got shape {tuple(table.shape)}"
-        raise ValueError(msg)
+    _checks.check_real_float(table, "table", xp_, min_ndim=2, shape="(..., tokens, dim)")
     method = _checks.check_choice(method, "method", METHODS)
     align_corners = _checks.check_bool(align_corners, "align_corners")
     antialias = _checks.check_bool(antialias, "antialias")

@@ -143,12 +143,7 @@ def resample_table(
         raise TypeError(msg)
     ctx = _compat.resolve({"table": table}, dtype=None)
     xp_ = ctx.xp
-    if not _compat.is_real_float_dtype(xp_, table.dtype):
-        msg = f"`table` must have a real floating dtype, got {table.dtype}"
-        raise TypeError(msg)
-    if table.ndim < 2:
-        msg = f"`table` must have shape (..., L, dim), got shape {tuple(table.shape)}"
-        raise ValueError(msg)
+    _checks.check_real_float(table, "table", xp_, min_ndim=2, shape="(..., L, dim)")
     old = int(table.shape[-2])
     if old < 1:
         msg = "`table` must have at least one position (axis -2 is empty)"

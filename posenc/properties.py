@@ -138,12 +138,7 @@ def similarity(a: Array, b: Array | None = None) -> Array:
     ctx = _compat.resolve({"a": a, "b": b})
     xp_ = ctx.xp
     for name, v in (("a", a), ("b", b)):
-        if not _compat.is_real_float_dtype(xp_, v.dtype):
-            msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
-            raise TypeError(msg)
-        if v.ndim < 2:
-            msg = f"`{name}` must have shape (..., n, dim), got shape {tuple(v.shape)}"
-            raise ValueError(msg)
+        _checks.check_real_float(v, name, xp_, min_ndim=2, shape="(..., n, dim)")
     if a.shape[-1] != b.shape[-1]:
         msg = f"`a` and `b` must have the same last axis, got {a.shape[-1]} and {b.shape[-1]}"
         raise ValueError(msg)

@@ -430,9 +430,7 @@ def _check_x(x: Any, name: str = "x") -> None:
 def _check_x_array(x: Array, xp: Any, rotary_dim: Any) -> int:
     """``x`` (an array of namespace ``xp``) is real floating with a feature
     axis, even when all of it is rotated (``rotary_dim`` None); its length."""
-    if not _compat.is_real_float_dtype(xp, x.dtype):
-        msg = f"`x` must have a real floating dtype, got {x.dtype}"
-        raise TypeError(msg)
+    _checks.check_real_float(x, "x", xp)
     if x.ndim < 1:
         msg = f"`x` must have at least one axis (..., head_dim), got shape {tuple(x.shape)}"
         raise ValueError(msg)
@@ -555,9 +553,7 @@ def _make_plan(x: Array, cos: Array, sin: Array, layout: Any, rotary_dim: Any, c
     compact = _checks.check_bool(compact, "compact")
     head_dim = _check_x_array(x, xp, True)
     for name, v in (("cos", cos), ("sin", sin)):
-        if not _compat.is_real_float_dtype(xp, v.dtype):
-            msg = f"`{name}` must have a real floating dtype, got {v.dtype}"
-            raise TypeError(msg)
+        _checks.check_real_float(v, name, xp)
     if tuple(cos.shape) != tuple(sin.shape):
         msg = f"`sin` must have the shape of `cos`, got {tuple(sin.shape)} and {tuple(cos.shape)}"
         raise ValueError(msg)

@@ -589,12 +589,7 @@ def add_sinusoidal(
         raise TypeError(msg)
     ctx0 = _compat.resolve({"x": x})
     xp_ = ctx0.xp
-    if not _compat.is_real_float_dtype(xp_, x.dtype):
-        msg = f"`x` must have a real floating dtype, got {x.dtype}"
-        raise TypeError(msg)
-    if x.ndim < 2:
-        msg = f"`x` must have shape (..., seq, dim), got shape {tuple(x.shape)}"
-        raise ValueError(msg)
+    _checks.check_real_float(x, "x", xp_, min_ndim=2, shape="(..., seq, dim)")
     # the output has x's shape (x may be a zero-stride view of a huge shape)
     _checks.check_size(tuple(x.shape), "output")
     ctx = _compat.resolve({"x": x}, dtype=x.dtype)
