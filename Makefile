@@ -1,26 +1,31 @@
 # The README's commands.  Each target creates the local virtual environment
-# (.venv) on first use and installs what it needs.
+# (.venv) on first use and installs what it needs, at the exact versions of
+# requirements/lock.txt (so a new release of a dependency never changes what
+# `make test` runs; `make test-latest` tries the newest releases instead).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= figures
+LOCK   := requirements/lock.txt
+EXTRAS := viz,test,docs,bench
+# torch is pinned and installed first, on its own, so that no other package can pull a different build
+TORCH  := torch==2.13.0
 
-.PHONY: figures test docs bench clean
+.PHONY: figures test docs bench lock test-latest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c $(LOCK) pip
 
 # figures: matplotlib only (no torch, no jax)
-$(VENV)/.viz: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[viz]"
+$(VENV)/.viz: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[viz]"
 	touch $@
 
-# tests (ruff, then pytest), docs and benchmarks: every backend.  torch is pinned and installed
-# first, on its own, so that no other package can pull a different build.
-$(VENV)/.all: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q "torch==2.13.0"
-	$(BIN)/python -m pip install -q -e ".[viz,test,docs,bench]"
+# tests (ruff, then pytest), docs and benchmarks: every backend
+$(VENV)/.all: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -c $(LOCK) -e ".[$(EXTRAS)]"
 	touch $(VENV)/.viz $@
 
 figures: $(VENV)/.viz
@@ -35,6 +40,33 @@ docs: $(VENV)/.all
 
 bench: $(VENV)/.all
 	$(BIN)/python -m benchmarks
+
+# lock: the newest releases that pyproject.toml admits, installed in a fresh
+# environment (torch first, as above) and written to requirements/lock.txt
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install -q --upgrade pip
+	.venv-lock/bin/python -m pip install -q "$(TORCH)"
+	.venv-lock/bin/python -m pip install -q -e ".[$(EXTRAS)]"
+	.venv-lock/bin/python requirements/write_lock.py .venv-lock/bin/python $(LOCK)
+	rm -rf .venv-lock
+
+# test-latest: the suite and the transformers sweep against the newest
+# releases (not part of CI): prints the packages that differ from the lock,
+# then the models that are new or changed against tests/posenc/data/hf_sweep.json
+test-latest:
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --upgrade pip
+	.venv-latest/bin/python -m pip install -q "$(TORCH)"
+	.venv-latest/bin/python -m pip install -q --upgrade -e ".[$(EXTRAS)]"
+	.venv-latest/bin/python requirements/write_lock.py .venv-latest/bin/python --diff $(LOCK)
+	status=0; \
+	.venv-latest/bin/ruff check . || status=1; \
+	.venv-latest/bin/python -m pytest -n 2 -p no:cacheprovider || status=1; \
+	.venv-latest/bin/python tests/posenc/data/make_hf_sweep.py --compare || status=1; \
+	exit $$status
 
 clean:
 	rm -rf docs/_build docs/api/generated docs/auto_examples .pytest_cache .hypothesis
