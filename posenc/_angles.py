@@ -3,26 +3,56 @@
 The naive float32 evaluation rounds the angle ``p * w`` to float32 before
 taking the sine: the angle then carries an absolute error of up to
 ``|p * w| * 2**-24``, about 2.4e-4 at p = 4096 and 4e-2 at p = 10**6.  posenc
-avoids that error in three ways:
+avoids that error by reducing the angle exactly, in *turns*: with
+``v = w / (2 pi)`` known to about 106 bits on the host (a float64 pair
+``vh + vl``), the fractional part of ``p * v`` is computed without a rounding
+that grows with ``p``, and only the reduced angle ``2 pi frac(p * v)`` in
+``[-pi, pi]`` reaches a sine.  Four paths:
 
 * **ranges** (``positions`` given as an int n, or ``start .. start+n-1``): the
   positions are split ``p = start + q*B + r`` with ``B`` a power of two near
-  ``sqrt(n)``.  The sines and cosines of the few coarse angles
-  ``(start + q*B) * w`` and fine angles ``r * w`` are computed on the host in
+  ``sqrt(n)``.  The sines and cosines of the few coarse positions
+  ``start + q*B`` and fine positions ``r`` are computed on the host in
   float64 (they depend only on Python arguments, and are cached), moved to
   the device in the working dtype, and combined there with the angle-addition
-  formulas ``sin(a+b) = sin a cos b + cos a sin b``.  The table itself is
-  then a handful of float32 multiply-adds per element, with an error of a few
-  float32 ulp at every position.
-* **arrays on devices with float64**: the angle is formed and reduced in
-  float64 and the result cast.
-* **arrays on devices without float64** (JAX without x64, Apple MPS): the
-  integer part of ``|p|`` is split into four base-256 digits whose angles come
-  from small float64-accurate host tables (gathered with ``take``), the
-  fractional part's angle (below ``w``) is computed directly in float32, and
-  the five terms are combined with the angle-addition formulas.  The error
-  stays below 5e-7 for ``|p| < 2**32``; larger magnitudes give NaN rows
-  rather than silently wrong ones.
+  formulas ``sin(a+b) = sin a cos b + cos a sin b``: two float32 products and
+  a sum per element, no float32 sine at all.
+* **float32 tables of arrays on a device with float64**: ``v`` is split on
+  the host into ``v1`` (21 significant bits) and ``v2 = v - v1``, so that
+  ``p * v1`` is exact for every integer ``|p| < 2**32``: ``f = p*v1 -
+  round(p*v1)`` (exact), ``f += p*v2``, ``f -= round(f)``, all in float64.
+  The angle ``a = 2 pi f`` is then split into float32 ``ah + al`` and
+  ``sin a = sin(ah) + cos(ah) * al`` (``cos`` alike): the float32 sine and
+  cosine only ever see ``ah``, and the rounding of the angle to float32 no
+  longer reaches the table (:func:`_sincos_turns`).
+* **float64 tables**: ``p * vh`` is formed exactly as a pair (Dekker's
+  two-product with Veltkamp splitting), reduced, and ``p * vl`` added: the
+  reduced angle is right to about 2**-53 for every integer ``|p| < 2**53``
+  and float ``|p * w| < 2**50`` (:func:`_sincos_f64`).
+* **devices without float64** (JAX without x64, Apple MPS): the integer part
+  of ``|p|`` is split into four base-256 digits whose angles in turns come
+  from host tables as float32 pairs (hi + lo, gathered with ``take``), the
+  fractional part's turns are formed from 12-bit pieces, and the turns are
+  summed with exact float32 two-sums and reduced after each step; the angle
+  is then split as above (:func:`_sincos_digits`).  ``|p| >= 2**32`` gives NaN
+  rows rather than silently wrong ones.
+
+No path relies on a fused multiply-add or its absence except the float64
+tables (Veltkamp's split): the float32 products whose exactness matters are
+exact by the widths of their factors.
+
+The error bound of float32 tables, for every integer ``|p| < 2**31`` and
+every float ``|p| < 2**22`` (``|w| <= 1``), on paper: with ``u = 2**-24``
+(half an ulp of 1 is ``u / 2``) and ``k`` the worst ulp error of the float32
+``sin`` / ``cos`` of the backend (NumPy's own accuracy test allows 2 ulp of
+the correctly rounded value, i.e. ``k <= 2.5``; torch's SLEEF kernels are
+documented at 1.0 and 3.5 ulp), the array paths are within ``(k + 1/2) u``
+plus ``1e-9`` (the reduction and the split of the angle), at most
+``4 u = 2.4e-7`` for ``k = 3.5``; the range path uses no float32 sine and is
+within ``3.5 u = 2.1e-7`` (rounding of its four host factors, two products and
+a sum).  Both are below the documented 2.5e-7; the test suite and the
+documentation build measure it over a sweep of positions
+(``benchmarks/accuracy.py``).
 
 Frequencies are always host float64 NumPy arrays: they depend only on
 arguments such as ``dim``, ``base`` and a RoPE scaling.
@@ -49,7 +79,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,7 +92,7 @@ _DIGIT = 256
 _LEVELS = 4
 
 #: largest frequency magnitude used in an angle (larger ones are clipped):
-#: with |p| <= MAX_POSITION every product and split of reduced_angle is finite
+#: with |p| <= MAX_POSITION every product and split of reduce_turns is finite
 MAX_FREQUENCY = 2.0**900
 #: largest position magnitude of array positions used in a float64 angle
 MAX_POSITION = 2.0**64
@@ -113,45 +143,55 @@ def as_freqs(freqs: Any) -> Freqs:
     return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
 
 
-def _two_pi_parts() -> tuple[float, float, float]:
-    """2*pi as C1 + C2 + C3: C1 and C2 with 20 significant bits (so ``k * C1``
-    and ``k * C2`` are exact for ``|k| < 2**33``), C3 the float64 rest."""
+def _constants() -> tuple[float, float, float, float, float, float]:
+    """``1/(2 pi)`` as a float64 pair, and ``2 pi`` as float32 parts for the
+    digit path: a 12-bit head (its products with 12-bit numbers are exact in
+    float32), the float32 rest and the float32 rest of that."""
     from decimal import Decimal, localcontext
 
     # a local context: the importing thread's decimal settings stay as they were
     with localcontext() as dec:
         dec.prec = 60
         two_pi = Decimal("6.283185307179586476925286766559005768394338798750211641949889")
-        c1 = math.ldexp(math.floor(math.ldexp(float(two_pi), 17)), -17)
-        c2 = math.ldexp(math.floor(math.ldexp(float(two_pi - Decimal(c1)), 37)), -37)
-        c3 = float(two_pi - Decimal(c1) - Decimal(c2))
-    return c1, c2, c3
+        inv = 1 / two_pi
+        inv_hi = float(inv)
+        inv_lo = float(inv - Decimal(inv_hi))
+        pa = math.ldexp(round(math.ldexp(float(two_pi), 9)), -9)  # 3217 / 512
+        pb = float(np.float32(float(two_pi - Decimal(pa))))
+        pc = float(np.float32(float(two_pi - Decimal(pa) - Decimal(pb))))
+    return inv_hi, inv_lo, pa, pb, pc, float(np.float32(2.0 * math.pi))
 
 
-_C1, _C2, _C3 = _two_pi_parts()
-_INV_TWO_PI = 1.0 / (2.0 * math.pi)
+_INV_HI, _INV_LO, _PA32, _PB32, _PC32, _TWO_PI32 = _constants()
+_TWO_PI = 2.0 * math.pi
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
+#: float32 constants of the digit path: 2**12 and its inverse (splits by truncation)
+_SCALE12, _INV12 = 4096.0, 1.0 / 4096.0
 
 
-def reduced_angle(p: Array, w: Array, xp: Any) -> Array:
-    """``p * w`` reduced to about ``[-pi, pi]``, accurate to ~1e-16 absolute.
+def _split(x: Any) -> tuple[Any, Any]:
+    """Veltkamp's split of float64 ``x`` into a 26-bit head and the rest (any namespace)."""
+    t = x * _SPLIT
+    hi = t - (t - x)
+    return hi, x - hi
 
-    Float64 only.  The product is formed exactly as ``h + l`` (Dekker's
-    two-product with Veltkamp splitting) and reduced with a three-part
-    Cody-Waite representation of 2*pi, so the error does not grow with
-    ``|p * w|`` (up to 2**33).  Works on NumPy arrays and on any array
-    namespace ``xp`` (plain multiplies, adds and ``round``).
+
+def reduce_turns(p: Any, vh: Any, vl: Any, vhh: Any, vhl: Any, xp: Any) -> Any:
+    """The fractional part of ``p * (vh + vl)`` in [-1/2, 1/2], float64, to about 2**-53.
+
+    ``p * vh`` is formed exactly as ``h + e`` (Dekker's two-product; ``vhh``,
+    ``vhl`` are the Veltkamp halves of ``vh``), ``h - round(h)`` is exact, and
+    ``e`` and ``p * vl`` are small: the error does not grow with ``p`` while
+    ``|p * v| < 2**50``.  ``p`` broadcasts against the frequencies (the caller
+    adds the axis).  Works on NumPy arrays (host tables) and on any namespace
+    ``xp`` (plain multiplies, adds and ``round``).
     """
-    h = p * w
-    t = p * _SPLIT
-    ph = t - (t - p)
-    pl = p - ph
-    t = w * _SPLIT
-    wh = t - (t - w)
-    wl = w - wh
-    lo = ((ph * wh - h) + ph * wl + pl * wh) + pl * wl
-    k = xp.round(h * _INV_TWO_PI)
-    return (((h - k * _C1) - k * _C2) + lo) - k * _C3
+    h = p * vh
+    ph, pl = _split(p)
+    e = ((ph * vhh - h) + ph * vhl + pl * vhh) + pl * vhl
+    f = h - xp.round(h)
+    f = (f + e) + p * vl
+    return f - xp.round(f)
 
 
 def cast(x: Array, dtype: Any, xp: Any) -> Array:
@@ -168,6 +208,61 @@ def _block(n: int) -> int:
     return 1 << math.ceil(math.log2(n) / 2)
 
 
+class Turns(NamedTuple):
+    """The frequencies in turns per position, ``v = w / (2 pi)``, as host
+    float64 arrays (read-only), in the forms the paths need.
+
+    ``vh + vl`` is ``v`` to about 106 bits; ``vhh + vhl`` is ``vh`` split in
+    Veltkamp halves (float64 tables); ``v1`` is ``vh`` rounded to 21
+    significant bits and ``v2`` the float64 rest of ``v``, so that ``p * v1``
+    is exact for every integer ``|p| < 2**32`` (float32 tables).
+    """
+
+    vh: np.ndarray
+    vl: np.ndarray
+    vhh: np.ndarray
+    vhl: np.ndarray
+    v1: np.ndarray
+    v2: np.ndarray
+
+
+def _host_turns(w: np.ndarray) -> Turns:
+    """:class:`Turns` of float64 frequencies ``w`` (host NumPy, exact products)."""
+    w = np.asarray(w, dtype=np.float64)
+    # w * (inv_hi + inv_lo) as a pair: Dekker's two-product of w and inv_hi
+    h = w * _INV_HI
+    wh, wl = _split(w)
+    ih, il = _split(np.float64(_INV_HI))
+    e = ((wh * ih - h) + wh * il + wl * ih) + wl * il
+    lo = e + w * _INV_LO
+    vh = h + lo
+    vl = lo - (vh - h)
+    vhh, vhl = _split(vh)
+    # v1: vh rounded to 21 significant bits (a power-of-two scaling and rint: exact)
+    mant, expo = np.frexp(vh)
+    v1 = np.ldexp(np.rint(np.ldexp(mant, 21)), expo - 21)
+    v2 = (vh - v1) + vl
+    return Turns(*_cache.readonly(vh, vl, vhh, vhl, v1, v2))
+
+
+@_compat.host_constant
+def turns_of(freqs_key: bytes) -> Turns:
+    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only)."""
+    key = ("turns", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is None:
+        got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
+        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
+
+
+def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``(sin, cos)`` of ``p[:, None] * w`` on the host (``p`` float64, exact values)."""
+    f = reduce_turns(p[:, None], t.vh, t.vl, t.vhh, t.vhl, np)
+    a = f * _TWO_PI
+    return np.sin(a), np.cos(a)
+
+
 @_compat.host_constant
 def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
     """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
@@ -176,56 +271,96 @@ def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np
     got = _cache.HOST.get(key)
     if got is not None:
         return got
-    w = np.frombuffer(freqs_key, dtype=np.float64)[None, :]
     # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
     # and fine positions r, reduced in one pass
     p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
-    a = reduced_angle(p[:, None], w, np)
-    s, c = np.sin(a), np.cos(a)
+    s, c = _host_sincos_turns(p, turns_of(freqs_key))
     got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
 
+class DigitTables(NamedTuple):
+    """Host float32 tables of the path without float64 (read-only).
+
+    ``hi[l, k] + lo[l, k]`` is ``frac(k * 256**l * v)`` in turns (levels l =
+    0..3, digits k = 0..255, per frequency); ``va`` is ``v`` rounded to 12
+    significant bits and ``vb`` the float32 rest (fractional positions);
+    ``vh32`` is ``v`` in float32.  Frequencies beyond the float32 range are
+    clipped there (they determine no angle of a float32 fraction).
+    """
+
+    hi: np.ndarray
+    lo: np.ndarray
+    va: np.ndarray
+    vb: np.ndarray
+    vh32: np.ndarray
+
+
 @_compat.host_constant
-def _digit_tables(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sin and cos of ``k * 256**level * w`` (levels, 256, m), and the
-    frequencies clipped to the float32 range (cached, read-only)."""
+def _digit_tables(freqs_key: bytes) -> DigitTables:
+    """:class:`DigitTables` of :class:`Freqs` bytes (cached, read-only)."""
     key = ("digits", freqs_key)
     got = _cache.HOST.get(key)
     if got is not None:
         return got
-    w = np.frombuffer(freqs_key, dtype=np.float64)
-    k = np.arange(_DIGIT, dtype=np.float64)
-    scale = np.float64(_DIGIT) ** np.arange(_LEVELS, dtype=np.float64)
-    ang = reduced_angle(k[None, :, None] * scale[:, None, None], w[None, None, :], np)  # (levels, 256, m)
-    got = _cache.readonly(np.sin(ang), np.cos(ang), np.clip(w, -_F32_MAX, _F32_MAX))
+    t = turns_of(freqs_key)
+    k = (np.arange(_DIGIT, dtype=np.float64)[None, :] * float(_DIGIT) ** np.arange(_LEVELS)[:, None]).reshape(-1)
+    f = reduce_turns(k[:, None], t.vh, t.vl, t.vhh, t.vhl, np).reshape(_LEVELS, _DIGIT, -1)
+    hi = f.astype(np.float32)
+    lo = (f - hi).astype(np.float32)
+    v = np.clip(t.vh, -_F32_MAX, _F32_MAX)
+    mant, expo = np.frexp(v)
+    va = np.ldexp(np.rint(np.ldexp(mant, 12)), expo - 12)
+    with np.errstate(over="ignore", invalid="ignore"):
+        va32 = va.astype(np.float32)
+    va32 = np.where(np.isfinite(va32), va32, np.float32(0.0))  # 12-bit heads beyond float32: no fraction angle
+    vb = (v - va32.astype(np.float64)).astype(np.float32)
+    got = DigitTables(*_cache.readonly(hi, lo, va32, vb, v.astype(np.float32)))
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
 
+def _fixed(vh: float, vl: float) -> int:
+    """``vh + vl`` turns as 64-bit fixed point: ``round((vh + vl) * 2**64)``
+    modulo 2**64, as a signed int64 value (exact rational arithmetic)."""
+    from fractions import Fraction
+
+    n = round((Fraction(vh) + Fraction(vl)) * 2**64) % 2**64
+    return n - 2**64 if n >= 2**63 else n
+
+
 @_compat.host_constant
-def _turns(freqs_key: bytes) -> np.ndarray:
-    """The frequencies in turns per position, ``w / (2 pi)`` (float64, read-only)."""
-    key = ("turns", freqs_key)
+def fixed_turns(freqs_key: bytes) -> np.ndarray:
+    """The frequencies in turns as int64 fixed point (``V = round(v *
+    2**64)`` modulo 2**64): ``p * V`` in wrapping int64 arithmetic is the
+    fractional part of ``p * v`` (the NumPy kernel of integer positions;
+    cached, read-only)."""
+    key = ("fixed-turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
-        (got,) = _cache.readonly(np.frombuffer(freqs_key, dtype=np.float64) * _INV_TWO_PI)  # owns its memory
+        t = turns_of(freqs_key)
+        (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
         _cache.HOST.put(key, got, got.nbytes)
     return got
 
 
-@_compat.host_constant
-def _turns_values(freqs_key: bytes) -> tuple[float, ...]:
-    """:func:`_turns` as Python floats (a constant torch.export keeps)."""
-    return tuple(_turns(freqs_key).tolist())
+def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(v1, v2, V)``: the host turns of the NumPy kernels."""
+    t = turns_of(freqs_key)
+    return t.v1, t.v2, fixed_turns(freqs_key)
 
 
-def laid_out_turns(freqs_key: bytes, layout: str) -> np.ndarray:
-    """:func:`_turns` laid out as a RoPE table's columns: ``[v, v]``
-    (``"half"``) or each value twice (``"interleaved"``), float64."""
-    v = _turns(freqs_key)
-    return np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2)
+def laid_out_fixed(freqs_key: bytes, layout: str) -> np.ndarray:
+    """:func:`fixed_turns` laid out as a RoPE table's columns: ``[V, V]``
+    (``"half"``) or each value twice (``"interleaved"``); cached, read-only."""
+    key = ("fixed-turns", freqs_key, layout)
+    got = _cache.HOST.get(key)
+    if got is None:
+        v = fixed_turns(freqs_key)
+        (got,) = _cache.readonly(np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2))
+        _cache.HOST.put(key, got, got.nbytes)
+    return got
 
 
 @_compat.host_constant
@@ -519,15 +654,15 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
 
     ``positions`` is a Python int n (meaning 0..n-1), a traced length (torch
     ``SymInt``) or a validated real array.  Array positions take one of three
-    paths, by the output dtype and the device:
+    paths, by the output dtype and the device (see the module docstring):
 
-    * float64 output: the angle reduced in float64 with an exact product
-      (:func:`reduced_angle`), about 1e-16;
-    * float32 (or narrower) output on a device with float64: the angle in
-      turns, ``t = p * w / (2 pi)`` in float64, its fractional part
-      ``t - round(t)`` times 2 pi rounded once to float32, and float32 sin and
-      cos of that reduced angle (:func:`_sincos_turns`);
-    * no float64 on the device: base-256 digit tables (:func:`_sincos_digits`).
+    * float64 output: the angle in turns reduced from an exact product
+      (:func:`_sincos_f64`), about 1e-16;
+    * float32 (or narrower) output on a device with float64: the turns
+      reduced in float64 from the 21-bit split of the frequencies, the angle
+      split into float32 ``ah + al`` (:func:`_sincos_turns`);
+    * no float64 on the device: base-256 digit tables of turns in float32
+      pairs (:func:`_sincos_digits`).
     """
     freqs = as_freqs(freqs)
     if isinstance(positions, int):
@@ -550,56 +685,98 @@ def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.nda
     do not depend on the device's precision.
     """
     p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
-    a = reduced_angle(np.float64(p), as_freqs(freqs).array, np)
-    return np.sin(a), np.cos(a)
+    s, c = _host_sincos_turns(np.array([p]), turns_of(as_freqs(freqs).key))
+    return s[0], c[0]
+
+
+def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[Array, ...]:
+    """The :class:`Turns` arrays ``names`` on ``ctx``'s device in float64."""
+    xp = ctx.xp
+    if _compat.compiling():
+        # Python numbers: torch.export captures a traced NumPy constant as a fake tensor
+        vals = _turn_values_named(freqs.key, names)
+        return tuple(xp.asarray(v, dtype=xp.float64, device=ctx.device) for v in vals)
+    t = turns_of(freqs.key)
+    return tuple(
+        _compat.constant(("turns", n, freqs.key), lambda n=n: getattr(t, n), ctx, xp.float64) for n in names
+    )
+
+
+@_compat.host_constant
+def _turn_values_named(freqs_key: bytes, names: tuple[str, ...]) -> tuple[tuple[float, ...], ...]:
+    t = turns_of(freqs_key)
+    return tuple(tuple(getattr(t, n).tolist()) for n in names)
+
+
+def _clipped64(p: Array, ctx: Context) -> Array:
+    """Positions in float64; float positions clipped to ``|p| <= MAX_POSITION``
+    (every product stays finite; integer positions are below 2**64 already)."""
+    xp = ctx.xp
+    p64 = cast(p, xp.float64, xp)
+    if not _compat.is_integer_dtype(xp, p.dtype):
+        bound = _compat.constant("max-position", lambda: np.asarray(MAX_POSITION), ctx, xp.float64)
+        p64 = xp.maximum(xp.minimum(p64, bound), -bound)
+    return p64
 
 
 def _sincos_f64(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
+    """float64 ``(sin, cos)`` of array positions: :func:`reduce_turns`, then
+    float64 sine and cosine of ``2 pi f``."""
     xp = ctx.xp
-    w = _compat.from_host(_host_freqs(freqs.key), ctx, xp.float64)
-    # |p| <= 2**64 keeps every intermediate of reduced_angle finite
-    p = xp.clip(cast(p, xp.float64, xp), min=-MAX_POSITION, max=MAX_POSITION)
-    a = reduced_angle(p[..., None], w, xp)
+    vh, vl, vhh, vhl = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
+    f = reduce_turns(_clipped64(p, ctx)[..., None], vh, vl, vhh, vhl, xp)
+    a = f * _TWO_PI
     return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
 
 
-_TWO_PI = 2.0 * math.pi
+def finish_f32(a: Array, xp: Any) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of float64 angles ``a`` in [-pi, pi], without
+    rounding the angle: ``a = ah + al`` with ``ah = float32(a)`` and ``al`` the
+    float32 rest (``|al| <= 2**-23``), and ``sin a = sin ah + cos ah * al``,
+    ``cos a = cos ah - sin ah * al`` (the next terms are below ``al**2 / 2 =
+    2**-47``).  Only ``ah`` reaches the float32 sine and cosine, whose error
+    (a few ulp) is then the table's."""
+    ah = xp.astype(a, xp.float32)
+    al = xp.astype(a - xp.astype(ah, xp.float64), xp.float32)
+    s, c = xp.sin(ah), xp.cos(ah)
+    return s + c * al, c - s * al
 
 
 def _sincos_turns(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of array positions on a device with float64.
 
-    With ``v = w / (2 pi)`` (host float64), ``t = p * v`` is the angle in
-    turns, rounded once in float64 (absolute error ``|t| * 2**-53``); its
-    fractional part ``f = t - round(t)`` in [-1/2, 1/2] is exact, and
-    ``a = float32(2 pi f)`` in [-pi, pi] carries at most half a float32 ulp
-    of pi (1.2e-7).  float32 sin and cos of ``a`` add about one ulp: the
-    result is within 2.5e-7 of the truth while ``|p * w| <= 2**30``
-    (every int32 position at RoPE's and the sinusoid's largest frequency,
-    1), and the error then grows as ``|p * w| * 2**-52``.  Four float64
-    elementwise operations and float32 transcendentals: faster than sin and
-    cos in float64, which are not vectorised on every CPU.
+    With ``v1`` the frequencies in turns rounded to 21 significant bits and
+    ``v2`` the rest (:class:`Turns`), ``f = p*v1 - round(p*v1)`` is exact for
+    integer ``|p| < 2**32``, ``f + p*v2`` adds an error of at most
+    ``2**-53 * (1/2 + |p v2|)``, and a second rounding leaves the fractional
+    part in [-1/2, 1/2]: the reduced angle ``2 pi f`` is right to about 1e-13
+    for ``|p * w| <= 2**31`` (float positions: ``p * v1`` rounds by
+    ``|p v| 2**-53``, 5e-10 at ``|p| = 2**22``, ``w = 1``).  :func:`finish_f32`
+    takes the float32 sine and cosine without rounding the angle.  Seven
+    float64 and six float32 elementwise operations.  NumPy arrays and torch
+    tensors that need no autograd take a kernel of :mod:`posenc._kernels`:
+    torch's operations off the CPU (the same, bit for bit), NumPy's in
+    cache-sized blocks on NumPy and torch CPU memory (the same for float
+    positions; for integer ones an int64 fixed-point reduction, within an ulp
+    of this path and within posenc's bound).
     """
     xp = ctx.xp
-    if _compat.compiling():
-        # Python numbers: torch.export captures a traced NumPy constant as a
-        # fake tensor
-        v = xp.asarray(_turns_values(freqs.key), dtype=xp.float64, device=ctx.device)
-    else:
-        v = _compat.constant(("turns", freqs.key), lambda: _turns(freqs.key), ctx, xp.float64)
-    kind = _kernel_kind(p, ctx)
-    if kind is not None and _compat.is_integer_dtype(xp, p.dtype):
-        s, c = _kernels.TURNS[kind](p, v)
+    kind = _kernels.small_kind(_kernel_kind(p, ctx), p)
+    if kind is not None:
+        clip = not _compat.is_integer_dtype(xp, p.dtype)
+        if kind == "torch":
+            turns = _device_turns(freqs, ctx, ("v1", "v2"))
+        else:
+            turns = kernel_turns(freqs.key)
+        s, c = _kernels.TURNS[kind](p, turns, 1.0, clip)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
-    p64 = cast(p, xp.float64, xp)
-    if not _compat.is_integer_dtype(xp, p.dtype):
-        # |p| <= 2**64 keeps every product finite (frequencies <= 2**900);
-        # integer positions are below 2**64 already
-        bound = _compat.constant("max-position", lambda: np.asarray(MAX_POSITION), ctx, xp.float64)
-        p64 = xp.maximum(xp.minimum(p64, bound), -bound)
-    t = p64[..., None] * v
-    a = xp.astype((t - xp.round(t)) * _TWO_PI, ctx.float32)
-    return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
+    v1, v2 = _device_turns(freqs, ctx, ("v1", "v2"))
+    p64 = _clipped64(p, ctx)[..., None]
+    f = p64 * v1
+    f = (f - xp.round(f)) + p64 * v2
+    f = f - xp.round(f)
+    s, c = finish_f32(f * _TWO_PI, xp)
+    return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
 
 
 def _kernel_kind(p: Array, ctx: Context) -> str | None:
@@ -654,14 +831,37 @@ def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) 
     return _kernels.TAKE_ROWS[kind](table, p, lo)
 
 
+def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
+    """Knuth's two-sum: ``s + e == a + b`` exactly (additions only: no
+    fused multiply-add can change it)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
 def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of array positions on a device without float64.
+
+    The integer part of ``|p|`` is split into four base-256 digits; the turns
+    ``frac(digit * 256**l * v)`` of each come from host tables as float32
+    pairs ``hi + lo`` (:class:`DigitTables`, exact to about 2**-48) and are
+    summed with exact two-sums, the sum reduced modulo 1 after each step
+    (exact).  A fractional part ``x`` of a float position adds
+    ``x * v = xa*va + (xa*vb + xb*v)``, with ``xa`` ``x`` truncated to 12
+    bits and ``va`` ``v`` rounded to 12: ``xa*va`` is exact and the rest is
+    below ``2**-12 |v|``.  The turns ``f`` become the angle ``2 pi f`` as a
+    float32 pair, from a 12-bit head of ``f`` times a 12-bit head of 2 pi
+    (exact) plus the small products, and :func:`finish_f32`'s formula takes
+    the sine and cosine.  The reduction is right to about 1e-10 for
+    ``|p| < 2**32`` (``|w| <= 1``); positions with ``|p| >= 2**32`` give NaN rows.
+    """
     xp = ctx.xp
     f32 = xp.float32
     m = freqs.m
     shape = tuple(p.shape)
     flat = xp.reshape(p, (-1,))
     idx_t = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
-    ts, tc, w32host = _digit_tables(freqs.key)
+    tab = _digit_tables(freqs.key)
     neg = flat < 0
     frac = None
     if _compat.is_integer_dtype(xp, flat.dtype):
@@ -670,10 +870,10 @@ def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
             # 8- and 16-bit integers hold neither the divisors 256**level nor
             # abs(-128): their digits are taken in int32
             flat = xp.astype(flat, xp.int32)
+        # abs() of the most negative integer stays negative: Python's floor
+        # division and modulo still give the digits of its magnitude
         a = xp.abs(flat)
-        digits = []
-        for level in range(_LEVELS):
-            digits.append(xp.astype((a // _DIGIT**level) % _DIGIT, idx_t))
+        digits = [xp.astype((a // _DIGIT**level) % _DIGIT, idx_t) for level in range(_LEVELS)]
         # |p| >= 2**32, and abs() of the most negative int64 (which stays negative)
         overflow = ((a // _DIGIT**_LEVELS) > 0) | (a < 0) if bits > 32 else None
     else:
@@ -686,22 +886,35 @@ def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
             lo = xp.floor(k / float(_DIGIT**level))
             digits.append(xp.astype(lo - hi * float(_DIGIT), idx_t))
         overflow = k >= float(_DIGIT**_LEVELS)
-    s = c = None
+    sh = sl = None
     for level in range(_LEVELS):
-        ls = _compat.from_host(ts[level], ctx, f32)
-        lc = _compat.from_host(tc[level], ctx, f32)
-        ds = xp.take(ls, digits[level], axis=0)
-        dc = xp.take(lc, digits[level], axis=0)
-        if s is None:
-            s, c = ds, dc
+        th = xp.take(_compat.from_host(tab.hi[level], ctx, f32), digits[level], axis=0)
+        tl = xp.take(_compat.from_host(tab.lo[level], ctx, f32), digits[level], axis=0)
+        if sh is None:
+            sh, sl = th, tl
         else:
-            s, c = s * dc + c * ds, c * dc - s * ds
+            s, e = _two_sum(sh, th)
+            sh, sl = s - xp.round(s), sl + (tl + e)
     if frac is not None:
-        # frequencies beyond float32 determine no angle of a float32 fraction
-        w32 = _compat.from_host(w32host, ctx, f32)
-        fa = frac[:, None] * w32
-        fs, fc = xp.sin(fa), xp.cos(fa)
-        s, c = s * fc + c * fs, c * fc - s * fs
+        va = _compat.from_host(tab.va, ctx, f32)
+        vb = _compat.from_host(tab.vb, ctx, f32)
+        vh = _compat.from_host(tab.vh32, ctx, f32)
+        xa = xp.floor(frac * _SCALE12) * _INV12  # 12 bits: xa * va is exact
+        xb = (frac - xa)[:, None]
+        head = xa[:, None] * va
+        s, e = _two_sum(sh, head - xp.round(head))
+        sh, sl = s - xp.round(s), sl + ((xa[:, None] * vb + xb * vh) + e)
+    # one float32 pair f = sh + sl, sh in [-1/2, 1/2]
+    s = sh + sl
+    e = sl - (s - sh)
+    s = s - xp.round(s)
+    # the angle 2 pi f as ah + al: a 12-bit head of f times the 12-bit head of 2 pi is exact
+    sa = xp.floor(s * _SCALE12) * _INV12
+    ah = _PA32 * sa
+    al = (_PA32 * (s - sa) + _PB32 * s) + (_PC32 * s + _TWO_PI32 * e)
+    a, a_lo = _two_sum(ah, al)
+    sn, cs = xp.sin(a), xp.cos(a)
+    s, c = sn + cs * a_lo, cs - sn * a_lo
     s = xp.where(neg[:, None], -s, s)
     if overflow is not None:
         nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device)

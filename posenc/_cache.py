@@ -18,13 +18,14 @@ huge table should not pin memory for the rest of the process).  :func:`clear` em
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
-from . import _kernels
+from . import _compat, _kernels
 from ._compat import Array
 
 __all__ = ["LRU", "HOST", "TABLES", "clear", "set_max_bytes", "share", "device_key"]
@@ -107,9 +108,30 @@ TABLES = LRU(256 * 2**20)
 
 
 def clear() -> None:
-    """Empty both caches."""
+    """Empty both caches and every memo kept through :func:`posenc._compat.remember`."""
     HOST.clear()
     TABLES.clear()
+    for memo in list(_compat.MEMOS.values()):
+        memo.clear()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with new locks and empty caches.
+
+    A lock another thread of the parent held at the fork stays held forever
+    in the child (which has only the forking thread); cached tables may live
+    on a device the child cannot use (CUDA is not usable after a fork).
+    """
+    for lru in (HOST, TABLES):
+        lru._lock = threading.Lock()
+        lru._data = OrderedDict()
+        lru._bytes = 0
+    for memo in list(_compat.MEMOS.values()):
+        memo.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def set_max_bytes(max_bytes: int) -> None:

@@ -593,10 +593,17 @@ def lookup(cache: dict[Any, Any], key: Any) -> tuple[Any, Any]:
         return None, None
 
 
+#: every dict kept through :func:`remember` (emptied by ``posenc._cache.clear``
+#: and in a forked child)
+MEMOS: dict[int, dict[Any, Any]] = {}
+
+
 def remember(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
     """Keep ``value`` under ``key`` in a cache of at most ``limit`` entries,
     dropping the oldest one when it is full (a model that meets ever new
     shapes keeps its latest ones cached)."""
+    if id(cache) not in MEMOS:
+        MEMOS[id(cache)] = cache
     if len(cache) >= limit:
         # another thread may have evicted it first
         with contextlib.suppress(KeyError, RuntimeError, StopIteration):

@@ -62,68 +62,206 @@ def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
 # --------------------------------------------------------------------------
 # angles in turns (posenc._angles._sincos_turns)
 # --------------------------------------------------------------------------
-# Integer positions only (|p| < 2**53: the conversion to float64 is exact, as
-# the portable path's cast); the conversion is folded into the product and
-# the temporary is updated in place.  For the small tables of a decode step,
-# where per-operation overhead is the cost.
-def turns_numpy(p: np.ndarray, v: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in
-    NumPy, times ``scale`` (RoPE's attention factor) when it is not 1.  One
-    position (a decode step) multiplies by its Python int: a contiguous
-    product instead of a broadcast one, the same float64 rounding."""
-    if p.size == 1:
-        t = (v * p.item()).reshape(p.shape + v.shape)
+# Float positions: ``f = p*v1 - round(p*v1)``, ``f += p*v2``, ``f -= round(f)``,
+# ``a = 2 pi f`` in float64 -- the portable path's operations in its order,
+# bit for bit (float positions clipped to |p| <= 2**64 first, as it does).
+#
+# Integer positions (NumPy and torch CPU memory only): the turns ``frac(p *
+# v)`` as 64-bit fixed point, ``p * V`` with ``V = round(v * 2**64)`` in
+# int64 arithmetic, which wraps modulo 2**64 in NumPy: the product is the
+# fractional part of ``p * v`` exactly, up to ``V``'s rounding (``|p| *
+# 2**-65`` turns, 3.7e-10 rad at |p| = 2**31), then ``a = float64(p * V) * 2
+# pi / 2**64``.  Two operations instead of seven, no rounding that grows with
+# the position below 2**62; not the portable path's bits (its float64
+# reduction, right to 1e-13 rad): the two agree within an ulp of the float32
+# result, both within posenc's bound (tested).
+#
+# Then float32 ``(sin, cos)`` of ``a`` without rounding the angle: float64 sin
+# and cos cast once for tables of at most SMALL_F64 elements (a decode step:
+# the fewest operations), else ``ah = float32(a)``, ``al = float32(a - ah)``,
+# ``sin a = sin ah + cos ah * al``, ``cos a = cos ah - sin ah * al``
+# (posenc._angles.finish_f32), with ``out=`` buffers over blocks of rows that
+# stay in cache.
+
+#: elements (rows x frequencies) of one block of the NumPy turns kernel: its
+#: float64 and float32 temporaries (about 40 bytes per element) stay in L2
+TURNS_BLOCK = 1 << 13
+#: tables up to this many elements take float64 sin and cos (exact to half a
+#: float32 ulp; each costs about as much as the two float32 passes it saves)
+SMALL_F64 = 256
+_MAX_POSITION = 2.0**64
+#: 2 pi / 2**64: fixed-point turns to radians
+_FIXED_TO_RAD = _TWO_PI / 2.0**64
+
+
+def _reduce_rows(p: np.ndarray, turns: tuple[np.ndarray, ...], f: np.ndarray, t: np.ndarray) -> None:
+    """The reduced angle ``a`` of positions ``p`` (k, 1) into ``f`` (k, m) float64."""
+    if p.dtype.kind in "iu":
+        np.multiply(p, turns[2], out=t.view(np.int64))  # wraps modulo 2**64: the fractional turns
+        np.multiply(t.view(np.int64), _FIXED_TO_RAD, out=f)
+        return
+    v1, v2 = turns[0], turns[1]
+    np.multiply(p, v1, out=f)
+    np.rint(f, out=t)  # np.round with no decimals, without its Python wrapper
+    np.subtract(f, t, out=f)
+    np.multiply(p, v2, out=t)
+    np.add(f, t, out=f)
+    np.rint(f, out=t)
+    np.subtract(f, t, out=f)
+    np.multiply(f, _TWO_PI, out=f)
+
+
+def _finish_rows(f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray) -> None:
+    """float32 ``(sin, cos)`` of float64 angles ``f`` into ``s``, ``c``
+    (``f`` is overwritten): posenc._angles.finish_f32, bit for bit."""
+    np.copyto(ah, f, casting="same_kind")
+    np.subtract(f, ah, out=f)
+    np.copyto(al, f, casting="same_kind")
+    np.sin(ah, out=s)
+    np.cos(ah, out=c)
+    np.multiply(c, al, out=ah)  # ah is free again: cos(ah) * al
+    np.multiply(s, al, out=al)  # sin(ah) * al
+    np.add(s, ah, out=s)
+    np.subtract(c, al, out=c)
+
+
+def _lay_out(out: np.ndarray, x: np.ndarray, layout: str | None) -> None:
+    """Write compact rows ``x`` (k, m) into ``out`` (k, m) or, laid out as a
+    RoPE table, (k, 2m): ``[x, x]`` (``"half"``) or each column twice
+    (``"interleaved"``); casts to ``out``'s dtype."""
+    if layout is None:
+        np.copyto(out, x, casting="same_kind")
+    elif layout == "half":
+        m = x.shape[-1]
+        np.copyto(out[:, :m], x, casting="same_kind")
+        np.copyto(out[:, m:], x, casting="same_kind")
     else:
-        t = np.multiply(p[..., None], v)
-    t -= np.rint(t)  # np.round with no decimals, without its Python wrapper
-    t *= _TWO_PI
-    a = t.astype(np.float32)
-    s, c = np.sin(a), np.cos(a)
+        np.copyto(out[:, 0::2], x, casting="same_kind")
+        np.copyto(out[:, 1::2], x, casting="same_kind")
+
+
+def _laid_out(x: np.ndarray, layout: str) -> np.ndarray:
+    """One compact row laid out as a RoPE table's row."""
+    return np.concatenate([x, x]) if layout == "half" else np.repeat(x, 2)
+
+
+def turns_numpy(
+    p: np.ndarray, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``(sin, cos)`` of ``p[..., None] * v`` in NumPy, times
+    ``scale`` (RoPE's attention factor) when it is not 1, laid out as a RoPE
+    table when ``layout`` is given (``(..., 2m)``).  ``turns`` is ``(v1, v2,
+    V)`` (:func:`posenc._angles.kernel_turns`), optionally with ``V`` laid out
+    in the table's columns as a fourth entry (decode steps)."""
+    m = turns[0].shape[-1]
+    width = m if layout is None else 2 * m
+    shape = p.shape + (width,)
+    if p.size == 1 and p.dtype.kind in "iu" and width <= SMALL_F64:
+        # one integer position (a decode step): float64 sin and cos of the angles, laid
+        # out already (``turns[3]``: ``V`` in the table's columns, when given)
+        q = int(p.reshape(()))
+        if -(2**62) < q < 2**62:
+            a = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
+            s, c = np.sin(a).astype(np.float32), np.cos(a).astype(np.float32)
+            if layout is not None and len(turns) <= 3:
+                s, c = _laid_out(s, layout), _laid_out(c, layout)
+            if scale != 1.0:
+                s *= scale
+                c *= scale
+            return s.reshape(shape), c.reshape(shape)
+    if p.dtype.kind in "iu":
+        pf = p.reshape(-1, 1).astype(np.int64, copy=False)
+    else:
+        pf = p.reshape(-1, 1).astype(np.float64)
+        if clip:
+            np.clip(pf, -_MAX_POSITION, _MAX_POSITION, out=pf)
+    n = pf.shape[0]
+    s = np.empty((n, width), dtype=np.float32)
+    c = np.empty((n, width), dtype=np.float32)
+    if n * m <= SMALL_F64:
+        f = np.empty((n, m))
+        _reduce_rows(pf, turns, f, np.empty((n, m)))
+        _lay_out(s, np.sin(f), layout)
+        _lay_out(c, np.cos(f), layout)
+    else:
+        rows = max(1, min(n, TURNS_BLOCK // max(m, 1)))
+        f, t = np.empty((rows, m)), np.empty((rows, m))
+        ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
+        sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
+        for a in range(0, n, rows):
+            b = min(n, a + rows)
+            k = b - a
+            _reduce_rows(pf[a:b], turns, f[:k], t[:k])
+            if layout is None:
+                _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k])
+            else:
+                _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k])
+                _lay_out(s[a:b], sb[:k], layout)
+                _lay_out(c[a:b], cb[:k], layout)
     if scale != 1.0:
         s *= scale
         c *= scale
-    return s, c
+    return s.reshape(shape), c.reshape(shape)
 
 
-def turns_torch(p: Array, v: Array, scale: float = 1.0) -> tuple[Array, Array]:
-    """float32 ``(sin, cos)`` of ``2 pi frac(p * v)``: ``_sincos_turns`` in
-    torch (any device), times ``scale`` when it is not 1."""
+def turns_torch(
+    p: Array, turns: tuple[Array, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of ``p[..., None] * v``: ``_sincos_turns`` in
+    torch (any device, autograd; ``turns`` starts with ``(v1, v2)`` on the
+    positions' device), the portable path's operations, times ``scale`` when
+    it is not 1."""
     import torch
 
-    t = p[..., None] * v
-    t.sub_(torch.round(t)).mul_(_TWO_PI)
-    a = t.to(torch.float32)
-    s, c = torch.sin(a), torch.cos(a)
+    v1, v2 = turns[0], turns[1]
+    p64 = p.to(torch.float64)
+    if clip:
+        p64 = p64.clamp(-_MAX_POSITION, _MAX_POSITION)
+    p64 = p64[..., None]
+    f = p64 * v1
+    f = (f - torch.round(f)) + p64 * v2
+    f = (f - torch.round(f)) * _TWO_PI
+    ah = f.to(torch.float32)
+    al = (f - ah.to(torch.float64)).to(torch.float32)
+    sn, cs = torch.sin(ah), torch.cos(ah)
+    s, c = sn + cs * al, cs - sn * al
     if scale != 1.0:
         s = s * scale
         c = c * scale
+    if layout == "half":
+        return torch.cat([s, s], dim=-1), torch.cat([c, c], dim=-1)
+    if layout == "interleaved":
+        return s.repeat_interleave(2, dim=-1), c.repeat_interleave(2, dim=-1)
     return s, c
 
 
-def turns_torch_cpu(p: Array, v: np.ndarray, scale: float = 1.0) -> tuple[Array, Array]:
-    """:func:`turns_numpy` on a torch CPU tensor's memory (``v`` on the host):
-    NumPy's operations on arrays this small cost a fraction of torch's.
-    Tensors NumPy cannot view (functorch's transforms) take
-    :func:`turns_torch`."""
+def turns_torch_cpu(
+    p: Array, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+) -> tuple[Array, Array]:
+    """:func:`turns_numpy` on a torch CPU tensor's memory (``turns`` on the
+    host): blocks of NumPy operations cost a fraction of torch's passes over
+    whole tensors.  Tensors NumPy cannot view (functorch's transforms,
+    forward-mode AD) take :func:`turns_torch`."""
     import torch
 
     views = torch_numpy_views(p)
     if views is None:
-        return turns_torch(p, torch.from_numpy(v), scale)
-    s, c = turns_numpy(views[0], v, scale)
+        # copies: the host arrays are read-only
+        return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
+    s, c = turns_numpy(views[0], turns, scale, clip, layout)
     return torch.from_numpy(s), torch.from_numpy(c)
 
 
-#: the kernels of ``_sincos_turns`` by kernel kind (``"torch-cpu"``: small
-#: tables of torch CPU tensors, see :func:`small_kind`); ``v`` is a host array
-#: for ``"numpy"`` and ``"torch-cpu"``, a float64 tensor on the positions'
-#: device for ``"torch"``
+#: the kernels of ``_sincos_turns`` by kernel kind (``"torch-cpu"``: torch CPU
+#: tensors, see :func:`small_kind`); ``turns`` are the host arrays ``(v1, v2,
+#: V)`` for ``"numpy"`` and ``"torch-cpu"``, ``(v1, v2)`` as float64 tensors on
+#: the positions' device for ``"torch"``
 TURNS = {"numpy": turns_numpy, "torch": turns_torch, "torch-cpu": turns_torch_cpu}
 
 
 def small_kind(kind: str | None, x: Any) -> str | None:
-    """The kernel kind of small arrays: ``"torch-cpu"`` for torch CPU tensors
-    (computed through their NumPy views), else ``kind``."""
+    """The kernel kind of the turns and small-rotation kernels: ``"torch-cpu"``
+    for torch CPU tensors (computed through their NumPy views), else ``kind``."""
     if kind == "torch" and x.device.type == "cpu":
         return "torch-cpu"
     return kind
@@ -202,27 +340,30 @@ ROTATE_SMALL = {"numpy": rotate_small_numpy, "torch": rotate_small_torch, "torch
 # rope of a decode step (posenc.rotary.rope: rope_cos_sin, then apply_rope)
 # --------------------------------------------------------------------------
 def rope_small_numpy(
-    x: np.ndarray, p: np.ndarray, v: np.ndarray, scale: float, shape: tuple[int, ...] | None, layout: str
+    x: np.ndarray, p: np.ndarray, v: tuple[np.ndarray, np.ndarray], scale: float, shape: tuple[int, ...] | None,
+    layout: str,
 ) -> np.ndarray:
     """The tables of integer positions ``p`` (:func:`turns_numpy`, reshaped to
     ``shape`` when given), then :func:`rotate_small_numpy`."""
-    s, c = turns_numpy(p, v, scale)
+    s, c = turns_numpy(p, v, scale, False, layout)
     if shape is not None:
         s, c = s.reshape(shape), c.reshape(shape)
     return rotate_small_numpy(x, c, s, layout)
 
 
-def rope_small_torch(x: Array, p: Array, v: Array, scale: float, shape: tuple[int, ...] | None, layout: str) -> Array:
+def rope_small_torch(
+    x: Array, p: Array, v: tuple[Array, Array], scale: float, shape: tuple[int, ...] | None, layout: str
+) -> Array:
     """:func:`rope_small_numpy` with torch's own operations (``v`` on the
     device)."""
-    s, c = turns_torch(p, v, scale)
+    s, c = turns_torch(p, v, scale, False, layout)
     if shape is not None:
         s, c = s.reshape(shape), c.reshape(shape)
     return rotate_small_torch(x, c, s, layout)
 
 
 def rope_small_torch_cpu(
-    x: Array, p: Array, v: np.ndarray, scale: float, shape: tuple[int, ...] | None, layout: str
+    x: Array, p: Array, v: tuple[np.ndarray, np.ndarray], scale: float, shape: tuple[int, ...] | None, layout: str
 ) -> Array:
     """:func:`rope_small_numpy` on torch CPU tensors' memory (``v`` on the
     host), else :func:`rope_small_torch`."""
@@ -230,7 +371,7 @@ def rope_small_torch_cpu(
 
     views = torch_numpy_views(x, p)
     if views is None:
-        return rope_small_torch(x, p, torch.from_numpy(v), scale, shape, layout)
+        return rope_small_torch(x, p, tuple(torch.tensor(t) for t in v[:2]), scale, shape, layout)
     return torch.from_numpy(rope_small_numpy(views[0], views[1], v, scale, shape, layout))
 
 
@@ -548,31 +689,50 @@ def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool
 #: thread's time; 32 MiB, 0.94x; 8 MiB, 1.18x (first-touch page faults of
 #: the two threads contend)
 PARALLEL_MIN = 1 << 24
-_POOLS: dict[int, Any] = {}
 
 
 def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
     """``fill(dtype, out[a:b], a)`` over ``threads`` row ranges at once
     (NumPy releases the GIL inside its loops; every row is computed as when
     written alone, so the table is the same bit for bit); one call for
-    tables below :data:`PARALLEL_MIN` elements or one thread."""
+    tables below :data:`PARALLEL_MIN` elements or one thread.
+
+    The helper threads are started and joined by this call: posenc keeps no
+    thread (or pool) between calls, so a process that forks afterwards (a
+    DataLoader worker, multiprocessing's fork start method) inherits none.
+    Starting two threads costs about 0.1 ms, against tens of milliseconds
+    for a table of this size.
+    """
     n = out.shape[0]
     threads = max(1, min(threads, n))
     if threads == 1 or out.size < PARALLEL_MIN:
         fill(dtype, out, 0)
         return
-    from concurrent.futures import ThreadPoolExecutor
+    import threading
 
     fill(dtype, out[:0], 0)  # the host tables, once, before the threads read them
-    pool = _POOLS.get(threads)
-    if pool is None:
-        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="posenc")
-        _POOLS[threads] = pool  # one per thread count torch was set to
     bounds = [n * i // threads for i in range(threads + 1)]
-    parts = [pool.submit(fill, dtype, out[a:b], a) for a, b in zip(bounds[1:-1], bounds[2:])]
-    fill(dtype, out[: bounds[1]], 0)
-    for f in parts:
-        f.result()
+    errors: list[BaseException] = []
+
+    def part(a: int, b: int) -> None:
+        try:
+            fill(dtype, out[a:b], a)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    workers = [
+        threading.Thread(target=part, args=(a, b), name="posenc-fill", daemon=True)
+        for a, b in zip(bounds[1:-1], bounds[2:])
+    ]
+    for w in workers:
+        w.start()
+    try:
+        fill(dtype, out[: bounds[1]], 0)
+    finally:
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
 
 
 def torch_share(value: Array) -> Array:

@@ -326,9 +326,10 @@ def sincos_coords(
 
     Notes
     -----
-    Angles are formed in float64 where the device has it and with posenc's
-    digit decomposition where it does not (error below 5e-7 for
-    ``|coords| < 2**32``), never as a rounded float32 product.
+    Angles are reduced exactly (in float64 where the device has it, in
+    float32 pairs where it does not), never as a rounded float32 product:
+    float32 tables are within posenc's bound of 2.5e-7 for ``|coords| <
+    2**22`` (:doc:`/theory/precision`).
 
     References
     ----------

@@ -359,7 +359,7 @@ def rope_cos_sin(
             _compat.remember(_TABLE_PLANS, key, (ctx, dim, freqs, attention, scan, small), _PLANS_MAX)
     xp_ = ctx.xp
     if small is not None:
-        s, c = _kernels.TURNS[small[0]](positions, small[1], attention)
+        s, c = _kernels.TURNS[small[0]](positions, small[1], attention, False, layout)
         if ctx.dtype == ctx.work:  # the kernel's float32
             return c, s
         return _angles.cast(c, ctx.dtype, xp_), _angles.cast(s, ctx.dtype, xp_)
@@ -394,10 +394,9 @@ def _small_table(positions: Array, freqs: _angles.Freqs, layout: str, ctx: Conte
     if math.prod(positions.shape) * 2 * freqs.m > _SMALL_TABLE:
         return None
     kind = _kernels.small_kind(kind, positions)
-    v = _angles.laid_out_turns(freqs.key, layout)
     if kind == "torch":
-        v = _compat.from_host(v, ctx, ctx.xp.float64)
-    return kind, v
+        return kind, tuple(_compat.from_host(t, ctx, ctx.xp.float64) for t in _angles.kernel_turns(freqs.key)[:2])
+    return kind, _angles.kernel_turns(freqs.key) + (_angles.laid_out_fixed(freqs.key, layout),)
 
 
 #: rope_cos_sin's validated arguments and host constants for array positions,

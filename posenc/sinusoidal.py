@@ -295,21 +295,23 @@ def sinusoidal(
 
     Notes
     -----
-    The float32 table is within a few float32 ulp (at most 2.5e-7) of the
-    float64 truth at every position below :math:`2^{20}` and far beyond,
-    where the usual one-liner ``sin(float32(p) * float32(w))`` is off by
-    about 2e-4 at p = 4096 and 4e-2 near :math:`10^6`, because the product
-    ``p * w`` is rounded before the sine.  For a range of positions posenc
-    splits :math:`p = qB + r`, takes the sines and cosines of the few coarse
-    and fine angles in float64, and combines them with the angle-addition
-    formulas in the output precision.  For arrays of positions the angle is
-    formed in float64 where the device has it; without float64 (JAX without
-    x64, MPS) a digit decomposition keeps the error below 5e-7 for
-    :math:`|p| < 2^{32}` (larger magnitudes give NaN rows).  With float64,
-    positions beyond :math:`2^{64}` in magnitude, whose angles float64 no
-    longer resolves, are taken as :math:`\pm 2^{64}`, and frequencies (of a
-    ``base`` far below 1) are capped at :math:`2^{900}`: extreme arguments
-    give finite rows, never an overflow.
+    The float32 table is within 2.5e-7 of the exact values for every integer
+    :math:`|p| < 2^{31}` and every float :math:`|p| < 2^{22}`, on every
+    backend, where the usual one-liner ``sin(float32(p) * float32(w))`` is
+    off by about 2e-4 at p = 4096 and 4e-2 near :math:`10^6`, because the
+    product ``p * w`` is rounded before the sine.  For a range of positions
+    posenc splits :math:`p = qB + r`, takes the sines and cosines of the few
+    coarse and fine angles in float64, and combines them with the
+    angle-addition formulas in the output precision.  For arrays of positions
+    the angle is reduced exactly in turns (in float64 where the device has
+    it, in float32 pairs where it does not: JAX without x64, MPS) and never
+    rounded to float32 before the sine (:doc:`/theory/precision`).  Float64
+    tables are within 1e-15 for integer :math:`|p| < 2^{53}` and float
+    :math:`|p| < 2^{40}`.  Without float64, :math:`|p| \ge 2^{32}` gives NaN
+    rows.  With float64, positions beyond :math:`2^{64}` in magnitude, whose
+    angles float64 no longer resolves, are taken as :math:`\pm 2^{64}`, and
+    frequencies (of a ``base`` far below 1) are capped at :math:`2^{900}`:
+    extreme arguments give finite rows, never an overflow.
 
     For an int ``positions`` the table depends only on the arguments, so it
     is built once and cached per namespace, device and dtype (a

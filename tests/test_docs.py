@@ -248,6 +248,22 @@ def test_every_figure_has_a_gallery_example():
 
 
 @pytest.mark.slow
+def test_readme_states_the_sites_accuracy():
+    """The README's accuracy sentence is the site's one statement (same bound,
+    same ranges, same NaN rule)."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import posenc_docs
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    bound = f"{posenc_docs.ACCURACY_BOUND:.1e}".replace("e-07", "e-7")
+    assert f"within {bound} of the exact values" in readme
+    assert f"integer position |p| < 2^{posenc_docs.ACCURACY_RANGE_LOG2}" in readme
+    assert f"real one |p| < 2^{posenc_docs.ACCURACY_FLOAT_LOG2}" in readme
+    assert f"|p| >= 2^{posenc_docs.NAN_LOG2} give NaN rows" in readme
+
+
 def test_sphinx_build(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("numpydoc")

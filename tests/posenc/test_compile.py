@@ -135,11 +135,13 @@ LENGTH_TABLES = {"add_sinusoidal", "axial_rope_cos_sin", "relative_sinusoidal", 
 LENGTH_ULPS = 2.0
 #: the same, after the tables went through a product (attention scores, bias sums)
 DOWNSTREAM_ULPS = 8.0
-#: functions whose eager call on small torch CPU tensors computes its tables
-#: with NumPy's float32 sin / cos (posenc._kernels.rope_small_torch_cpu), the
-#: compiled graph with torch's: within an ulp of each table entry, so within
-#: an ulp or two of the row's scale after the rotation
-NUMPY_EAGER = {"rope"}
+#: functions whose eager call on torch CPU tensors computes its tables with
+#: NumPy's kernels (posenc._kernels.turns_torch_cpu, rope_small_torch_cpu:
+#: NumPy's float32 sin / cos, an int64 fixed-point reduction of integer
+#: positions), the compiled graph with torch's operations: two exact
+#: algorithms, each within posenc's bound of the truth, up to two ulp of the
+#: row's scale apart (near-zero entries by more of their own)
+NUMPY_EAGER = {"rope", "rope_cos_sin", "sinusoidal", "sines", "sincos_coords", "fourier_features", "mrope_cos_sin"}
 
 LENGTH_CONSTANTS = {
     "learned_table": "a seeded host-side random table: every length is a different constant",
@@ -277,7 +279,7 @@ def test_fullgraph_inductor(name):
         args = make()
         got = torch.compile(fn, fullgraph=True)(*args)
         want = fn(*args)
-    if name in LENGTH_TABLES:
+    if name in LENGTH_TABLES | NUMPY_EAGER:
         assert_same(got, want, per_row=True, ulps=LENGTH_ULPS)
     else:
         assert_same(got, want, per_row=name == "rope decode step")

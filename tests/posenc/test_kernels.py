@@ -359,19 +359,65 @@ def test_take_rows_equals_portable_take(kind):
     np.testing.assert_array_equal(_np(got)[0, 1], np.arange(36.0, 40.0))  # row 12 - 3
 
 
-def test_turns_kernels_equal_portable():
-    """The NumPy and torch kernels of the array path compute the portable
-    path's operations: bit-identical results."""
-    fr = _angles.as_freqs(posenc.frequencies(96))
-    for p in (np.arange(-70_000, 70_000, 37), torch.arange(-70_000, 70_000, 37), np.array([[2**40 + 3, -(2**31)]])):
+def test_turns_kernels_equal_portable(monkeypatch):
+    """The kernels of the array path against the portable path.  Float
+    positions: the same operations (exact reduction in turns, the float32
+    angle split), bit for bit, NaN and huge positions clipped alike.  Integer
+    positions on NumPy / torch CPU memory: the int64 fixed-point reduction,
+    within one float32 ulp of the portable path and within posenc's bound of
+    the exact values; torch's own operations (autograd): bit for bit."""
+    from benchmarks.accuracy import exact_angle_sincos
+
+    w = posenc.frequencies(96)
+    fr = _angles.as_freqs(w)
+    ints = np.r_[np.arange(-70_000, 70_000, 37), 2**31 - 1, -(2**31) + 1, 123_456_789]
+    floats = np.r_[np.linspace(-3e6, 3e6, 1001), np.nan, np.inf, -1e300, 2.5].astype(np.float64)
+    cases = [ints, ints[None, :8], np.array([7]), np.array([[2**31 - 1]]), floats, floats[:-2].astype(np.float32)]
+    cases += [torch.from_numpy(c) for c in cases]
+
+    def portable(p, ctx):
+        with monkeypatch.context() as m:
+            m.setattr(_angles, "_kernel_kind", lambda p, ctx: None)
+            return _angles._sincos_turns(p, fr, ctx)
+
+    for p in cases:
         ctx = _compat.resolve({"p": p}, dtype="float32" if isinstance(p, np.ndarray) else torch.float32)
-        kind = _angles._kernel_kind(p, ctx)
-        assert kind in ("numpy", "torch")
-        s1, c1 = _angles._sincos_turns(p, fr, ctx)  # the kernel
-        v = _compat.from_host(_angles._turns(fr.key), ctx, ctx.xp.float64)
-        t = _angles.cast(p, ctx.xp.float64, ctx.xp)[..., None] * v
-        a = ctx.xp.astype((t - ctx.xp.round(t)) * _angles._TWO_PI, ctx.xp.float32)
-        assert bool(ctx.xp.all(ctx.xp.sin(a) == s1)) and bool(ctx.xp.all(ctx.xp.cos(a) == c1))
+        assert _angles._kernel_kind(p, ctx) in ("numpy", "torch")
+        got = _angles._sincos_turns(p, fr, ctx)  # the kernel
+        want = portable(p, ctx)
+        integer = _np(p).dtype.kind == "i"
+        truth = exact_angle_sincos(_np(p).astype(np.float64).reshape(-1), w) if integer else None
+        for i, (g, x) in enumerate(zip(got, want)):
+            assert g.shape == tuple(p.shape) + (48,) and g.dtype == x.dtype
+            g, x = _np(g), _np(x)
+            if not integer and isinstance(p, np.ndarray):
+                np.testing.assert_array_equal(g, x)
+                continue
+            if not integer:  # torch CPU memory: NumPy's float32 sin / cos, within an ulp of torch's
+                np.testing.assert_allclose(g, x, rtol=0, atol=2.0**-24)
+                continue
+            assert np.abs(g - x).max() <= 2.0**-24  # one ulp of numbers below 1
+            assert np.abs(g.reshape(-1, 48) - truth[i]).max() <= 2.5e-7
+    # requires grad: torch's own operations, the portable path's bits
+    p = torch.from_numpy(floats[:-3]).requires_grad_(True)
+    ctx = _compat.resolve({"p": p}, dtype=torch.float32)
+    assert _angles._kernel_kind(p, ctx) is None
+
+
+def test_turns_kernel_layouts_and_scale():
+    """The kernel's laid-out tables (a RoPE table's columns) and attention
+    factor: the compact table laid out and multiplied, bit for bit; one
+    position (a decode step, float64 sin / cos) and many."""
+    fr = _angles.as_freqs(posenc.rope_frequencies(64))
+    turns = _angles.kernel_turns(fr.key)
+    for p in (np.array([[4096]]), np.arange(-3000, 3000, 7).reshape(2, -1)):
+        s, c = _kernels.turns_numpy(p, turns)
+        for layout in ("half", "interleaved"):
+            lay = (lambda a: np.concatenate([a, a], -1)) if layout == "half" else (lambda a: np.repeat(a, 2, -1))
+            for extra in ((), (_angles.laid_out_fixed(fr.key, layout),)):
+                s2, c2 = _kernels.turns_numpy(p, turns + extra, 1.25, False, layout)
+                np.testing.assert_array_equal(s2, lay(s) * np.float32(1.25))
+                np.testing.assert_array_equal(c2, lay(c) * np.float32(1.25))
 
 
 def test_consecutive_torch_positions_are_the_range_table():
