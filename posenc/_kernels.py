@@ -49,13 +49,13 @@ def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
     """NumPy views of torch CPU tensors whose result needs no autograd, or
     None: a tensor that requires grad, one of functorch's transforms
     (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
-    view, or forward-mode AD (its dual tensors have NumPy views but their
-    tangents would be lost)."""
+    view, a dtype NumPy does not have (bfloat16), or forward-mode AD (its
+    dual tensors have NumPy views but their tangents would be lost)."""
     if forward_ad_active():
         return None
     try:
         return tuple(a.numpy() for a in arrays)
-    except RuntimeError:
+    except (RuntimeError, TypeError):  # TypeError: dtypes NumPy lacks (bfloat16)
         return None
 
 

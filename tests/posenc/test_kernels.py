@@ -457,3 +457,16 @@ def test_torch_tables_written_by_threads_equal_one_thread(threads, cached, monke
     assert calls == [threads]
     want = posenc.sinusoidal(1001, 34, dtype="float32")
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_half_precision_torch_positions_take_torch_operations():
+    """bfloat16 positions (NumPy has no view of them) and float16 ones: the
+    tables of torch CPU tensors of every float dtype, exact like the rest."""
+    from benchmarks.accuracy import exact_angle_sincos
+
+    for dt in (torch.bfloat16, torch.float16):
+        p = torch.tensor([0.0, 1.0, 750.0, -96.0, 2048.0], dtype=dt)
+        got = posenc.sinusoidal(p, 16, dtype=torch.float32)
+        s, c = exact_angle_sincos(p.double().numpy(), posenc.frequencies(16))
+        np.testing.assert_allclose(got[:, 0::2].numpy(), s, atol=2.5e-7)
+        np.testing.assert_allclose(got[:, 1::2].numpy(), c, atol=2.5e-7)
