@@ -23,8 +23,8 @@ from typing import Any
 
 from . import _checks, _compat
 from ._compat import Array
-from .rotary import rope_cos_sin
-from .scaling import Scaling
+from .rotary import _effective_seq_len, rope_cos_sin
+from .scaling import Scaling, check_scaling
 
 __all__ = ["mrope_cos_sin"]
 
@@ -121,8 +121,13 @@ def mrope_cos_sin(
         ``False``: contiguous sections (Qwen2-VL); ``True``: the axes take
         turns over the first ``3 * min`` frequencies (Qwen3-VL).
     base, scaling, layout, seq_len
-        As for :func:`posenc.rope_cos_sin` (``seq_len`` is the one length of
-        the whole sequence for the length-dependent scalings).
+        As for :func:`posenc.rope_cos_sin`.  ``seq_len`` is the one length of
+        the whole call for the length-dependent scalings
+        (:class:`~posenc.scaling.DynamicNTK`,
+        :class:`~posenc.scaling.LongRoPE`): by default
+        ``max(position_ids) + 1`` over every row, as transformers takes it
+        (so an image whose temporal row reaches past the original length
+        scales its height and width rows too).
     dtype, device, xp
         Output dtype, device for the tables and namespace.
 
@@ -157,6 +162,13 @@ def mrope_cos_sin(
         msg = f"`position_ids` must have shape (3, ...) (temporal, height, width), got shape {shape}"
         raise ValueError(msg)
     ns = _compat.resolve({"position_ids": position_ids}, xp=xp, device=device, dtype=dtype).xp
+    if seq_len is None:
+        # one length for the whole call, as transformers takes it: max(position_ids) + 1 over every row
+        # (read only for the length-dependent scalings; traced or lazy ids must come with seq_len)
+        try:
+            seq_len = _effective_seq_len(None, position_ids, 0, check_scaling(scaling))
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("`positions`", "`position_ids`")) from None
     rows = [position_ids[i, ...] for i in range(len(AXES))]
     kw = {
         "base": base,

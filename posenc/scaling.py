@@ -248,8 +248,8 @@ class YaRN(Scaling):
     attention factor (applied to ``cos`` and ``sin``) is ``attention_factor``
     if given, else :math:`m(s, \mathrm{mscale}) / m(s, \mathrm{mscale\_all\_dim})`
     when both are set and non-zero (DeepSeek), else :math:`m(s, 1)`, with
-    :math:`m(s, a) = 0.1\, a \ln s + 1` for :math:`s > 1` and 1 otherwise.
-    Hugging Face ``rope_type="yarn"``.
+    :math:`m(s, a) = 0.1\, a \ln s + 1` for :math:`s > 1` and 1 otherwise;
+    it must be positive.  Hugging Face ``rope_type="yarn"``.
 
     Parameters
     ----------
@@ -297,6 +297,13 @@ class YaRN(Scaling):
         _optional_real(self, "mscale_all_dim")
         _optional_positive(self, "attention_factor")
         _checks.check_bool(self.truncate, "truncate")
+        a = self.attention_scaling()
+        if not (math.isfinite(a) and a > 0.0):
+            msg = (
+                f"`mscale` = {self.mscale!r} and `mscale_all_dim` = {self.mscale_all_dim!r} give the attention "
+                f"factor {a!r} for factor {self.factor!r}; it must be positive and finite"
+            )
+            raise ValueError(msg)
 
     def attention_scaling(self, seq_len: int | None = None) -> float:
         """The YaRN attention factor (independent of ``seq_len``)."""
@@ -436,6 +443,12 @@ class LongRoPE(Scaling):
     else :math:`\sqrt{1 + \ln s / \ln L_0}` for ``factor`` :math:`s > 1` and
     1 otherwise.  Hugging Face ``rope_type="longrope"``.
 
+    PhiMoE (Phi-3.5-MoE) multiplies ``cos`` and ``sin`` by ``short_mscale``
+    while the sequence length is at most :math:`L_0` and by ``long_mscale``
+    beyond, instead of the attention factor (and transformers' PhiMoE uses
+    ``short_factor`` at every length: :func:`from_hf` passes it as both
+    factor lists).
+
     Parameters
     ----------
     short_factor, long_factor : sequence of float
@@ -449,6 +462,9 @@ class LongRoPE(Scaling):
         ``None`` means no extension (factor 1).
     attention_factor : float, optional
         Explicit attention factor.
+    short_mscale, long_mscale : float, optional
+        PhiMoE's length-dependent attention factors (positive; both or
+        neither, and not with ``attention_factor``).
 
     References
     ----------
@@ -461,6 +477,9 @@ class LongRoPE(Scaling):
     >>> s = scaling.LongRoPE([1.0, 2.0], [4.0, 8.0], 4096, factor=32.0)
     >>> round(s.attention_scaling(), 6)
     1.190238
+    >>> s = scaling.LongRoPE([1.0, 2.0], [1.0, 2.0], 4096, short_mscale=1.243, long_mscale=1.3)
+    >>> s.attention_scaling(seq_len=100), s.attention_scaling(seq_len=5000)
+    (1.243, 1.3)
     """
 
     short_factor: Sequence[float]
@@ -468,6 +487,8 @@ class LongRoPE(Scaling):
     original_max_positions: int
     factor: float | None = None
     attention_factor: float | None = None
+    short_mscale: float | None = None
+    long_mscale: float | None = None
 
     def __post_init__(self) -> None:
         short = _factor_list(self.short_factor, "short_factor")
@@ -482,13 +503,27 @@ class LongRoPE(Scaling):
         _positions(self)
         _optional_positive(self, "factor")
         _optional_positive(self, "attention_factor")
-        if self.attention_factor is None and (self.factor or 1.0) > 1.0 and self.original_max_positions < 2:
+        _optional_positive(self, "short_mscale")
+        _optional_positive(self, "long_mscale")
+        if (self.short_mscale is None) != (self.long_mscale is None):
+            name = "long_mscale" if self.long_mscale is None else "short_mscale"
+            msg = f"`{name}` must be given with `short_mscale` / `long_mscale` (PhiMoE sets both), got None"
+            raise ValueError(msg)
+        if self.short_mscale is not None and self.attention_factor is not None:
+            msg = "`attention_factor` must be None with `short_mscale` and `long_mscale` (they replace it)"
+            raise ValueError(msg)
+        formula = self.attention_factor is None and self.short_mscale is None
+        if formula and (self.factor or 1.0) > 1.0 and self.original_max_positions < 2:
             msg = "`original_max_positions` must be >= 2 for the LongRoPE attention factor (it divides by its log)"
             raise ValueError(msg)
 
     def attention_scaling(self, seq_len: int | None = None) -> float:
-        """The LongRoPE attention factor (independent of ``seq_len``)."""
-        _seq_len(seq_len)
+        """The LongRoPE attention factor (PhiMoE's mscales: ``long_mscale``
+        for ``seq_len`` beyond the original length, else ``short_mscale``)."""
+        seq_len = _seq_len(seq_len)
+        if self.short_mscale is not None:
+            long = seq_len is not None and seq_len > self.original_max_positions
+            return self.long_mscale if long else self.short_mscale
         if self.attention_factor is not None:
             return self.attention_factor
         s = 1.0 if self.factor is None else self.factor
@@ -555,16 +590,89 @@ class Proportional(Scaling):
 
 
 # --------------------------------------------------------------------------
-# Hugging Face configs
+# Hugging Face configs: the model tables
 # --------------------------------------------------------------------------
 _HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
 
-#: keys a released ``config.json`` may spell differently (first found wins)
+#: the keys of a RoPE entry (``rope_parameters`` / ``rope_scaling``) each
+#: rope type reads, besides ``_COMMON_KEYS``
+_TYPE_KEYS: dict[str, tuple[str, ...]] = {
+    "default": (),
+    "linear": ("factor",),
+    "dynamic": ("factor",),
+    "yarn": (
+        "factor",
+        "original_max_position_embeddings",
+        "attention_factor",
+        "beta_fast",
+        "beta_slow",
+        "mscale",
+        "mscale_all_dim",
+        "truncate",
+    ),
+    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "longrope": ("short_factor", "long_factor", "original_max_position_embeddings", "factor", "attention_factor"),
+    "su": ("short_factor", "long_factor", "original_max_position_embeddings", "factor", "attention_factor"),
+    "proportional": ("factor",),
+}
+_COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved", "interleaved")
+#: keys of a RoPE entry known not to change the cos / sin tables (the
+#: allowlist: any other key is refused by name)
+_TABLE_NEUTRAL_KEYS = {
+    # Ministral 3, Mistral 4: the queries are scaled by 1 + beta log(1 + floor(p / L0)) after the rotation
+    "llama_4_scaling_beta": "scales the queries after the rotation",
+    # Ministral 3, Mistral 4: the lengths transformers reads are the top-level ones
+    "max_position_embeddings": "transformers reads the top-level max_position_embeddings",
+}
+#: keys one family's rotary module reads besides the standard ones:
+#: model type -> {rope type: keys}
+_MODEL_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "phimoe": {"longrope": ("short_mscale", "long_mscale"), "su": ("short_mscale", "long_mscale")},
+    **dict.fromkeys(("hunyuan_v1_dense", "hunyuan_v1_moe", "hunyuan_vl", "hunyuan_vl_text"), {"dynamic": ("alpha",)}),
+}
+
+#: keys a released ``config.json`` may spell differently (first found wins;
+#: read for config dictionaries only, after the model's attribute aliases)
 _HIDDEN = ("hidden_size", "n_embd", "d_model")
 _HEADS = ("num_attention_heads", "n_head", "n_heads")
-#: head sizes before ``hidden_size // num_attention_heads``: MLA's rotated
-#: part (DeepSeek), Zamba2's attention heads, JetMoE's key/value channels
+#: head sizes before ``hidden_size // num_attention_heads`` in a config
+#: dictionary: MLA's rotated part (DeepSeek), Zamba2's attention heads,
+#: JetMoE's key/value channels
 _HEAD_DIMS = ("head_dim", "qk_rope_head_dim", "attention_head_dim", "kv_channels")
+
+#: the ``attribute_map`` aliases of transformers' configuration classes for
+#: the keys posenc reads (transformers 5.24): a config object resolves them
+#: itself, a config dictionary through this table
+_ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
+    "bailing_hybrid": {"max_position_embeddings": "model_max_length"},
+    "codegen": {"max_position_embeddings": "n_positions", "hidden_size": "n_embd", "num_attention_heads": "n_head"},
+    "dbrx": {"num_attention_heads": "n_heads", "hidden_size": "d_model", "max_position_embeddings": "max_seq_len"},
+    "glm4_moe_lite": {"head_dim": "qk_rope_head_dim"},
+    "gptj": {"max_position_embeddings": "n_positions", "hidden_size": "n_embd", "num_attention_heads": "n_head"},
+    "jetmoe": {"head_dim": "kv_channels"},
+    "kimi_linear": {"max_position_embeddings": "model_max_length"},
+    "moonshine": {"num_attention_heads": "decoder_num_attention_heads"},
+    "zamba": {"head_dim": "attention_head_dim"},
+    "zamba2": {"head_dim": "attention_head_dim"},
+}
+
+#: transformers' default ``rope_theta`` of the configuration classes whose
+#: default is not 10000 (``default_theta``), for config dictionaries without one
+_DEFAULT_THETA: dict[str, float] = {
+    "apertus": 12e6, "apertus1p5_text": 12e6, "bitnet": 5e5, "blt": 5e5, "cohere": 5e5, "cosmos3_edge_text": 1e8,
+    "csm": 5e5, "cwm": 1e6, "dots3_note_text": 8e7, "emu3_text_model": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
+    "ernie4_5_vl_moe_text": 5e5, "evolla": 5e5, "exaone": 5e5, "flex_olmo": 5e5, "fuyu": 25000.0, "gpt_oss": 150000.0,
+    "gemma4_vision": 100.0, "gte": 160000.0, "helium": 1e5, "hy_v3": 11158840.0, "jina_embeddings_v3": 20000.0,
+    "lfm2": 1e6, "lfm2_moe": 1e6, "lfm3": 1e6, "lfm3_vl_vision": 1e6, "llama4_text": 5e5, "longcat_flash": 1e7,
+    "minimax": 1e6, "minimax_m2": 5e6, "minimax_m3_vl_text": 5e6, "mixtral": 1e6, "mllama_text_model": 5e5,
+    "muse_glimmer_assistant": 5e5, "nomic_bert": 1000.0, "olmo3": 5e5, "openai_privacy_filter": 150000.0,
+    "paddleocr_vl_text": 5e5, "pe_audio_encoder": 20000.0, "pe_audio_video_encoder": 20000.0,
+    "pe_video_encoder": 20000.0, "phimoe": 1e6,
+    "qwen2_5_omni_talker": 1e6, "qwen2_5_omni_text": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
+    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
+    "solar_open": 1e6,
+}  # fmt: skip
 
 #: transformers' per-model defaults for keys older ``config.json`` files omit
 _PARTIAL_DEFAULTS = {"gpt_neox": 0.25, "stablelm": 0.25, "persimmon": 0.5}
@@ -579,8 +687,10 @@ _LOCAL_GLOBAL = {
     "modernbert-decoder": (160000.0, 1e4),
 }
 
-#: multimodal RoPE of the Qwen2-VL family: model type -> (the sections the
-#: modeling code uses when the config has none, interleaved)
+#: multimodal RoPE of the Qwen2-VL family: model type -> (the sections
+#: transformers uses when the config has none, interleaved).  Whether the
+#: sections are interleaved is fixed by each model's rotary module
+#: (transformers reads no ``mrope_interleaved`` key).
 _MROPE = {
     **dict.fromkeys(
         ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_omni", "qwen2_5_omni_thinker",
@@ -602,95 +712,598 @@ _MROPE = {
         ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen4_exp", "qwen4_exp_text"),
         ((11, 11, 10), True),
     ),
-}
-#: multimodal RoPE that recombines the rows another way: refused by name
+    # HY-V4-VL: the configuration class sets [12, 10, 10] when the config has none
+    **dict.fromkeys(("hy_v4_vl", "hy_v4_vl_text"), ((12, 10, 10), True)),
+}  # fmt: skip
+#: multimodal RoPE that recombines the rows another way: model type ->
+#: (how, whether the module uses it even without ``mrope_section``)
 _MROPE_OTHER = {
-    "ernie4_5_vl_moe": "height / width pairs interleaved, then the temporal block",
-    "ernie4_5_vl_moe_text": "height / width pairs interleaved, then the temporal block",
-    "hunyuan_vl": "sections over the doubled table",
-    "hunyuan_vl_text": "sections over the doubled table",
-    "neomme": "two rows interleaved pair by pair",
+    "ernie4_5_vl_moe": ("height / width pairs interleaved, then the temporal block", True),
+    "ernie4_5_vl_moe_text": ("height / width pairs interleaved, then the temporal block", True),
+    "hunyuan_vl": ("sections over the doubled table", False),
+    "hunyuan_vl_text": ("sections over the doubled table", False),
+    "neomme": ("two rows interleaved pair by pair", True),
 }
 
+#: models whose rotary module reads no RoPE entry: model type -> (what it
+#: reads, its fixed base or None for the config's ``rope_theta``)
+_FIXED_TABLE = {
+    "gptj": ("a table of rotary_dim columns with base 10000", 10000.0),
+    "codegen": ("a table of rotary_dim columns with base 10000", 10000.0),
+    "esm": ("the default table with the top-level rope_theta", None),
+}
+#: how each model type reads ``rotary_dim``: the table's width (GPT-J,
+#: CodeGen) or ``partial_rotary_factor = rotary_dim / head_dim`` (MiniMax-M2);
+#: any other model type with a ``rotary_dim`` is refused
+_ROTARY_DIM = {"gptj": "width", "codegen": "width", "minimax_m2": "partial"}
 
-#: configs with a ``rotary_dim`` key that transformers does not read
-_ROTARY_DIM_UNUSED = ("minimax_m3_vl", "minimax_m3_vl_text")
+
+# --------------------------------------------------------------------------
+# Hugging Face configs: the readers
+# --------------------------------------------------------------------------
+def _differ(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except Exception:  # values without a plain comparison (arrays)
+        return True
 
 
-def _layer_sizes(config: Mapping[str, Any], layer_type: str | None) -> Mapping[str, Any]:
-    """``config`` with the head size of the layers of ``layer_type`` where it
-    differs per layer (Gemma 4: ``per_layer_config``, ``global_head_dim``)."""
+class _HFConfig:
+    """A configuration read the way transformers reads it: a config object
+    through its attributes (``attribute_map`` aliases resolved by the object),
+    a dictionary through the aliases of its ``model_type``."""
+
+    __slots__ = ("_obj", "_dict", "_stored", "model_type", "aliases")
+
+    def __init__(self, config: Any) -> None:
+        self._stored: Mapping[str, Any] | None = None
+        self.aliases: dict[str, str] = {}
+        if isinstance(config, Mapping):
+            self._obj, self._dict = None, config
+        else:
+            if not callable(getattr(config, "to_dict", None)):
+                msg = f"`config` must be a dict or have a to_dict() method, got {type(config).__name__}"
+                raise TypeError(msg)
+            self._obj, self._dict = config, None
+        mt = self.get("model_type")
+        if mt is not None and not isinstance(mt, str):
+            msg = f"`model_type` of `config` must be a str, got {_checks.show(mt)}"
+            raise TypeError(msg)
+        self.model_type: str | None = mt or None
+        self.aliases = _ATTRIBUTE_MAP.get(self.model_type or "", {}) if self._obj is None else {}
+
+    @property
+    def is_object(self) -> bool:
+        return self._obj is not None
+
+    def stored(self) -> Mapping[str, Any]:
+        """``to_dict()`` of a config object (once)."""
+        if self._stored is None:
+            d = self._obj.to_dict()
+            if not isinstance(d, Mapping):
+                msg = f"`config`.to_dict() must return a dict, got {type(d).__name__}"
+                raise TypeError(msg)
+            self._stored = d
+        return self._stored
+
+    def get(self, key: str) -> Any:
+        """The value of ``key`` or None."""
+        if self._obj is not None:
+            try:
+                v = getattr(self._obj, key)
+            except AttributeError:
+                v = None
+            except Exception:  # an attribute that refuses to be read globally: the stored value
+                v = None
+            if v is None:
+                v = self.stored().get(key)
+            return None if callable(v) and not isinstance(v, type) and key != "model_type" else v
+        v = self._dict.get(key)
+        alias = self.aliases.get(key)
+        if alias is not None:
+            va = self._dict.get(alias)
+            if v is not None and va is not None and _differ(v, va):
+                msg = (
+                    f"`config` has both `{key}` = {_checks.show(v)} and `{alias}` = {_checks.show(va)}, which "
+                    f"model_type {self.model_type!r} reads as one attribute: keep one"
+                )
+                raise ValueError(msg)
+            v = va if v is None else v
+        return v
+
+    def get_int(self, key: str, minimum: int = 1) -> int | None:
+        v = self.get(key)
+        return None if v is None else _checks.check_int(v, key, minimum=minimum)
+
+
+def _rope_parameters(cfg: _HFConfig) -> tuple[Mapping[str, Any], str]:
+    """The RoPE entry of the configuration and the key it came from."""
+    found = {}
+    for key in ("rope_parameters", "rope_scaling"):
+        v = cfg.get(key)
+        if v is not None and not isinstance(v, Mapping):
+            msg = f"`{key}` of `config` must be a dict, got {type(v).__name__}"
+            raise TypeError(msg)
+        if v:
+            found[key] = v
+    if len(found) == 2 and _differ(dict(found["rope_parameters"]), dict(found["rope_scaling"])):
+        msg = (
+            "`config` has both `rope_parameters` and `rope_scaling` and they differ (transformers 5 takes "
+            "rope_scaling, older versions rope_parameters): keep one"
+        )
+        raise ValueError(msg)
+    for key, v in found.items():
+        return v, key
+    return {}, "rope_parameters"
+
+
+def _local_global(cfg: _HFConfig, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The per-layer-type entries of the older format with a local base
+    (Gemma 3 ``rope_local_base_freq``, ModernBERT ``local_rope_theta``)."""
+    mt = cfg.model_type
+    local = cfg.get("rope_local_base_freq")
+    if local is None:
+        local = cfg.get("local_rope_theta")
+    if local is None and mt not in _LOCAL_GLOBAL:
+        return None
+    glob_default, local_default = _LOCAL_GLOBAL.get(mt or "", (10000.0, 10000.0))
+    full = dict(params)
+    theta = cfg.get("rope_theta")
+    full.setdefault("rope_theta", theta if theta is not None else cfg.get("global_rope_theta") or glob_default)
+    if mt in ("modernbert", "modernbert-decoder"):  # the scaling applies to both
+        sliding = {k: v for k, v in params.items() if k != "rope_theta"}
+    else:
+        sliding = {"rope_type": "default"}
+    sliding["rope_theta"] = local if local is not None else local_default
+    return {"full_attention": full, "sliding_attention": sliding}
+
+
+def _rope_entry(cfg: _HFConfig, layer_type: str | None) -> tuple[dict[str, Any], str, bool | None]:
+    """The RoPE entry for ``layer_type``, its name for messages and, for a
+    per-layer-type entry, the ``truncate`` transformers applies to it."""
+    params, where = _rope_parameters(cfg)
+    labels = set()
+    for key in ("layer_types", "_rope_type_labels"):
+        v = cfg.get(key)
+        if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
+            labels |= {t for t in v if isinstance(t, str)}
+    nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k in labels)]
+    if not nested:
+        per_type = _local_global(cfg, params)
+        if per_type is not None:
+            params, nested = per_type, list(per_type)
+    if not nested:
+        if layer_type is not None:
+            msg = f"`layer_type` applies to configs with per-layer RoPE entries only, got {_checks.show(layer_type)}"
+            raise ValueError(msg)
+        return dict(params), where, None
     if layer_type is None:
-        return config
+        msg = f"`layer_type` is required: this config has one RoPE entry per layer type {sorted(nested)}"
+        raise ValueError(msg)
+    if layer_type not in nested:
+        msg = f"`layer_type` must be one of {sorted(nested)}, got {_checks.show(layer_type)}"
+        raise ValueError(msg)
+    for key in params:
+        if key not in nested and key != "truncate":
+            msg = (
+                f"`{key}` next to the per-layer-type entries of {where} is not supported (transformers reads "
+                "the entries of the layer types only, and `truncate` for YaRN)"
+            )
+            raise ValueError(msg)
+    entry = params[layer_type]
+    if entry is None:
+        msg = f"`layer_type` {layer_type!r} has no RoPE (its entry of {where} is None)"
+        raise ValueError(msg)
+    # transformers' YaRN reads `truncate` from the top level of the RoPE
+    # parameters, never from a per-layer-type entry
+    truncate = params.get("truncate")
+    truncate = True if truncate is None else _checks.check_bool(truncate, "truncate")
+    return dict(entry), f"{where}[{layer_type!r}]", truncate
+
+
+def _rope_type(entry: Mapping[str, Any], where: str) -> str:
+    """``rope_type`` or its older alias ``type``; both, differing, are refused."""
+    has_new, has_old = "rope_type" in entry, "type" in entry
+    new, old = entry.get("rope_type"), entry.get("type")
+    if has_new and has_old and _differ(new, old):
+        msg = (
+            f"`rope_type` = {_checks.show(new)} and `type` = {_checks.show(old)} of {where} disagree (transformers "
+            "versions read one or the other): keep one"
+        )
+        raise ValueError(msg)
+    value = new if has_new else old if has_old else "default"
+    if not isinstance(value, str):
+        name = "rope_type" if has_new else "type"
+        msg = f"`{name}` of {where} must be a str, got {_checks.show(value)}"
+        raise TypeError(msg)
+    return value
+
+
+def _mrope(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str) -> tuple[Any, bool] | None:
+    """``(sections, interleaved)`` of a multimodal RoPE, or None."""
+    mt = cfg.model_type or ""
+    section = entry.get("mrope_section")
+    other = _MROPE_OTHER.get(mt)
+    if other is not None and (section is not None or other[1] or rope_type == "mrope"):
+        msg = (
+            f"`mrope_section` of model_type {mt!r} is not supported: its rows are recombined differently "
+            f"({other[0]}) from the Qwen2-VL / Qwen3-VL layouts of posenc.mrope_cos_sin"
+        )
+        raise ValueError(msg)
+    flags = {}
+    for key, v in (
+        ("mrope_interleaved", entry.get("mrope_interleaved")),
+        ("interleaved", entry.get("interleaved")),
+        ("mrope_interleaved", cfg.get("mrope_interleaved")),
+    ):
+        if v is not None:
+            flags.setdefault(key, _checks.check_bool(v, key))
+            if flags[key] != bool(v):
+                msg = "`mrope_interleaved` of the RoPE entry and of `config` disagree: keep one"
+                raise ValueError(msg)
+    known = _MROPE.get(mt)
+    if known is not None:
+        for key, v in flags.items():
+            if v != known[1]:
+                msg = (
+                    f"`{key}` = {v} contradicts model_type {mt!r}, whose rotary module "
+                    f"{'interleaves' if known[1] else 'keeps contiguous'} the sections (transformers reads no "
+                    f"such key): drop it"
+                )
+                raise ValueError(msg)
+        return (known[0] if section is None else section), known[1]
+    if section is None:
+        if flags:
+            key = next(iter(flags))
+            msg = f"`{key}` is not supported without `mrope_section` (model_type {mt or None!r})"
+            raise ValueError(msg)
+        return None
+    if "mrope_interleaved" not in flags:
+        msg = (
+            f"`mrope_interleaved` must be given for the `mrope_section` of model_type {mt or None!r}, whose "
+            "recombination posenc does not know (False: Qwen2-VL's contiguous sections, True: Qwen3-VL's "
+            "interleaved ones)"
+        )
+        raise ValueError(msg)
+    return section, flags["mrope_interleaved"]
+
+
+def _check_keys(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str, mrope: bool) -> None:
+    """Every key of the RoPE entry is understood or known not to change the tables."""
+    mt = cfg.model_type or ""
+    allowed = set(_COMMON_KEYS) | set(_TYPE_KEYS.get(rope_type, ())) | set(_TABLE_NEUTRAL_KEYS)
+    allowed |= set(_MODEL_KEYS.get(mt, {}).get(rope_type, ()))
+    if mrope:
+        allowed |= set(_MROPE_KEYS)
+    for key in entry:
+        if key not in allowed:
+            msg = (
+                f"`{key}` of {where} is not supported for rope_type {rope_type!r}"
+                f"{f' of model_type {mt!r}' if mt else ''}: posenc refuses the keys it does not know to leave "
+                f"the tables unchanged (it reads {', '.join(sorted(allowed - set(_TABLE_NEUTRAL_KEYS)))})"
+            )
+            raise ValueError(msg)
+
+
+def _base(cfg: _HFConfig, entry: Mapping[str, Any]) -> float:
+    """``rope_theta``: the entry's, else the top level's (GPT-NeoX
+    ``rotary_emb_base``, DBRX ``attn_config``), else the model's default."""
+    key, theta = "rope_theta", entry.get("rope_theta")
+    if theta is None:
+        for k in ("rope_theta", "rotary_emb_base"):
+            if cfg.get(k) is not None:
+                key, theta = k, cfg.get(k)
+                break
+    if theta is None:
+        attn = cfg.get("attn_config")
+        if isinstance(attn, Mapping) and attn.get("rope_theta") is not None:
+            theta = attn["rope_theta"]
+    if theta is None:
+        default = cfg.get("default_theta") if cfg.is_object else _DEFAULT_THETA.get(cfg.model_type or "")
+        theta = default if isinstance(default, numbers.Real) else 10000.0
+    base = _checks.check_float(theta, key, positive=True)
+    if not base > 1.0:
+        msg = f"`{key}` must be > 1 (the frequencies are base ** (-2i / dim)), got {base!r}"
+        raise ValueError(msg)
+    return base
+
+
+def _layer_config(cfg: _HFConfig, layer_type: str | None) -> Any:
+    """Gemma 4: the configuration of the layers of ``layer_type`` (its own
+    head size), as transformers indexes ``config.per_layer_config``."""
+    if layer_type is None or not cfg.is_object:
+        return None
+    per_layer = cfg.get("per_layer_config")
+    try:
+        sub = per_layer[layer_type]
+    except Exception:  # not indexed by layer type
+        return None
+    return sub if callable(getattr(sub, "to_dict", None)) else None
+
+
+def _layer_sizes(config: Mapping[str, Any], layer_type: str | None) -> Any:
+    """The head size of the layers of ``layer_type`` of a config dictionary
+    where it differs per layer (Gemma 4: ``per_layer_config``,
+    ``global_head_dim``), else None."""
+    if layer_type is None:
+        return None
     per_layer = config.get("per_layer_config")
     types = config.get("layer_types")
     if isinstance(per_layer, Mapping) and isinstance(types, Sequence):
-        sizes = set()
+        sizes = []
         for i, t in enumerate(types):
             if t == layer_type:
                 over = per_layer.get(i, per_layer.get(str(i))) or {}
                 if isinstance(over, Mapping) and over.get("head_dim") is not None:
-                    sizes.add(over["head_dim"])
+                    size = _checks.check_int(over["head_dim"], "head_dim", minimum=1)
+                    if size not in sizes:
+                        sizes.append(size)
         if len(sizes) > 1:
             msg = f"`config` per_layer_config gives the {layer_type!r} layers different head sizes {sorted(sizes)}"
             raise ValueError(msg)
-        return {**config, "head_dim": sizes.pop()} if sizes else config
+        return sizes[0] if sizes else None
     if layer_type == "full_attention" and config.get("global_head_dim") is not None:
-        return {**config, "head_dim": config["global_head_dim"]}
-    return config
+        return config["global_head_dim"]
+    return None
 
 
-def _get(d: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    v = d.get(key, default)
+def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
+    """The head size: ``head_dim`` (through the model's aliases; per layer
+    type for Gemma 4), else ``hidden_size // num_attention_heads``."""
+    sub = _layer_config(cfg, layer_type)
+    if sub is not None:
+        return _head_size(_HFConfig(sub), None)
+    if cfg.is_object:
+        keys: tuple[str, ...] = ("head_dim",)
+        hidden_keys: tuple[str, ...] = ("hidden_size",)
+        head_keys: tuple[str, ...] = ("num_attention_heads",)
+        size = None
+    else:
+        keys, hidden_keys, head_keys = _HEAD_DIMS, _HIDDEN, _HEADS
+        size = _layer_sizes(cfg._dict, layer_type)
+        if size is not None:
+            return _checks.check_int(size, "head_dim", minimum=1)
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg.get_int(key)
+    hidden = next(((k, cfg.get(k)) for k in hidden_keys if cfg.get(k) is not None), None)
+    heads = next(((k, cfg.get(k)) for k in head_keys if cfg.get(k) is not None), None)
+    if hidden is None or heads is None:
+        msg = (
+            "`config` must have head_dim (or qk_rope_head_dim, attention_head_dim, kv_channels), "
+            "or both hidden_size (n_embd, d_model) and num_attention_heads (n_head, n_heads)"
+        )
+        if cfg.get("text_config") is not None:
+            msg += "; it has a text_config: pass that"
+        raise ValueError(msg)
+    return _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
+
+
+def _has_head_size(cfg: _HFConfig) -> bool:
+    keys = ("head_dim",) if cfg.is_object else _HEAD_DIMS
+    if any(cfg.get(k) is not None for k in keys):
+        return True
+    hidden_keys, head_keys = (("hidden_size",), ("num_attention_heads",)) if cfg.is_object else (_HIDDEN, _HEADS)
+    return any(cfg.get(k) is not None for k in hidden_keys) and any(cfg.get(k) is not None for k in head_keys)
+
+
+def _rotary_dim(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, layer_type: str | None) -> int:
+    """The rotated width: GPT-J's ``rotary_dim``, else the head size times
+    ``partial_rotary_factor`` (the entry's, the top level's, GPT-NeoX's
+    ``rotary_pct``, the model's default); the whole head for proportional."""
+    mt = cfg.model_type or ""
+    rotary_dim = cfg.get_int("rotary_dim")
+    reading = _ROTARY_DIM.get(mt, "width" if not mt else None)
+    if rotary_dim is not None and reading is None:
+        msg = (
+            f"`rotary_dim` of model_type {mt!r} is not supported: transformers' modeling code of this model "
+            "does not read it (use partial_rotary_factor)"
+        )
+        raise ValueError(msg)
+    if mt in _FIXED_TABLE:  # GPT-J, CodeGen: rotary_dim, else the hidden size; ESM: the head
+        if _FIXED_TABLE[mt][1] is None:
+            head = _head_size(cfg, layer_type)
+            return head
+        width = rotary_dim if rotary_dim is not None else cfg.get_int("hidden_size")
+        if width is None:
+            msg = f"`config` of model_type {mt!r} needs rotary_dim (or hidden_size)"
+            raise ValueError(msg)
+        head = _head_size(cfg, layer_type)
+        if width > head:
+            msg = f"`rotary_dim` = {width} must be at most the head size {head}"
+            raise ValueError(msg)
+        return width
+    if rotary_dim is not None and reading == "width" and rope_type != "proportional":
+        if _has_head_size(cfg):  # a bare {"rotary_dim": n} is the rotated width itself
+            head = _head_size(cfg, layer_type)
+            if rotary_dim > head:
+                msg = f"`rotary_dim` = {rotary_dim} must be at most the head size {head}"
+                raise ValueError(msg)
+        return rotary_dim
+    head = _head_size(cfg, layer_type)
+    if rope_type == "proportional":
+        return head
+    key, factor = "partial_rotary_factor", entry.get("partial_rotary_factor")
+    if factor is None:
+        for k in ("partial_rotary_factor", "rotary_pct"):
+            if cfg.get(k) is not None:
+                key, factor = k, cfg.get(k)
+                break
+    if factor is None and rotary_dim is not None:  # MiniMax-M2
+        key, factor = "rotary_dim", rotary_dim / head
+    if factor is None:
+        factor = _PARTIAL_DEFAULTS.get(mt, 1.0)
+    factor = _checks.check_float(factor, key, positive=True)
+    if factor > 1.0:
+        msg = f"`{key}` must be in (0, 1] (a rotary width above the head size), got {factor!r}"
+        raise ValueError(msg)
+    return int(head * factor)
+
+
+def _original(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, nested: bool) -> int:
+    """``original_max_position_embeddings`` as transformers standardizes it:
+    the top level first (Phi-3; not for per-layer-type entries), then the
+    entry, then ``max_position_embeddings``."""
+    for source in ("top", "entry", "max"):
+        if source == "top" and not nested:
+            key, v = "original_max_position_embeddings", cfg.get("original_max_position_embeddings")
+        elif source == "entry":
+            key, v = "original_max_position_embeddings", entry.get("original_max_position_embeddings")
+        elif source == "max":
+            key, v = "max_position_embeddings", cfg.get("max_position_embeddings")
+        else:
+            continue
+        if v is not None:
+            return _checks.check_int(v, key, minimum=1)
+    msg = f"`config` rope_type {rope_type!r} needs original_max_position_embeddings or max_position_embeddings"
+    raise ValueError(msg)
+
+
+def _need(entry: Mapping[str, Any], key: str, rope_type: str) -> Any:
+    v = entry.get(key)
+    if v is None:
+        msg = f"`config` rope_type {rope_type!r} needs {key!r} in its RoPE parameters"
+        raise ValueError(msg)
+    return v
+
+
+def _max_positions(cfg: _HFConfig, rope_type: str) -> int:
+    v = cfg.get_int("max_position_embeddings")
+    if v is None:
+        msg = f"`config` rope_type {rope_type!r} needs max_position_embeddings"
+        raise ValueError(msg)
+    return v
+
+
+def _ratio_factor(cfg: _HFConfig, entry: Mapping[str, Any], orig: int, rope_type: str) -> float:
+    """``factor``, else transformers' ``max_position_embeddings / original``."""
+    f = entry.get("factor")
+    if f is not None:
+        return _checks.check_float(f, "factor", positive=True)
+    max_pos = cfg.get_int("max_position_embeddings")
+    if max_pos is None:
+        msg = f"`config` rope_type {rope_type!r} needs 'factor' in its RoPE parameters (or max_position_embeddings)"
+        raise ValueError(msg)
+    return max_pos / orig
+
+
+def _optional(entry: Mapping[str, Any], key: str) -> Any:
+    v = entry.get(key)
+    return None if v is None else _checks.check_float(v, key)
+
+
+def _scaling_of(
+    cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, dim: int, truncate: bool | None, layer_type: str | None
+) -> tuple[Scaling | None, int]:
+    """The scaling of ``rope_type`` and the rotary width (changed only by
+    Hunyuan's NTK-alpha, which rotates the whole head)."""
+    mt = cfg.model_type or ""
+    nested = truncate is not None
+    if mt == "phimoe" and rope_type not in ("default", "longrope", "su"):
+        msg = (
+            f"`rope_type` {rope_type!r} of model_type 'phimoe' is not supported: transformers' PhiMoE multiplies "
+            "cos and sin by short_mscale / long_mscale and recomputes the frequencies without the sequence length"
+        )
+        raise ValueError(msg)
+    if rope_type == "default":
+        return None, dim
+    if rope_type == "linear":
+        return Linear(_need(entry, "factor", rope_type)), dim
+    if rope_type == "proportional":
+        fraction = entry.get("partial_rotary_factor")
+        return Proportional(1.0 if fraction is None else fraction, _get_or(entry, "factor", 1.0)), dim
+    if rope_type == "dynamic":
+        alpha = entry.get("alpha")
+        if alpha is not None:  # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head
+            alpha = _checks.check_float(alpha, "alpha", positive=True)
+            if entry.get("factor") is not None:
+                _checks.check_float(entry["factor"], "factor")
+            head = cfg.get_int("head_dim")
+            if head is None:
+                msg = "`config` with an NTK `alpha` needs head_dim (transformers' Hunyuan reads config.head_dim)"
+                raise ValueError(msg)
+            if head != dim:
+                msg = (
+                    f"`alpha` rotates the whole head ({head}) in transformers' Hunyuan, but the config asks for a "
+                    f"rotary width of {dim} (partial_rotary_factor): drop one"
+                )
+                raise ValueError(msg)
+            if head == 2:
+                msg = "`alpha` needs a head size above 2 (its exponent is d / (d - 2))"
+                raise ValueError(msg)
+            return NTK(alpha), head
+        return DynamicNTK(_need(entry, "factor", rope_type), _max_positions(cfg, rope_type)), dim
+    orig = _original(cfg, entry, rope_type, nested)
+    if rope_type == "yarn":
+        if not nested:
+            truncate = entry.get("truncate")
+            truncate = True if truncate is None else _checks.check_bool(truncate, "truncate")
+        elif entry.get("truncate") is not None:
+            _checks.check_bool(entry["truncate"], "truncate")
+        return (
+            YaRN(
+                _ratio_factor(cfg, entry, orig, rope_type),
+                orig,
+                beta_fast=_get_or(entry, "beta_fast", 32.0),
+                beta_slow=_get_or(entry, "beta_slow", 1.0),
+                mscale=_optional(entry, "mscale"),
+                mscale_all_dim=_optional(entry, "mscale_all_dim"),
+                attention_factor=entry.get("attention_factor"),
+                truncate=truncate,
+            ),
+            dim,
+        )
+    if rope_type == "llama3":
+        return (
+            Llama3(
+                _need(entry, "factor", rope_type),
+                orig,
+                low_freq_factor=_need(entry, "low_freq_factor", rope_type),
+                high_freq_factor=_need(entry, "high_freq_factor", rope_type),
+            ),
+            dim,
+        )
+    # longrope, and its older name "su"
+    short = _need(entry, "short_factor", rope_type)
+    long = _need(entry, "long_factor", rope_type)
+    kw: dict[str, Any] = {"attention_factor": entry.get("attention_factor")}
+    if mt == "phimoe":  # PhiMoE: short_factor at every length, cos and sin times short_mscale / long_mscale
+        long = short
+        kw = {key: _need(entry, key, rope_type) for key in ("short_mscale", "long_mscale")}
+        if entry.get("attention_factor") is not None:
+            msg = "`attention_factor` of model_type 'phimoe' is not supported: transformers' PhiMoE uses the mscales"
+            raise ValueError(msg)
+    scaling = LongRoPE(short, long, orig, factor=_ratio_factor(cfg, entry, orig, rope_type), **kw)
+    if len(scaling.short_factor) != dim // 2:
+        msg = (
+            f"`short_factor` and `long_factor` must have dim // 2 = {dim // 2} entries for the "
+            f"rotary dimension {dim}, got {len(scaling.short_factor)}"
+        )
+        raise ValueError(msg)
+    return scaling, dim
+
+
+def _get_or(entry: Mapping[str, Any], key: str, default: float) -> Any:
+    v = entry.get(key)
     return default if v is None else v
 
 
-def _first(d: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, Any]:
-    for k in keys:
-        if d.get(k) is not None:
-            return k, d[k]
-    return keys[0], None
-
-
-def _as_dict(config: Any) -> Mapping[str, Any]:
-    if isinstance(config, Mapping):
-        return config
-    to_dict = getattr(config, "to_dict", None)
-    if not callable(to_dict):
-        msg = f"`config` must be a dict or have a to_dict() method, got {type(config).__name__}"
-        raise TypeError(msg)
-    d = to_dict()
-    if not isinstance(d, Mapping):
-        msg = f"`config`.to_dict() must return a dict, got {type(d).__name__}"
-        raise TypeError(msg)
-    d = dict(d)
-    # sizes a config class derives in code rather than stores (head_dim of GLM-4.5, ...)
-    for key in _HEAD_DIMS + ("model_type",):
-        if d.get(key) is None:
-            try:
-                v = getattr(config, key, None)
-            except Exception:  # attributes that refuse to be read globally
-                v = None
-            if isinstance(v, (int, str)) and not isinstance(v, bool):
-                d[key] = v
-    return d
-
-
-def _local_global(config: Mapping[str, Any], params: Mapping[str, Any], model_type: Any) -> dict[str, Any] | None:
-    """The per-layer-type entries of the older format with a local base
-    (Gemma 3 ``rope_local_base_freq``, ModernBERT ``local_rope_theta``)."""
-    local = _get(config, "rope_local_base_freq", config.get("local_rope_theta"))
-    if local is None and model_type not in _LOCAL_GLOBAL:
-        return None
-    glob_default, local_default = _LOCAL_GLOBAL.get(model_type, (10000.0, 10000.0))
-    full = dict(params)
-    full.setdefault("rope_theta", _get(config, "rope_theta", _get(config, "global_rope_theta", glob_default)))
-    if model_type in ("modernbert", "modernbert-decoder"):  # the scaling applies to both
-        sliding = {k: v for k, v in params.items() if k != "rope_theta"}
-    else:
-        sliding = {"rope_type": "default"}
-    sliding["rope_theta"] = _get(config, "rope_local_base_freq", _get(config, "local_rope_theta", local_default))
-    return {"full_attention": full, "sliding_attention": sliding}
+def _check_fixed_table(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str) -> None:
+    """GPT-J, CodeGen, ESM: the rotary module reads no RoPE entry."""
+    mt = cfg.model_type or ""
+    what, base = _FIXED_TABLE[mt]
+    if rope_type != "default" or set(entry) - {"rope_type", "type", "rope_theta"}:
+        msg = (
+            f"`{where}` of model_type {mt!r} is not supported: transformers' rotary module of this model "
+            f"reads none of it ({what})"
+        )
+        raise ValueError(msg)
+    if base is not None:
+        for key in ("rope_theta", "rotary_emb_base"):
+            theta = entry.get(key) if key == "rope_theta" and entry.get(key) is not None else cfg.get(key)
+            if theta is not None and _checks.check_float(theta, key, positive=True) != base:
+                msg = f"`{key}` of model_type {mt!r} is not supported: transformers' module uses base {base:g}"
+                raise ValueError(msg)
 
 
 def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -> dict[str, Any]:
@@ -700,32 +1313,51 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     ``rope_frequencies(**from_hf(cfg))`` and
     ``rope_cos_sin(positions, **from_hf(cfg))`` give the model's tables:
 
+    * a config object is read through its attributes (so the aliases of its
+      class's ``attribute_map`` apply: DBRX's ``max_seq_len``, Bailing's
+      ``model_max_length``, ...); a config dictionary through the same
+      aliases of its ``model_type`` (both spellings, differing, are refused);
     * the ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older)
-      entry with its ``rope_type`` (or older ``type``);
+      entry with its ``rope_type`` (or older ``type``; both, differing, are
+      refused).  Every key of the entry is either understood or known not to
+      change the tables; any other key is refused by name;
     * the base: ``rope_theta`` (in the entry or at the top level), GPT-NeoX's
-      ``rotary_emb_base``, DBRX's ``attn_config``; default 10000;
-    * the head size: ``head_dim``, DeepSeek's ``qk_rope_head_dim``,
-      ``attention_head_dim``, ``kv_channels``, else ``hidden_size``
-      (``n_embd``, ``d_model``) ``//`` ``num_attention_heads`` (``n_head``,
-      ``n_heads``);
-    * the rotated part: GPT-J / CodeGen ``rotary_dim``, else the head size
-      times ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``; the
-      model's own default where transformers has one);
+      ``rotary_emb_base``, DBRX's ``attn_config``; else the model's default
+      (10000 for most); it must be > 1;
+    * the head size: ``head_dim`` (a dictionary also: DeepSeek's
+      ``qk_rope_head_dim``, ``attention_head_dim``, ``kv_channels``), else
+      ``hidden_size`` (``n_embd``, ``d_model``) ``//``
+      ``num_attention_heads`` (``n_head``, ``n_heads``);
+    * the rotated part: GPT-J / CodeGen ``rotary_dim`` (MiniMax-M2: the
+      partial factor ``rotary_dim / head_dim``), else the head size times
+      ``partial_rotary_factor`` (or GPT-NeoX's ``rotary_pct``; the model's
+      own default where transformers has one), at most the whole head;
     * ``max_position_embeddings`` and ``original_max_position_embeddings``
       (top level first, as for Phi-3) for the scalings;
     * one entry per layer type (Gemma 3, ModernBERT, ...), also from the
       older format with ``rope_local_base_freq`` (or ``local_rope_theta`` /
-      ``global_rope_theta``): pass ``layer_type``;
-    * multimodal RoPE (Qwen2-VL family, ``mrope_section``): the result also
-      has ``"mrope_section"`` and ``"mrope_interleaved"`` (``True`` for the
-      Qwen3-VL family), for :func:`posenc.mrope_cos_sin`; passing it to
-      :func:`posenc.rope_cos_sin` fails with a ``TypeError``.
+      ``global_rope_theta``): pass ``layer_type``.  As transformers does, a
+      YaRN entry of a layer type takes ``truncate`` from the top level of the
+      RoPE parameters (default True), not its own;
+    * multimodal RoPE (Qwen2-VL family, HY-V4-VL, GLM-4V, ``mrope_section``):
+      the result also has ``"mrope_section"`` (the model's default sections
+      when the config has none) and ``"mrope_interleaved"`` (fixed by the
+      model's rotary module: ``True`` for the Qwen3-VL family and HY-V4-VL; a
+      model type posenc does not know must say ``mrope_interleaved``), for
+      :func:`posenc.mrope_cos_sin`; passing it to
+      :func:`posenc.rope_cos_sin` fails with a ``TypeError``;
+    * Hunyuan's ``{"rope_type": "dynamic", "alpha": a}`` is a fixed
+      NTK-alpha: :class:`NTK` ``(a)`` over the whole head; PhiMoE's LongRoPE
+      uses ``short_factor`` at every length and multiplies cos and sin by
+      ``short_mscale`` / ``long_mscale`` (:class:`LongRoPE`); GPT-J, CodeGen
+      and ESM read no RoPE entry (a scaling is refused).
 
-    The layout is not part of the result: the Hugging Face models rotate
-    halves (``layout="half"``, the default of posenc); GPT-J and CodeGen
-    (and DeepSeek with ``rope_interleave``, Llama 4's complex rotation) pair
-    neighbours: pass ``layout="interleaved"`` for them.  The models covered
-    are listed in the documentation (:doc:`/models`).
+    The layout is not part of the result: most Hugging Face models rotate
+    halves (``layout="half"``, the default of posenc); GPT-J and CodeGen, GLM,
+    Helium, ERNIE 4.5 (and DeepSeek with ``rope_interleave``, Llama 4's
+    complex rotation, ...) pair neighbours: pass ``layout="interleaved"`` for
+    them.  The models covered, with the layout each rotates, are listed in
+    the documentation (:doc:`/models`).
 
     Parameters
     ----------
@@ -746,10 +1378,16 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     Raises
     ------
     ValueError
-        Naming what is not supported (a ``rope_type`` such as ``"axial"``,
-        a multimodal recombination other than Qwen2-VL's or Qwen3-VL's), a
-        missing required entry, or an odd rotary dimension.  posenc never
-        returns a table that differs from the model's.
+        Naming the key that is not supported (a ``rope_type`` such as
+        ``"axial"``, a key of the RoPE entry posenc does not know, a
+        multimodal recombination other than Qwen2-VL's or Qwen3-VL's),
+        missing, contradictory (two spellings of one key that differ) or out
+        of range (a rotary width above the head size, ``rope_theta <= 1``,
+        a non-positive attention factor).  posenc never returns a table that
+        differs from the model's.
+    TypeError
+        Naming the key whose value has the wrong kind (a length that is not
+        an integer, a flag that is not a bool, ...).
 
     Examples
     --------
@@ -766,38 +1404,22 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     >>> scaling.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12,
     ...                  "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
     {'dim': 128, 'base': 10000.0, 'scaling': None, 'mrope_section': (16, 24, 24), 'mrope_interleaved': False}
+    >>> scaling.from_hf({"model_type": "hunyuan_v1_dense", "head_dim": 128, "rope_theta": 10000.0,
+    ...                  "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}})
+    {'dim': 128, 'base': 10000.0, 'scaling': NTK(factor=1000.0)}
+    >>> scaling.from_hf({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "scale": 3}})
+    Traceback (most recent call last):
+      ...
+    ValueError: `scale` of rope_scaling is not supported for rope_type 'linear': ...
     """
     if layer_type is not None and not isinstance(layer_type, str):
         msg = f"`layer_type` must be a str or None, got {_checks.show(layer_type)}"
         raise TypeError(msg)
-    config = _as_dict(config)
-    model_type = config.get("model_type")
-    params = config.get("rope_parameters") or config.get("rope_scaling") or {}
-    if not isinstance(params, Mapping):
-        msg = f"`config` entry rope_parameters / rope_scaling must be a dict, got {type(params).__name__}"
-        raise TypeError(msg)
-    nested = [k for k, v in params.items() if isinstance(v, Mapping)]
-    if not nested:
-        per_type = _local_global(config, params, model_type)
-        if per_type is not None:
-            params, nested = per_type, list(per_type)
-    if nested:
-        if layer_type is None:
-            msg = f"`layer_type` is required: this config has one RoPE entry per layer type {sorted(nested)}"
-            raise ValueError(msg)
-        if layer_type not in nested:
-            msg = f"`layer_type` must be one of {sorted(nested)}, got {_checks.show(layer_type)}"
-            raise ValueError(msg)
-        params = params[layer_type]
-    elif layer_type is not None:
-        msg = f"`layer_type` applies to configs with per-layer RoPE entries only, got {_checks.show(layer_type)}"
-        raise ValueError(msg)
-
-    rope_type = params.get("rope_type", params.get("type")) or "default"
-    section = params.get("mrope_section")
-    if section is None and model_type in _MROPE:
-        section = _MROPE[model_type][0]
-    if rope_type == "mrope" and section is not None:  # older Qwen2-VL config.json: plain RoPE plus sections
+    cfg = _HFConfig(config)
+    entry, where, truncate = _rope_entry(cfg, layer_type)
+    rope_type = _rope_type(entry, where)
+    mrope = _mrope(cfg, entry, rope_type)
+    if rope_type == "mrope" and mrope is not None:  # older Qwen2-VL config.json: plain RoPE plus sections
         rope_type = "default"
     if rope_type not in _HF_TYPES:
         what = {
@@ -809,141 +1431,26 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
             f"{', '.join(repr(t) for t in _HF_TYPES if t != 'su')} (and the older 'su' for longrope)"
         )
         raise ValueError(msg)
-    if section is not None and model_type in _MROPE_OTHER:
-        msg = (
-            f"`mrope_section` of model_type {model_type!r} is not supported: its rows are recombined "
-            f"differently ({_MROPE_OTHER[model_type]}) from the Qwen2-VL / Qwen3-VL layouts of posenc.mrope_cos_sin"
-        )
-        raise ValueError(msg)
-
-    attn = config.get("attn_config")
-    attn_theta = attn.get("rope_theta") if isinstance(attn, Mapping) else None
-    top_base = _get(config, "rope_theta", _get(config, "rotary_emb_base", _get({"t": attn_theta}, "t", 10000.0)))
-    base = _checks.check_float(_get(params, "rope_theta", top_base), "rope_theta", positive=True)
-
-    def head_size() -> int:
-        key, head_dim = _first(_layer_sizes(config, layer_type), _HEAD_DIMS)
-        if head_dim is not None:
-            return _checks.check_int(head_dim, key, minimum=1)
-        hkey, hidden = _first(config, _HIDDEN)
-        nkey, heads = _first(config, _HEADS)
-        if hidden is None or heads is None:
-            msg = (
-                "`config` must have head_dim (or qk_rope_head_dim, attention_head_dim, kv_channels), "
-                "or both hidden_size (n_embd, d_model) and num_attention_heads (n_head, n_heads)"
-            )
-            raise ValueError(msg)
-        return _checks.check_int(hidden, hkey, minimum=1) // _checks.check_int(heads, nkey, minimum=1)
-
-    if config.get("rotary_dim") is not None and model_type in _ROTARY_DIM_UNUSED:
-        msg = (
-            f"`rotary_dim` of model_type {model_type!r} is not supported: transformers' modeling code "
-            "rotates the whole head and leaves this key unused"
-        )
-        raise ValueError(msg)
-    if config.get("rotary_dim") is not None and rope_type != "proportional":  # GPT-J, CodeGen
-        dim = _checks.check_int(config["rotary_dim"], "rotary_dim", minimum=1)
-        head_dim = None
+    if cfg.model_type in _FIXED_TABLE:
+        _check_fixed_table(cfg, entry, rope_type, where)
+        base = _FIXED_TABLE[cfg.model_type][1] or _base(cfg, entry)
     else:
-        head_dim = head_size()
-        factor = _get(
-            params,
-            "partial_rotary_factor",
-            _get(config, "partial_rotary_factor", _get(config, "rotary_pct", _PARTIAL_DEFAULTS.get(model_type, 1.0))),
-        )
-        factor = _checks.check_float(factor, "partial_rotary_factor", positive=True)
-        dim = head_dim if rope_type == "proportional" else int(head_dim * factor)
+        _check_keys(cfg, entry, rope_type, where, mrope is not None)
+        base = _base(cfg, entry)
+    dim = _rotary_dim(cfg, entry, rope_type, layer_type)
+    scaling, dim = _scaling_of(cfg, entry, rope_type, dim, truncate, layer_type)
     if dim < 2 or dim % 2:
         msg = (
-            f"the rotary dimension must be a positive even integer, got {dim} (head_dim={head_dim}, "
-            "partial_rotary_factor / rotary_dim of the config)"
+            f"the rotary dimension must be a positive even integer, got {dim} (the head size `head_dim` times "
+            "`partial_rotary_factor`, or `rotary_dim`, of the config)"
         )
         raise ValueError(msg)
-
-    max_pos = config.get("max_position_embeddings")
-
-    def need(key: str) -> Any:
-        v = params.get(key)
-        if v is None:
-            msg = f"`config` rope_type {rope_type!r} needs {key!r} in its RoPE parameters"
-            raise ValueError(msg)
-        return v
-
-    def original() -> int:
-        v = config.get("original_max_position_embeddings")  # Phi-3: the top level wins
-        if v is None:
-            v = params.get("original_max_position_embeddings")
-        if v is None:
-            v = max_pos
-        if v is None:
-            msg = "`config` needs original_max_position_embeddings or max_position_embeddings"
-            raise ValueError(msg)
-        return v
-
-    def ratio_factor(orig: int) -> float | None:
-        f = params.get("factor")
-        if f is None and max_pos is not None:
-            f = max_pos / orig
-        return f
-
-    scaling: Scaling | None
-    if rope_type == "default":
-        scaling = None
-    elif rope_type == "linear":
-        scaling = Linear(need("factor"))
-    elif rope_type == "proportional":
-        scaling = Proportional(_get(params, "partial_rotary_factor", 1.0), _get(params, "factor", 1.0))
-    elif rope_type == "dynamic":
-        if max_pos is None:
-            msg = "`config` rope_type 'dynamic' needs max_position_embeddings"
-            raise ValueError(msg)
-        scaling = DynamicNTK(need("factor"), max_pos)
-    elif rope_type == "yarn":
-        orig = original()
-        f = ratio_factor(orig)
-        if f is None:
-            need("factor")
-        scaling = YaRN(
-            f,
-            orig,
-            beta_fast=params.get("beta_fast") or 32.0,
-            beta_slow=params.get("beta_slow") or 1.0,
-            mscale=params.get("mscale"),
-            mscale_all_dim=params.get("mscale_all_dim"),
-            attention_factor=params.get("attention_factor"),
-            truncate=True if params.get("truncate") is None else params["truncate"],
-        )
-    elif rope_type == "llama3":
-        scaling = Llama3(
-            need("factor"),
-            original(),
-            low_freq_factor=need("low_freq_factor"),
-            high_freq_factor=need("high_freq_factor"),
-        )
-    else:  # longrope, and its older name "su"
-        orig = original()
-        scaling = LongRoPE(
-            need("short_factor"),
-            need("long_factor"),
-            orig,
-            factor=ratio_factor(orig),
-            attention_factor=params.get("attention_factor"),
-        )
-        if len(scaling.short_factor) != dim // 2:
-            msg = (
-                f"`short_factor` and `long_factor` must have dim // 2 = {dim // 2} entries for the "
-                f"rotary dimension {dim}, got {len(scaling.short_factor)}"
-            )
-            raise ValueError(msg)
     out: dict[str, Any] = {"dim": dim, "base": base, "scaling": scaling}
-    if section is not None:
+    if mrope is not None:
         from .mrope import check_sections  # the one check of sections, shared with mrope_cos_sin
 
-        out["mrope_section"] = check_sections(section, dim)
-        interleaved = params.get("mrope_interleaved", config.get("mrope_interleaved"))
-        if interleaved is None and model_type in _MROPE:
-            interleaved = _MROPE[model_type][1]
-        out["mrope_interleaved"] = bool(interleaved)
+        out["mrope_section"] = check_sections(mrope[0], dim)
+        out["mrope_interleaved"] = mrope[1]
     return out
 
 

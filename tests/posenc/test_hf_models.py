@@ -1,16 +1,22 @@
 """posenc inside real transformers models (tiny sizes, random weights).
 
 * The sweep (``data/make_hf_sweep.py``): every rotary-embedding class of the
-  installed transformers, paired with its configuration class, either
-  matches ``rope_cos_sin(**from_hf(config))`` (float64 with transformers'
-  float32 casts lifted: 1e-12 of the largest angle; float32: within
-  transformers' own rounding) or ``from_hf`` refuses it with a
-  ``ValueError``; never a silent difference.  The list in
-  ``data/hf_sweep.json`` (and docs/models.rst) is the same run.
+  installed transformers, paired with its configuration class, in its
+  defaults and in every scaling variant its configuration accepts, either
+  matches ``rope_cos_sin`` / ``mrope_cos_sin(**from_hf(config))`` (float64
+  with transformers' float32 casts lifted: 1e-12 of the largest angle;
+  float32: within transformers' own rounding) or ``from_hf`` refuses it with
+  a ``ValueError`` naming a key; never a silent difference.  The test runs
+  the defaults of every class and every variant of ``SWEEP_MODELS`` (one
+  model per cause the sweep has found); the script runs every variant of
+  every class, and ``data/hf_sweep.json`` (and docs/models.rst) is its run.
+* The model tables of ``posenc.scaling`` (attribute aliases, default bases)
+  against the installed transformers.
 * Full forward passes: the model's rotary module and apply function are
   replaced by posenc (``from_hf`` + ``rope_cos_sin`` / ``mrope_cos_sin`` +
   ``apply_rope``) and the logits compared with the model's own, in float64
-  (float32 casts lifted) and float32.
+  (float32 casts lifted) and float32; where posenc once read a model wrong,
+  that reading is the control and must differ by a clear margin.
 
 T5 buckets, BLOOM / MPT ALiBi and the fairseq sinusoidal table of M2M100
 have their parity tests in test_bias.py and test_sinusoidal.py.
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,31 +51,114 @@ def _sweep_module():
 
 SWEEP = _sweep_module()
 
+#: model directories whose every scaling variant the test runs: one per cause
+#: the sweep has found (the script runs them all)
+SWEEP_MODELS = frozenset(
+    {
+        "llama",  # every scaling, legacy keys
+        "phi3",  # LongRoPE, top-level original length, partial rotary
+        "phimoe",  # short_mscale / long_mscale
+        "hunyuan_v1_dense",  # dynamic + alpha: NTK-alpha
+        "hy_v4_vl",  # interleaved M-RoPE sections by default
+        "qwen2_vl",  # contiguous M-RoPE; one length over every row
+        "qwen3_vl",  # interleaved M-RoPE
+        "gemma3",  # per-layer-type YaRN: transformers' truncate
+        "modernbert",  # local / global bases
+        "dbrx",  # attribute aliases (max_seq_len)
+        "bailing_hybrid",  # attribute aliases (model_max_length)
+        "gptj",  # model-level table, no RoPE entry
+        "gpt_oss",  # YaRN without truncation, compact table
+        "ministral3",  # keys that do not change the tables
+        "neomme",  # another recombination: refused
+        "gemma4",  # per-layer head sizes, proportional RoPE
+        "deepseek_v3",  # MLA head size, DeepSeek's YaRN
+    }
+)
+
 
 # ---------------------------------------------------------------- the sweep
 @pytest.fixture(scope="module")
 def sweep():
-    return SWEEP.sweep()
+    return SWEEP.sweep(variants=lambda model: model in SWEEP_MODELS, rotations=False)
 
 
 def test_sweep_matches_or_refuses(sweep):
     res = sweep["results"]
     bad = {k: v for k, v in res.items() if v["status"] == "mismatch"}
     assert not bad, "\n".join(f"{k}: {v['reason']}" for k, v in bad.items())
-    counts = {s: sum(v["status"] == s for v in res.values()) for s in ("match", "refused")}
-    assert counts["match"] >= 150  # the transformers 5.x zoo; refusals name what they refuse
+    counts = SWEEP.counts(sweep)
+    assert counts["mismatch"] == 0
+    assert counts["match"] >= 300  # the transformers 5.x zoo, and the variants of SWEEP_MODELS
+    assert {k.split(".")[0] for k in res} >= SWEEP_MODELS
     for k, v in res.items():
-        if v["status"] == "refused":
-            assert "`" in v["reason"] and "not supported" in v["reason"] or "must" in v["reason"], (k, v)
+        if v["status"] == "refused":  # a refusal names the key it refuses
+            assert re.search(r"`\w+`", v["reason"]), (k, v)
 
 
 def test_sweep_list_is_current(sweep):
-    """``data/hf_sweep.json`` is this run (regenerate with make_hf_sweep.py)."""
+    """``data/hf_sweep.json`` is the script's run (regenerate with make_hf_sweep.py)."""
     recorded = json.loads((DATA / "hf_sweep.json").read_text())
     if recorded["transformers"] != transformers.__version__:
         pytest.skip(f"the list was made with transformers {recorded['transformers']}")
+    assert SWEEP.counts(recorded)["mismatch"] == 0
     now = {k: v["status"] for k, v in sweep["results"].items()}
-    assert now == {k: v["status"] for k, v in recorded["results"].items()}
+    then = {k: v["status"] for k, v in recorded["results"].items() if _in_test_selection(k)}
+    assert now == then
+
+
+def _in_test_selection(name: str) -> bool:
+    """Whether the test's sweep runs the case ``name`` of the recorded list:
+    ``dir.Class`` (not a config RoPE), ``dir.Class default [...]``, or any
+    variant of a model of SWEEP_MODELS."""
+    words = name.split(" ")
+    return len(words) == 1 or words[1] == "default" or name.split(".")[0] in SWEEP_MODELS
+
+
+def test_attribute_aliases_are_transformers():
+    """posenc's table of attribute aliases (read for config dictionaries) is
+    the ``attribute_map`` of every RoPE model's configuration class, for the
+    keys posenc reads."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    recorded = json.loads((DATA / "hf_sweep.json").read_text())
+    types = {v["model_type"] for v in recorded["results"].values() if v.get("model_type")}
+    types |= set(scaling._ATTRIBUTE_MAP)
+    read = {"hidden_size", "num_attention_heads", "max_position_embeddings", "head_dim"}
+    found = {}
+    for mt in sorted(types):
+        if mt not in CONFIG_MAPPING:
+            continue
+        amap = {k: v for k, v in (getattr(CONFIG_MAPPING[mt], "attribute_map", {}) or {}).items() if k in read}
+        if amap and not mt.endswith("_vision") and not mt.endswith("_vision_encoder"):  # no text RoPE
+            found[mt] = amap
+    assert found == scaling._ATTRIBUTE_MAP
+
+
+def test_default_thetas_are_transformers():
+    """The default bases posenc uses for config dictionaries without
+    ``rope_theta`` are transformers' ``default_theta``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    for mt, theta in scaling._DEFAULT_THETA.items():
+        assert CONFIG_MAPPING[mt].default_theta == theta, mt
+    recorded = json.loads((DATA / "hf_sweep.json").read_text())
+    for mt in {v["model_type"] for v in recorded["results"].values() if v.get("model_type")}:
+        try:
+            theta = CONFIG_MAPPING[mt].default_theta
+        except (KeyError, AttributeError):  # a configuration class of no model type
+            continue
+        if isinstance(theta, float | int) and theta != 10000.0:
+            assert scaling._DEFAULT_THETA.get(mt) == theta, mt
+
+
+def test_mrope_tables_are_the_modules():
+    """Every model type posenc reads as M-RoPE matched in the sweep with 3-row
+    position ids (so its sections and interleaving are the module's)."""
+    recorded = json.loads((DATA / "hf_sweep.json").read_text())
+    mrope = {v["model_type"]: v["mrope"] for v in recorded["results"].values() if v.get("mrope") and "model_type" in v}
+    for mt, desc in mrope.items():
+        assert mt in scaling._MROPE, mt
+        assert desc.endswith("interleaved") == scaling._MROPE[mt][1], (mt, desc)
 
 
 # ---------------------------------------------------------------- full forward
@@ -83,13 +173,14 @@ def posenc_rotary_forward(layout="half"):
     """A rotary module forward computing the tables with posenc from the module's config."""
 
     def forward(self, x, position_ids, layer_type=None):
-        kw = scaling.from_hf(self.config, layer_type=layer_type)
-        seq_len = int(position_ids.max()) + 1
-        if "mrope_section" in kw:
-            if position_ids.ndim == 2:
-                position_ids = position_ids.expand(3, -1, -1)
-            return posenc.mrope_cos_sin(position_ids, **kw, layout=layout, seq_len=seq_len, dtype=x.dtype)
-        return posenc.rope_cos_sin(position_ids, **kw, layout=layout, seq_len=seq_len, dtype=x.dtype)
+        with SWEEP.unlifted():  # posenc runs with torch's real dtypes
+            kw = scaling.from_hf(self.config, layer_type=layer_type)
+            if "mrope_section" in kw:
+                if position_ids.ndim == 2:
+                    position_ids = position_ids.expand(3, -1, -1)
+                # no seq_len: one length over every row, max(position_ids) + 1, as transformers
+                return posenc.mrope_cos_sin(position_ids, **kw, layout=layout, dtype=x.dtype)
+            return posenc.rope_cos_sin(position_ids, **kw, layout=layout, dtype=x.dtype)
 
     return forward
 
@@ -99,7 +190,8 @@ def posenc_apply(q, k, cos, sin, unsqueeze_dim=1, **_):
     (``cos[:, None]`` for q of shape (b, h, s, d)), rotary_dim explicit."""
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     rd = cos.shape[-1]
-    return posenc.apply_rope(q, c, s, rotary_dim=rd), posenc.apply_rope(k, c, s, rotary_dim=rd)
+    with SWEEP.unlifted():
+        return posenc.apply_rope(q, c, s, rotary_dim=rd), posenc.apply_rope(k, c, s, rotary_dim=rd)
 
 
 def logits(model_cls, config, ids, dtype, position_ids=None, patch=None):
@@ -281,13 +373,16 @@ def test_gptj_forward():
     kw = scaling.from_hf(cfg)
 
     def sinusoids(num_pos, dim):  # GPT-J's table: [sin | cos] of each frequency once
-        cos, sin = posenc.rope_cos_sin(num_pos, **kw, layout="interleaved", dtype=torch.get_default_dtype())
+        dt = torch.get_default_dtype()
+        with SWEEP.unlifted():
+            cos, sin = posenc.rope_cos_sin(num_pos, **kw, layout="interleaved", dtype=dt)
         return torch.cat([sin[:, ::2], cos[:, ::2]], dim=1)
 
     def apply(tensor, sin, cos):  # (b, s, h, rd) with (b, s, rd / 2) tables
         c = torch.repeat_interleave(cos, 2, dim=-1)[:, :, None]
         s = torch.repeat_interleave(sin, 2, dim=-1)[:, :, None]
-        return posenc.apply_rope(tensor, c, s, layout="interleaved")
+        with SWEEP.unlifted():
+            return posenc.apply_rope(tensor, c, s, layout="interleaved")
 
     def patch(stack):
         mp = stack.enter_context(pytest.MonkeyPatch.context())

@@ -1,9 +1,16 @@
 """The sweep of :func:`posenc.scaling.from_hf` over every RoPE model of the
-installed ``transformers``; writes ``hf_sweep.json`` and ``docs/models.rst``.
+installed ``transformers``, in every scaling variant its configuration
+accepts; writes ``hf_sweep.json`` and ``docs/models.rst``.
 
 Regenerate with (transformers 5.x on torch CPU)::
 
     python tests/posenc/data/make_hf_sweep.py
+
+Compare the installed transformers (say, the newest release) with the
+recorded ``hf_sweep.json`` without writing anything (exit status 1 if any
+case is silent)::
+
+    python tests/posenc/data/make_hf_sweep.py --compare
 
 How the sweep works (``sweep()`` is also what the test suite runs):
 
@@ -11,37 +18,55 @@ How the sweep works (``sweep()`` is also what the test suite runs):
    source defines a class named ``*RotaryEmbedding*`` (found by reading the
    source, imported only then).  Each class is paired with its configuration
    class through the annotation of its ``config`` argument.
-2. One instance of the configuration class with its defaults (the rotary
-   modules carry no weights: the sizes cost nothing, and the defaults are
-   the model's own head size, base, partial rotary factor and multimodal
-   sections), plus the variants of ``VARIANTS`` (the key aliases and rope
-   types seen in released ``config.json`` files).
-3. The module's ``forward(x, position_ids[, layer_type])`` at positions on
-   both sides of ``original_max_position_embeddings`` (or
-   ``max_position_embeddings``), once with the ``float32`` casts of
-   transformers lifted to ``float64`` (``lifted_float32``) and once as is.
+2. The configuration the module takes, built with its defaults (the rotary
+   modules carry no weights: the sizes cost nothing, and the defaults are the
+   model's own head size, base, partial rotary factor and multimodal
+   sections), then once per scaling of ``SCALINGS`` (linear, dynamic, YaRN
+   with and without truncation and with DeepSeek's ``mscale`` keys, Llama 3,
+   LongRoPE, and the legacy ``rope_scaling`` / ``type`` spellings), applied
+   to every per-layer-type entry, keeping the model's own base, partial
+   factor and multimodal keys; and the model-specific variants of
+   ``VARIANTS`` (key aliases of released ``config.json`` files).  A variant
+   whose configuration or module raises is not a case: the model does not
+   accept it.
+3. The module's ``forward(x, position_ids[, layer_type])`` at two sets of
+   positions, all below the original length and reaching past it
+   (``original_max_position_embeddings``, else ``max_position_embeddings``),
+   once with the ``float32`` casts of transformers lifted to ``float64``
+   (``lifted_float32``) and once as is.
 4. ``posenc.scaling.from_hf(config[, layer_type=...])`` and then
    ``posenc.rope_cos_sin`` (or ``posenc.mrope_cos_sin`` when the result has
-   ``mrope_section``) at the same positions, with ``seq_len = max + 1`` as
-   transformers uses.  Each (class, layer type, variant) ends as
+   ``mrope_section``) at the same positions, without ``seq_len`` (posenc
+   reads ``max(positions) + 1`` over all rows, as transformers does);
+   ``from_hf(config.to_dict())`` must give the same
+   keyword arguments (or refuse).  Each (class, layer type, variant) ends as
 
    * ``match``: float64 within ``RTOL64`` relative of the lifted module, and
      float32 within transformers' own float32 rounding (``atol32``);
-   * ``refused``: ``from_hf`` raised ``ValueError`` (its message is kept);
-   * ``mismatch``: anything else -- the test suite fails on it;
-   * ``not a config RoPE``: the module does not take ``(x, position_ids)``
-     with a text-model configuration (2-D vision, audio time stamps, ...);
-     from_hf is not for them and they are listed apart.
+   * ``refused``: ``from_hf`` raised ``ValueError`` naming a key (its message
+     is kept);
+   * ``mismatch`` (silent): anything else -- the test suite fails on it.
+
+   A module whose defaults it cannot run (2-D vision grids, audio time
+   stamps, other signatures) is listed apart as ``not a config RoPE``.
+5. The rotation: the model's own ``apply_rotary_pos_emb`` (the one its
+   attention calls) against :func:`posenc.apply_rope` in both layouts,
+   compared by the attention scores it gives (so a permuted output, as
+   DeepSeek's, counts as its layout): ``half`` or ``interleaved``, the
+   ``layout=`` to pass to posenc.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import copy
 import importlib
 import inspect
 import json
 import math
 import re
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -55,35 +80,82 @@ DOCS = HERE.parents[2] / "docs" / "models.rst"
 #: p w 2**-53, whatever the method)
 RTOL64 = 1e-12
 
-#: extra configurations per model type: key aliases and rope types of
-#: released checkpoints (name -> (model type, config keyword arguments))
+#: the original context of the scaling variants (positions reach past it)
+ORIG = 64
+
+#: the scalings tried on every model: name -> (rope parameters, top-level
+#: keyword arguments, legacy).  ``legacy`` spells them the older way
+#: (``rope_scaling`` with ``type``, ``rope_theta`` at the top level).
+#: ``{n}`` in a list stands for the module's number of frequencies.
+SCALINGS: dict[str, tuple[dict[str, Any], dict[str, Any], bool]] = {
+    "linear": ({"rope_type": "linear", "factor": 4.0}, {}, False),
+    "dynamic": ({"rope_type": "dynamic", "factor": 2.0}, {"max_position_embeddings": ORIG}, False),
+    "yarn": (
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": ORIG},
+        {"max_position_embeddings": 4 * ORIG},
+        False,
+    ),
+    "yarn truncate=False": (
+        {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": ORIG,
+            "beta_fast": 16.0,
+            "beta_slow": 0.5,
+            "truncate": False,
+        },
+        {"max_position_embeddings": 4 * ORIG},
+        False,
+    ),
+    "yarn mscale": (
+        {
+            "rope_type": "yarn",
+            "factor": 40.0,
+            "original_max_position_embeddings": ORIG,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+            "mscale": 1.0,
+            "mscale_all_dim": 0.8,
+        },
+        {"max_position_embeddings": 40 * ORIG},
+        False,
+    ),
+    "llama3": (
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": ORIG,
+        },
+        {"max_position_embeddings": 8 * ORIG},
+        False,
+    ),
+    "longrope": (
+        {
+            "rope_type": "longrope",
+            "short_factor": "{n}",
+            "long_factor": "{n}",
+            "original_max_position_embeddings": ORIG,
+        },
+        {"max_position_embeddings": 4 * ORIG},
+        False,
+    ),
+    "legacy linear": ({"type": "linear", "factor": 2.0}, {}, True),
+    "legacy dynamic": ({"type": "dynamic", "factor": 2.0}, {"max_position_embeddings": ORIG}, True),
+    "legacy yarn": (
+        {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": ORIG},
+        {"max_position_embeddings": 4 * ORIG},
+        True,
+    ),
+}
+
+#: rope-parameter keys a scaling variant keeps from the model's defaults
+KEEP = ("rope_theta", "partial_rotary_factor", "mrope_section", "mrope_interleaved", "interleaved")
+
+#: extra configurations per model type: key aliases of released checkpoints
+#: (name -> (model type, config keyword arguments))
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "llama linear": ("llama", {"rope_scaling": {"rope_type": "linear", "factor": 4.0}}),
-    "llama dynamic": (
-        "llama",
-        {"max_position_embeddings": 64, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
-    ),
-    "llama yarn": (
-        "llama",
-        {
-            "max_position_embeddings": 256,
-            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-        },
-    ),
-    "llama llama3": (
-        "llama",
-        {
-            "rope_theta": 500000.0,
-            "max_position_embeddings": 512,
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 64,
-            },
-        },
-    ),
     "llama proportional": (
         "llama",
         {
@@ -95,7 +167,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             }
         },
     ),
-    "phi3 longrope": (
+    "phi3 longrope partial": (
         "phi3",
         {
             "hidden_size": 64,
@@ -110,6 +182,32 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
                 "long_factor": [1.0 + 0.9 * i for i in range(8)],
             },
         },
+    ),
+    "phimoe Phi-3.5-MoE": (
+        "phimoe",
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 256,
+            "original_max_position_embeddings": 64,
+            "rope_scaling": {
+                "type": "longrope",
+                "short_factor": [1.0 + 0.1 * i for i in range(16)],
+                "long_factor": [1.0 + 0.9 * i for i in range(16)],
+                "short_mscale": 1.243,
+                "long_mscale": 1.3,
+                "original_max_position_embeddings": 64,
+            },
+        },
+    ),
+    "hunyuan_v1_dense alpha": (
+        "hunyuan_v1_dense",
+        {"rope_parameters": {"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0, "rope_theta": 10000.0}},
+    ),
+    "hunyuan_v1_moe alpha": (
+        "hunyuan_v1_moe",
+        {"rope_parameters": {"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0, "rope_theta": 10000.0}},
     ),
     "gpt_neox rotary_emb_base": ("gpt_neox", {"rotary_emb_base": 500.0, "rotary_pct": 0.25}),
     "gpt_neox_japanese rotary_emb_base": ("gpt_neox_japanese", {"rotary_emb_base": 500.0, "rotary_pct": 0.5}),
@@ -137,36 +235,57 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
             }
         },
     ),
-    "qwen2 yarn": (
-        "qwen2",
-        {
-            "max_position_embeddings": 256,
-            "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
-        },
-    ),
+    "dbrx max_seq_len": ("dbrx", {"max_seq_len": ORIG, "rope_parameters": {"rope_type": "dynamic", "factor": 2.0}}),
 }
 
 
 # --------------------------------------------------------------------------
 # float64 transformers
 # --------------------------------------------------------------------------
+#: the real (torch.float, torch.float32, Tensor.float, default dtype) while lifted
+_REAL: list[tuple[Any, ...]] = []
+
+
+def _set_torch(values: tuple[Any, ...]) -> None:
+    import torch
+
+    torch.float, torch.float32, torch.Tensor.float = values[:3]
+    torch.set_default_dtype(values[3])
+
+
 @contextlib.contextmanager
 def lifted_float32():
     """transformers' RoPE code in float64: ``torch.float`` / ``torch.float32``
     and ``Tensor.float()`` mean float64 inside the block (module attributes
-    looked up at call time; nothing of torch's own kernels changes)."""
+    looked up at call time; nothing of torch's own kernels changes).  posenc
+    itself must run outside it (``unlifted``): its float32 work would
+    silently become float64 work with float32's algorithm."""
     import torch
 
     saved = (torch.float, torch.float32, torch.Tensor.float, torch.get_default_dtype())
-    torch.float = torch.float64
-    torch.float32 = torch.float64
-    torch.Tensor.float = torch.Tensor.double
-    torch.set_default_dtype(torch.float64)
+    _REAL.append(saved)
+    _set_torch((torch.float64, torch.float64, torch.Tensor.double, torch.float64))
     try:
         yield
     finally:
-        torch.float, torch.float32, torch.Tensor.float = saved[:3]
-        torch.set_default_dtype(saved[3])
+        _set_torch(saved)
+        _REAL.pop()
+
+
+@contextlib.contextmanager
+def unlifted():
+    """The real torch dtypes inside a ``lifted_float32`` block (for posenc)."""
+    import torch
+
+    if not _REAL:
+        yield
+        return
+    lifted = (torch.float, torch.float32, torch.Tensor.float, torch.get_default_dtype())
+    _set_torch(_REAL[-1])
+    try:
+        yield
+    finally:
+        _set_torch(lifted)
 
 
 # --------------------------------------------------------------------------
@@ -199,7 +318,7 @@ def _config_class(module: Any, cls: Any) -> Any:
 # --------------------------------------------------------------------------
 # one comparison
 # --------------------------------------------------------------------------
-def _positions(config: Any) -> list[int]:
+def _original_length(config: Any) -> int:
     rp = getattr(config, "rope_parameters", None) or {}
     flat = [rp] + [v for v in rp.values() if isinstance(v, dict)]
     orig = None
@@ -210,12 +329,29 @@ def _positions(config: Any) -> list[int]:
         or getattr(config, "original_max_position_embeddings", None)
         or getattr(config, "max_position_embeddings", None)
     )
-    orig = int(orig or 2048)
-    return [0, 1, 2, 7, orig - 1, orig, orig + 3]
+    return int(orig or 2048)
 
 
-def _module_tables(rot: Any, pid: Any, layer_type: str | None, dtype: Any) -> tuple[Any, Any]:
-    """The module's cos and sin as float64 NumPy, rows flattened; a complex
+def _position_sets(config: Any) -> list[list[int]]:
+    """Positions all below the original length, and reaching past it."""
+    orig = _original_length(config)
+    short = sorted({0, 1, 2, min(7, orig - 1), orig - 1})
+    return [short, short + [orig, orig + 3]]
+
+
+def _pid(pos: list[int], rows: int) -> Any:
+    """Position ids of shape ``(1, n)`` or ``(rows, 1, n)`` with different
+    rows (temporal, height, width: the temporal one reaches furthest)."""
+    import torch
+
+    if rows == 1:
+        return torch.tensor([pos], dtype=torch.int64)
+    every = [pos, [p // 2 for p in pos], [max(p - 3, 0) for p in pos]]
+    return torch.tensor(every[:rows], dtype=torch.int64)[:, None, :]
+
+
+def _module_out(rot: Any, pid: Any, layer_type: str | None, dtype: Any) -> tuple[Any, Any]:
+    """The module's two outputs as float64 NumPy, rows flattened; a complex
     output (Llama 4, DeepSeek-V2: ``cos + i sin`` per pair) is split."""
     import torch
 
@@ -223,42 +359,47 @@ def _module_tables(rot: Any, pid: Any, layer_type: str | None, dtype: Any) -> tu
     args = (x, pid) if layer_type is None else (x, pid, layer_type)
     out = rot(*args)
     if isinstance(out, torch.Tensor) and out.is_complex():
-        cos, sin = out.real, out.imag
+        a, b = out.real, out.imag
     else:
-        cos, sin = out
-    cos = cos.detach().to(torch.float64).numpy()
-    sin = sin.detach().to(torch.float64).numpy()
-    return cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])
+        a, b = out
+    a = a.detach().to(torch.float64).numpy()
+    b = b.detach().to(torch.float64).numpy()
+    return a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
 
 
-#: how a module lays its table out: name -> (posenc layout, column slice)
+#: how a module lays its table out: name -> (posenc layout, columns, (sin, cos) order)
 FORMS = {
-    "half": ("half", slice(None)),
-    "interleaved": ("interleaved", slice(None)),
-    "compact": ("half", "first"),  # cos of each frequency once (gpt-oss, complex rotations)
+    "half": ("half", "all", False),
+    "interleaved": ("interleaved", "all", False),
+    "compact": ("half", "first", False),  # cos of each frequency once (gpt-oss, complex rotations)
+    "compact (sin, cos)": ("half", "first", True),  # GPT-J, CodeGen
 }
 
 
-def _posenc_tables(kw: dict, pid: Any, dtype: Any, form: str) -> tuple[Any, Any]:
+def _posenc_tables(kw: dict, pid: Any, dtype: Any, layout: str) -> tuple[Any, Any]:
     import numpy as np
 
     import posenc
 
-    layout, cols = FORMS[form]
-    seq_len = int(pid.max()) + 1
-    p = pid.numpy()
+    # no seq_len: posenc reads max(positions) + 1 from the (concrete) positions, as transformers does
     fn = posenc.mrope_cos_sin if "mrope_section" in kw else posenc.rope_cos_sin
-    cos, sin = fn(p, **kw, layout=layout, seq_len=seq_len, dtype=dtype)
-    cos, sin = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
+    cos, sin = fn(pid.numpy(), **kw, layout=layout, dtype=dtype)
+    return np.asarray(cos, np.float64), np.asarray(sin, np.float64)
+
+
+def _as_form(kw: dict, tables: tuple[Any, Any], form: str) -> tuple[Any, Any]:
+    _, cols, swapped = FORMS[form]
+    cos, sin = tables
     if cols == "first":
         cos, sin = cos[..., : kw["dim"] // 2], sin[..., : kw["dim"] // 2]
-    return cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])
+    cos, sin = cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])
+    return (sin, cos) if swapped else (cos, sin)
 
 
 def _error(h: tuple[Any, Any], p: tuple[Any, Any]) -> tuple[float, float]:
     import numpy as np
 
-    if h[0].shape != p[0].shape:
+    if h[0].shape != p[0].shape or h[1].shape != p[1].shape:
         return math.inf, 1.0
     err = max(float(np.max(np.abs(h[0] - p[0]))), float(np.max(np.abs(h[1] - p[1]))))
     scale = max(float(np.max(np.abs(h[0]))), float(np.max(np.abs(h[1]))), 1.0)
@@ -269,6 +410,17 @@ def _freq_kw(kw: dict) -> dict:
     return {k: kw[k] for k in ("dim", "base", "scaling")}
 
 
+def _dict_of(config: Any) -> dict:
+    """The configuration as a ``config.json`` holds it."""
+    d = config.to_dict()
+    d.setdefault("model_type", getattr(config, "model_type", None))
+    return d
+
+
+def _same_kw(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(a[k] == b[k] for k in a)
+
+
 def compare(config: Any, rot_cls: Any, layer_type: str | None) -> dict[str, Any]:
     """Compare one rotary module with posenc; the outcome as a dict."""
     import numpy as np
@@ -277,46 +429,168 @@ def compare(config: Any, rot_cls: Any, layer_type: str | None) -> dict[str, Any]
     import posenc
     from posenc import scaling
 
-    pos = _positions(config)
     try:
         kw = scaling.from_hf(config, layer_type=layer_type)
     except ValueError as exc:
         return {"status": "refused", "reason": str(exc)}
-    if "mrope_section" in kw:  # three different rows: temporal, height, width
-        pid = torch.tensor([pos, [p // 2 for p in pos], [max(p - 3, 0) for p in pos]], dtype=torch.int64)[:, None, :]
-    else:
-        pid = torch.tensor([pos], dtype=torch.int64)
     out: dict[str, Any] = {"status": "match", "dim": kw["dim"], "base": kw["base"], "scaling": repr(kw["scaling"])}
     if "mrope_section" in kw:
         out["mrope"] = f"{list(kw['mrope_section'])}{' interleaved' if kw['mrope_interleaved'] else ''}"
-    with lifted_float32():
-        h64 = _module_tables(rot_cls(config), pid, layer_type, torch.float64)
-    h32 = _module_tables(rot_cls(config), pid, layer_type, torch.float32)
-    best = None
-    for form in FORMS:
+    try:
+        kw_dict = scaling.from_hf(_dict_of(config), layer_type=layer_type)
+    except ValueError as exc:
+        out["dict"] = f"refused: {exc}"
+    else:
+        if not _same_kw(kw, kw_dict):
+            return {**out, "status": "mismatch", "reason": f"from_hf(config.to_dict()) differs: {kw_dict!r}"}
+    form = rows = None
+    err64 = err32 = 0.0
+    for pos in _position_sets(config):
+        # the module gets three (then two) different rows of positions where
+        # it takes them: a multimodal module that from_hf reads as plain RoPE
+        # differs (its rows are recombined, not a batch of three)
+        h64 = None
+        for n in (3, 2, 1) if rows is None else (rows,):
+            pid = _pid(pos, n)
+            try:
+                with lifted_float32():
+                    h64 = _module_out(rot_cls(config), pid, layer_type, torch.float64)
+                h32 = _module_out(rot_cls(config), pid, layer_type, torch.float32)
+            except IndexError:  # a table of max_position_embeddings rows (GPT-J, CodeGen): the short positions only
+                h64 = None
+                out["positions"] = "below max_position_embeddings"
+                break
+            except Exception:  # the module takes no such rows
+                if n == 1:
+                    raise
+                continue
+            rows = n
+            break
+        if h64 is None:
+            continue
+        if "mrope_section" in kw and rows != 3:
+            return {**out, "status": "mismatch", "reason": "from_hf says M-RoPE; the module takes no 3 rows"}
         try:
-            p64 = _posenc_tables(kw, pid, np.float64, form)
+            p64 = {layout: _posenc_tables(kw, pid, np.float64, layout) for layout in ("half", "interleaved")}
         except (ValueError, TypeError) as exc:
             return {**out, "status": "mismatch", "reason": f"posenc raised {type(exc).__name__}: {exc}"}
-        err, scale = _error(h64, p64)
-        scale *= max(1.0, max(pos) * float(np.max(posenc.rope_frequencies(**_freq_kw(kw)))))
-        if best is None or err / scale < best[1]:
-            best = (form, err / scale)
-        if err <= RTOL64 * scale:
-            break
-    form, rel = best
-    if not rel <= RTOL64:
-        shape = f"the module's width {h64[0].shape[-1]}, posenc's dim {kw['dim']}"
-        return {**out, "status": "mismatch", "reason": f"float64 differs by {rel:.3g} relative ({shape})"}
-    out["form"], out["err64"] = form, rel
-    err, scale = _error(h32, _posenc_tables(kw, pid, np.float32, form))
-    # transformers rounds p * w to float32 (half an ulp of the angle) and its
-    # frequencies carry about ln(base) * 2**-24 relative error
-    tol = scale * (max(pos) * 2.0**-23 * (1.0 + math.log(max(kw["base"], 2.0))) + 4 * 2.0**-23)
-    out["err32"] = err / scale
-    if not err <= tol:
-        return {**out, "status": "mismatch", "reason": f"float32 differs by {err:.3g} (tolerance {tol:.3g})"}
+        top = max(pos) * float(np.max(posenc.rope_frequencies(**_freq_kw(kw))))
+        best = None
+        for f in FORMS if form is None else (form,):
+            err, scale = _error(h64, _as_form(kw, p64[FORMS[f][0]], f))
+            scale *= max(1.0, top)
+            if best is None or err / scale < best[1]:
+                best = (f, err / scale)
+            if err <= RTOL64 * scale:
+                break
+        f, rel = best
+        if not rel <= RTOL64:
+            shape = f"the module's width {h64[0].shape[-1]}, posenc's dim {kw['dim']}"
+            return {
+                **out,
+                "status": "mismatch",
+                "reason": f"float64 differs by {rel:.3g} relative at positions up to {max(pos)} ({shape})",
+            }
+        form, err64 = f, max(err64, rel)
+        p32 = _as_form(kw, _posenc_tables(kw, pid, np.float32, FORMS[form][0]), form)
+        err, scale = _error(h32, p32)
+        # transformers rounds p * w to float32 (half an ulp of the angle) and its
+        # frequencies carry about ln(base) * 2**-24 relative error
+        tol = scale * (max(pos) * 2.0**-23 * (1.0 + math.log(max(kw["base"], 2.0))) + 4 * 2.0**-23)
+        err32 = max(err32, err / scale)
+        if not err <= tol:
+            return {**out, "status": "mismatch", "reason": f"float32 differs by {err:.3g} (tolerance {tol:.3g})"}
+    if form is None:
+        return {**out, "status": "mismatch", "reason": "no positions could be compared"}
+    out["form"], out["err64"], out["err32"] = form, err64, err32
     return out
+
+
+# --------------------------------------------------------------------------
+# the rotation layout, from the model's own apply function
+# --------------------------------------------------------------------------
+def _apply_function(module: Any, config: Any) -> Any:
+    """The apply function the model's attention calls (DeepSeek-style models
+    take the interleaved one when ``rope_interleave``, some always)."""
+    inter = getattr(module, "apply_rotary_pos_emb_interleave", None)
+    plain = getattr(module, "apply_rotary_pos_emb", None)
+    if inter is not None and (plain is None or getattr(config, "rope_interleave", False)):
+        return inter
+    return plain or getattr(module, "apply_rotary_emb", None)
+
+
+_Q_NAMES = ("q", "x", "tensor", "query", "xq")
+_K_NAMES = ("k", "key", "xk", "v")
+
+
+def rotation(module: Any, rot_cls: Any, config: Any, layer_type: str | None) -> str:
+    """``"half"`` or ``"interleaved"``: the layout whose ``apply_rope`` gives
+    the attention scores of the model's own apply function with its own
+    tables; ``"?"`` where that function cannot be called this way."""
+    import numpy as np
+    import torch
+
+    import posenc
+    from posenc import scaling
+
+    fn = _apply_function(module, config)
+    if fn is None:
+        return "?"
+    try:
+        kw = scaling.from_hf(config, layer_type=layer_type)
+    except ValueError:
+        return "?"
+    pos = [0, 1, 2, 5, 11, 17]
+    n, width = len(pos), kw["dim"]
+    pid = _pid(pos, 3 if "mrope_section" in kw else 1)
+    gen = torch.Generator().manual_seed(0)
+    names = list(inspect.signature(fn).parameters)
+    got = None
+    with lifted_float32(), torch.no_grad():
+        x = torch.zeros(1, 1, 1, dtype=torch.float64)
+        out = rot_cls(config)(*((x, pid) if layer_type is None else (x, pid, layer_type)))
+        q = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
+        k = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
+        for shape in ((1, 1, n, width), (1, n, 1, width)):
+            qq, kk = q.reshape(shape), k.reshape(shape)
+            args: dict[str, Any] = {}
+            for name in names:
+                if name in _Q_NAMES:
+                    args[name] = qq
+                elif name in _K_NAMES:
+                    args[name] = kk
+                elif name in ("freqs_cis", "freqs_ci"):
+                    args[name] = out
+                elif name in ("cos", "sin") and isinstance(out, tuple):
+                    # the module's own order: (cos, sin), or GPT-J's (sin, cos) for apply(tensor, sin, cos)
+                    first = "sin" if names.index("sin") < names.index("cos") else "cos"
+                    args[name] = out[0] if name == first else out[1]
+            has_k = any(name in _K_NAMES for name in names)
+            try:
+                if has_k:
+                    rq, rk = fn(**args)[:2]
+                else:
+                    qname = next(name for name in names if name in _Q_NAMES)
+                    rq, rk = fn(**args), fn(**{**args, qname: kk})
+            except Exception:  # another calling convention
+                continue
+            if tuple(rq.shape) != shape or tuple(rk.shape) != shape:
+                continue
+            got = (rq.reshape(n, width).numpy(), rk.reshape(n, width).numpy())
+            break
+    if got is None:
+        return "?"
+    scores = got[0] @ got[1].T
+    qn, kn = q.reshape(n, width).numpy(), k.reshape(n, width).numpy()
+    for layout in ("half", "interleaved"):
+        c, s = _posenc_tables(kw, pid, np.float64, layout)
+        c, s = c.reshape(n, width), s.reshape(n, width)
+        for sign, label in ((1.0, layout), (-1.0, f"{layout}, sin negated")):  # NanoChat turns the other way
+            rq, rk = (posenc.apply_rope(v, c, sign * s, layout=layout) for v in (qn, kn))
+            ours = rq @ rk.T
+            if np.allclose(scores, ours, rtol=1e-9, atol=1e-9 * float(np.abs(ours).max())):
+                return label
+    return "?"
 
 
 # --------------------------------------------------------------------------
@@ -337,81 +611,10 @@ def _quiet() -> contextlib.AbstractContextManager:
     return stack
 
 
-def _cases(model: str, modname: str, clsname: str) -> list[tuple[str, Any, Any]]:
-    """``(label, config, rotary class)`` for one class: defaults and variants."""
-    module = importlib.import_module(f"transformers.models.{model}.{modname}")
-    cls = getattr(module, clsname)
-    cfg_cls = _config_class(module, cls)
-    params = list(inspect.signature(cls.__init__).parameters)[1:]
-    fwd = list(inspect.signature(cls.forward).parameters)[1:]
-    if cfg_cls is None or params[:1] != ["config"] or fwd[:2] != ["x", "position_ids"]:
-        return []
-    out = [("default", cfg_cls, cls, {})]
-    mt = getattr(cfg_cls, "model_type", None)
-    for label, (vt, kwargs) in VARIANTS.items():
-        if vt == mt:
-            out.append((label, cfg_cls, cls, kwargs))
-    return out
-
-
-def sweep(select: Any = None) -> dict[str, Any]:
-    """Run the sweep; ``select(model_dir) -> bool`` restricts it."""
-    import torch
-    import transformers
-
-    results: dict[str, Any] = {}
-    with _quiet(), torch.no_grad():
-        for model, modname, clsname in discover():
-            if select is not None and not select(model):
-                continue
-            key = f"{model}.{clsname}"
-            try:
-                cases = _cases(model, modname, clsname)
-            except Exception as exc:  # an optional dependency of one model
-                results[key] = {"status": "not a config RoPE", "reason": f"import: {type(exc).__name__}"}
-                continue
-            if not cases:
-                results[key] = {"status": "not a config RoPE", "reason": "signature"}
-                continue
-            for label, cfg_cls, cls, kwargs in cases:
-                try:
-                    config = _build(cfg_cls, cls, kwargs)
-                except Exception as exc:
-                    results[f"{key} {label}"] = {
-                        "status": "not a config RoPE",
-                        "reason": f"construction: {type(exc).__name__}: {str(exc)[:80]}",
-                    }
-                    continue
-                layer_types = [None]
-                if "layer_type" in inspect.signature(cls.forward).parameters:
-                    rp = getattr(config, "rope_parameters", None) or {}
-                    declared = (
-                        set(getattr(config, "layer_types", None) or [])
-                        | set(getattr(config, "_rope_type_labels", None) or [])
-                    )
-                    layer_types = sorted(
-                        k for k, v in rp.items() if isinstance(v, dict) and (k in declared or not declared)
-                    ) or [None]
-                for lt in layer_types:
-                    name = f"{key} {label}" + ("" if lt is None else f" [{lt}]")
-                    try:
-                        results[name] = {
-                            "model_type": getattr(cfg_cls, "model_type", model),
-                            **compare(config, cls, lt),
-                        }
-                    except Exception as exc:
-                        results[name] = {
-                            "model_type": getattr(cfg_cls, "model_type", model),
-                            "status": "not a config RoPE",
-                            "reason": f"forward: {type(exc).__name__}: {str(exc)[:80]}",
-                        }
-    return {"transformers": transformers.__version__, "results": results}
-
-
 def _build(cfg_cls: Any, cls: Any, kwargs: dict) -> Any:
     """The configuration the rotary class takes: the class's own, or the
     text / sub-configuration of a composite one (as the model passes it)."""
-    top = cfg_cls(**kwargs)
+    top = cfg_cls(**copy.deepcopy(kwargs))
     candidates = [top]
     get_text = getattr(top, "get_text_config", None)
     if callable(get_text):
@@ -430,81 +633,385 @@ def _build(cfg_cls: Any, cls: Any, kwargs: dict) -> Any:
     raise err  # type: ignore[misc]
 
 
-def _flat(rp: Any) -> list[dict]:
-    if not isinstance(rp, dict):
-        return []
-    nested = [v for v in rp.values() if isinstance(v, dict)]
-    return nested or [rp]
+def _layer_types(config: Any, cls: Any) -> list[str | None]:
+    if "layer_type" not in inspect.signature(cls.forward).parameters:
+        return [None]
+    rp = getattr(config, "rope_parameters", None) or {}
+    declared = set(getattr(config, "layer_types", None) or []) | set(getattr(config, "_rope_type_labels", None) or [])
+    return sorted(k for k, v in rp.items() if isinstance(v, dict) and (k in declared or not declared)) or [None]
+
+
+def _n_freq(rot: Any, layer_type: str | None) -> int | None:
+    inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq", None)
+    return None if inv is None else int(inv.numel())
+
+
+def _scaling_kwargs(config: Any, cls: Any, name: str) -> dict | None:
+    """Keyword arguments of the configuration class for the scaling ``name``
+    applied to ``config`` (every per-layer-type entry), or None."""
+    params, top, legacy = SCALINGS[name]
+    rp = copy.deepcopy(getattr(config, "rope_parameters", None) or {})
+    rot = cls(config)
+    nested = {k: v for k, v in rp.items() if isinstance(v, dict)}
+    entries = nested or {None: rp}
+    new = {}
+    for lt, entry in entries.items():
+        n = _n_freq(rot, lt)
+        e = {k: entry[k] for k in KEEP if k in entry}
+        for k, v in params.items():
+            if v == "{n}":
+                if n is None:
+                    return None
+                v = [1.0 + (0.05 if k == "short_factor" else 0.5) * i for i in range(n)]
+            e[k] = v
+        new[lt] = e
+    kwargs = dict(top)
+    if nested:
+        kwargs["rope_parameters"] = {**{k: v for k, v in rp.items() if k not in nested}, **new}
+    elif legacy:
+        entry = new[None]
+        theta = entry.pop("rope_theta", None)
+        kwargs["rope_scaling"] = entry
+        if theta is not None:
+            kwargs["rope_theta"] = theta
+    else:
+        kwargs["rope_parameters"] = new[None]
+    return kwargs
+
+
+def _cases(model: str, modname: str, clsname: str) -> tuple[Any, Any, Any, list[tuple[str, Any]], list[str]]:
+    """The modeling module, the rotary class, its default configuration and
+    ``(label, config)`` of every variant it accepts (raises where it takes no
+    text-model configuration)."""
+    module = importlib.import_module(f"transformers.models.{model}.{modname}")
+    cls = getattr(module, clsname)
+    cfg_cls = _config_class(module, cls)
+    params = list(inspect.signature(cls.__init__).parameters)[1:]
+    fwd = list(inspect.signature(cls.forward).parameters)[1:]
+    if cfg_cls is None or params[:1] != ["config"] or fwd[:2] != ["x", "position_ids"]:
+        raise TypeError("signature")
+    default = _build(cfg_cls, cls, {})
+    ccls = type(default)
+    out: list[tuple[str, Any]] = [("default", default)]
+    skipped: list[str] = []
+    mt = getattr(ccls, "model_type", None)
+    # the scalings, where the configuration class takes RoPE parameters at all
+    # (GPT-J's, CodeGen's and ESM's would only keep them as unread attributes)
+    takes = "rope_parameters" in (getattr(ccls, "__dataclass_fields__", None) or {})
+    todo = [(name, lambda name=name: _scaling_kwargs(default, cls, name)) for name in SCALINGS if takes]
+    todo += [(label, lambda kw=kw: copy.deepcopy(kw)) for label, (vt, kw) in VARIANTS.items() if vt == mt]
+    for name, make in todo:
+        config = _accepted(ccls, cls, default, make)
+        if config is None:  # the model does not take this scaling
+            skipped.append(name)
+        else:
+            out.append((name, config))
+    return module, cls, default, out, skipped
+
+
+def _attr(config: Any, name: str, default: Any = None) -> Any:
+    try:
+        return getattr(config, name, default)
+    except Exception:  # attributes that refuse to be read globally (per-layer configurations)
+        return default
+
+
+def _accepted(ccls: Any, cls: Any, default: Any, make: Any) -> Any:
+    """The configuration ``ccls(**make())`` if the rotary class takes it,
+    else the same with an explicit ``head_dim`` (the scalings of transformers
+    read ``config.head_dim``, which many configuration classes leave None),
+    else None."""
+    try:
+        kwargs = make()
+    except Exception:
+        return None
+    if kwargs is None:
+        return None
+    tries = [kwargs]
+    hidden, heads = _attr(default, "hidden_size"), _attr(default, "num_attention_heads")
+    if _attr(default, "head_dim", 0) is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        tries.append({**kwargs, "head_dim": hidden // heads})
+    for kw in tries:
+        try:
+            config = ccls(**copy.deepcopy(kw))
+            cls(config)
+        except Exception:
+            continue
+        return config
+    return None
+
+
+def sweep(select: Any = None, *, variants: Any = True, rotations: bool = True) -> dict[str, Any]:
+    """Run the sweep; ``select(model_dir) -> bool`` restricts it to some
+    model directories, ``variants`` (a bool, or ``(model_dir) -> bool``) to
+    the defaults of the others, and ``rotations=False`` skips the rotation
+    layouts (for the models page)."""
+    import torch
+    import transformers
+
+    results: dict[str, Any] = {}
+    layouts: dict[str, str] = {}
+    not_accepted: dict[str, list[str]] = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tables: a second thread only costs (a factor 40 on 2 busy cores)
+    with contextlib.ExitStack() as stack, _quiet(), torch.no_grad():
+        stack.callback(torch.set_num_threads, threads)
+        for model, modname, clsname in discover():
+            if select is not None and not select(model):
+                continue
+            key = f"{model}.{clsname}"
+            try:
+                module, cls, default, cases, skipped = _cases(model, modname, clsname)
+            except Exception as exc:  # an optional dependency, another signature
+                results[key] = {"status": "not a config RoPE", "reason": _why(exc)}
+                continue
+            if not (variants(model) if callable(variants) else variants):
+                cases = cases[:1]
+            elif skipped:
+                not_accepted[key] = skipped
+            mt = getattr(type(default), "model_type", model)
+            for label, config in cases:
+                for lt in _layer_types(config, cls):
+                    name = f"{key} {label}" + ("" if lt is None else f" [{lt}]")
+                    try:
+                        results[name] = {"model_type": mt, **compare(config, cls, lt)}
+                    except Exception as exc:
+                        if label != "default":  # the module does not run this variant
+                            not_accepted.setdefault(key, []).append(f"{label} ({_why(exc)})")
+                            continue
+                        results[name] = {"model_type": mt, "status": "not a config RoPE", "reason": _why(exc)}
+                        continue
+                    if rotations and label == "default" and results[name]["status"] == "match":
+                        try:
+                            layouts[name] = rotation(module, cls, config, lt)
+                        except Exception:
+                            layouts[name] = "?"
+    return {
+        "transformers": transformers.__version__,
+        "results": results,
+        "rotation": layouts,
+        "not_accepted": not_accepted,
+    }
+
+
+def _why(exc: Exception) -> str:
+    text = str(exc)
+    return text if text == "signature" else f"{type(exc).__name__}: {text[:80]}"
+
+
+def counts(res: dict[str, Any]) -> dict[str, Any]:
+    """How many cases matched, were refused, differ (``mismatch``: silent),
+    and the largest errors of the matches (relative to the largest angle)."""
+    rows = res["results"].values()
+    out: dict[str, Any] = {
+        s: sum(v["status"] == s for v in rows) for s in ("match", "refused", "mismatch", "not a config RoPE")
+    }
+    out["cases"] = out["match"] + out["refused"] + out["mismatch"]
+    out["classes"] = len({k.split(" ")[0] for k in res["results"]})
+    for key in ("err64", "err32"):
+        errs = [v[key] for v in rows if key in v]
+        if errs:
+            out[f"max_{key}"] = float(f"{max(errs):.2g}")
+    return out
+
+
+def _short(text: str) -> str:
+    """A scaling's repr with its long factor lists cut."""
+    return re.sub(r"\(([^()]{60,}?)\)", lambda m: f"({m.group(1).count(',') + 1} values)", text)
+
+
+def record(res: dict[str, Any]) -> str:
+    """``hf_sweep.json``: one line per case (status, model type, what
+    from_hf read or why it refused), the counts and the rotation layouts."""
+    cases = {}
+    for k, v in res["results"].items():
+        entry = {"status": v["status"]}
+        default = len(k.split(" ")) < 2 or k.split(" ")[1] == "default"
+        if v.get("model_type") and default:
+            entry["model_type"] = v["model_type"]
+        if v["status"] == "match" and not default:  # the defaults say what from_hf reads
+            if v.get("mrope"):
+                entry["mrope"] = v["mrope"]
+        elif v["status"] == "match":
+            entry["read"] = f"dim {v['dim']}, base {v['base']:g}, {_short(v['scaling'])}"
+            if v.get("mrope"):
+                entry["mrope"] = v["mrope"]
+            entry["form"] = v["form"]
+        else:
+            entry["reason"] = v.get("reason", "")
+        cases[k] = entry
+    head = {k: res[k] for k in ("transformers", "rotation")}
+    head["not_accepted"] = {k: ", ".join(v) for k, v in res["not_accepted"].items()}
+    head["counts"] = counts(res)
+    text = json.dumps(head, indent=1, sort_keys=True)
+    lines = [f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(cases.items())]
+    return text[:-2] + ',\n "results": {\n' + ",\n".join(f" {line}" for line in lines) + "\n }\n}\n"
+
+
+# --------------------------------------------------------------------------
+# the models page
+# --------------------------------------------------------------------------
+def _class_of(name: str) -> str:
+    return name.split(" ")[0]
 
 
 def _rst(res: dict[str, Any]) -> str:
     rows = res["results"]
-    counts = {s: sum(v["status"] == s for v in rows.values()) for s in ("match", "refused", "not a config RoPE")}
-    total = counts["match"] + counts["refused"]
+    c = counts(res)
+    by_class: dict[str, dict[str, Any]] = {}
+    for k, v in rows.items():
+        by_class.setdefault(_class_of(k), {})[k] = v
     lines = [
         ".. This page is written by tests/posenc/data/make_hf_sweep.py; do not edit by hand.",
         "",
         "Models covered by from_hf",
         "=========================",
         "",
-        f"Every rotary-embedding module of transformers {res['transformers']} (found by walking",
-        "``transformers.models.*.modeling_*`` for classes named ``*RotaryEmbedding*``), built",
-        "from its configuration class (defaults, plus the key aliases and rope types of",
-        "released ``config.json`` files), was compared with",
-        ":func:`posenc.scaling.from_hf` followed by :func:`posenc.rope_cos_sin` (or",
-        ":func:`posenc.mrope_cos_sin`) at positions on both sides of",
-        "``original_max_position_embeddings``: float64 (transformers' float32 casts",
-        "lifted) within 1e-12 of the largest angle, float32 within transformers' own",
-        "rounding.  Each (module, layer type, variant) either matches or is refused by",
-        "``from_hf`` with a ``ValueError`` naming what is unsupported.",
+        f"Every rotary-embedding module of transformers {res['transformers']} (the version the tests run; found",
+        "by walking ``transformers.models.*.modeling_*`` for classes named ``*RotaryEmbedding*``)",
+        "was built from its configuration class, with its defaults and in every scaling its",
+        "configuration accepts (linear, dynamic, YaRN with and without truncation and with",
+        "DeepSeek's ``mscale`` keys, Llama 3, LongRoPE, the legacy ``rope_scaling`` / ``type``",
+        "keys, and the key aliases of released ``config.json`` files), and its tables compared",
+        "with :func:`posenc.scaling.from_hf` followed by :func:`posenc.rope_cos_sin` (or",
+        ":func:`posenc.mrope_cos_sin`) at positions below and past the original length:",
+        "float64 (transformers' float32 casts lifted) within 1e-12 of the largest angle, float32",
+        "within transformers' own rounding; ``from_hf`` of the configuration's ``to_dict()``",
+        "must agree.  Each case either matches or is refused by ``from_hf`` with a",
+        "``ValueError`` naming the key; none differs silently.",
         "",
         (
-            f"**{counts['match']} matched, {counts['refused']} refused, {total} in all**"
-            f" ({counts['not a config RoPE']} more modules take no text-model configuration"
+            f"**{c['match']} matched, {c['refused']} refused, {c['mismatch']} silent: {c['cases']} cases**"
+            f" over {c['classes'] - c['not a config RoPE']} modules ({c['not a config RoPE']} more take no"
         ),
-        "and are listed at the end).  Regenerate with",
-        "``python tests/posenc/data/make_hf_sweep.py``; ``tests/posenc/test_hf_models.py``",
-        "runs the same sweep.",
+        "text-model configuration and are listed at the end).  Regenerate with",
+        "``python tests/posenc/data/make_hf_sweep.py``; ``tests/posenc/test_hf_models.py`` runs",
+        "the sweep, and ``make test-latest`` compares the newest transformers with this list.",
         "",
-        "Column *table*: ``half`` is posenc's default layout; ``interleaved`` needs",
-        "``layout=\"interleaved\"``; ``compact`` means the model keeps one column per",
-        "frequency (the first ``dim // 2`` columns of the half table: gpt-oss, and the",
-        "complex rotations of Llama 4 and DeepSeek-V2, which pair neighbours:",
-        "``layout=\"interleaved\"`` for ``apply_rope``).  GPT-J and CodeGen have no rotary",
-        "module (``create_sinusoidal_positions``); their full forward passes are tested",
-        "with ``layout=\"interleaved\"``.",
+        "Column *rotates*: the ``layout=`` to pass to :func:`posenc.apply_rope` (and",
+        ":func:`posenc.rope_cos_sin`), found by running the model's own",
+        "``apply_rotary_pos_emb`` and comparing the attention scores with both layouts:",
+        "``half`` pairs feature *i* with *i + d/2* (``rotate_half``), ``interleaved`` pairs",
+        "neighbours (GLM, GLM-4, Helium, ERNIE 4.5, GPT-J, CodeGen, DeepSeek with",
+        "``rope_interleave``, ...; some of them call their function ``rotate_half`` too);",
+        "``?`` where the function takes another calling convention.  Column *table*: how the",
+        "module returns its table (``half``, ``interleaved``, ``compact`` = one column per",
+        "frequency, ``compact (sin, cos)`` = GPT-J's and CodeGen's order).",
         "",
         ".. list-table::",
         "   :header-rows: 1",
-        "   :widths: 30 14 56",
+        "   :widths: 26 30 8 8 28",
         "",
-        "   * - module [layer type] variant",
-        "     - result",
-        "     - from_hf / reason",
+        "   * - module [layer type]",
+        "     - defaults: from_hf",
+        "     - rotates",
+        "     - table",
+        "     - variants",
     ]
     other = []
-    for k, v in rows.items():
-        if v["status"] == "not a config RoPE":
-            other.append(f"``{k}`` ({v.get('reason', '')})")
+    refusals = []
+    for cls_name, cases in by_class.items():
+        first = next(iter(cases.values()))
+        if first["status"] == "not a config RoPE":
+            other.append(f"``{cls_name}`` ({first.get('reason', '')})")
             continue
-        if v["status"] == "match":
-            extra = f"dim {v['dim']}, base {v['base']:g}, {v['scaling']}"
-            if v.get("mrope"):
-                extra += f", mrope {v['mrope']}"
-            extra += f"; table {v['form']}"
-            result = "match"
-        else:
-            extra, result = v["reason"], v["status"]
-        extra = extra.replace("`", "'").replace("*", "\\*")
-        lines += [f"   * - ``{k}``", f"     - {result}", f"     - {extra}"]
+        groups: dict[str | None, dict[str, Any]] = {}
+        for k, v in cases.items():
+            m = re.search(r" \[(\w+)\]$", k)
+            lt = m.group(1) if m else None
+            label = k[len(cls_name) + 1 :]
+            if m:
+                label = label[: -len(m.group(0))]
+            groups.setdefault(lt, {})[label] = (k, v)
+        for lt, variants in groups.items():
+            name = cls_name + ("" if lt is None else f" [{lt}]")
+            d = variants.get("default")
+            if d is None:
+                continue
+            k0, v0 = d
+            if v0["status"] == "match":
+                extra = f"dim {v0['dim']}, base {v0['base']:g}, {_short(v0['scaling'])}"
+                if v0.get("mrope"):
+                    extra += f", mrope {v0['mrope']}"
+                table = v0["form"]
+                rot = res.get("rotation", {}).get(k0, "?")
+            else:
+                extra, table, rot = f"{v0['status']}: {v0.get('reason', '')}", "", ""
+            matched = [lb for lb, (_, v) in variants.items() if lb != "default" and v["status"] == "match"]
+            refused = [lb for lb, (_, v) in variants.items() if lb != "default" and v["status"] == "refused"]
+            silent = [lb for lb, (_, v) in variants.items() if lb != "default" and v["status"] == "mismatch"]
+            var = []
+            if all(n in matched for n in SCALINGS):
+                matched = ["every scaling"] + [lb for lb in matched if lb not in SCALINGS]
+            if matched:
+                var.append("match: " + ", ".join(matched))
+            if refused:
+                var.append("refused: " + ", ".join(refused))
+                for lb in refused:
+                    refusals.append((f"{name} {lb}", variants[lb][1]["reason"]))
+            if silent:
+                var.append("SILENT: " + ", ".join(silent))
+            skipped = [lb.split(" (")[0] for lb in res.get("not_accepted", {}).get(cls_name, [])]
+            if skipped and v0["status"] == "match":
+                skipped = ["every scaling"] if all(n in skipped for n in SCALINGS) else skipped
+                var.append("not taken by the model: " + ", ".join(dict.fromkeys(skipped)))
+            extra = extra.replace("`", "'").replace("*", "\\*")
+            lines += [
+                f"   * - ``{name}``",
+                f"     - {extra}",
+                f"     - {rot}",
+                f"     - {table}",
+                f"     - {'; '.join(var) or '-'}",
+            ]
+    lines += ["", "Why the refused variants are refused:", ""]
+    lines += [f"* ``{n}``: {r.replace('`', chr(39)).replace('*', chr(92) + '*')}" for n, r in refusals]
     lines += ["", "Not a configuration RoPE (2-D vision grids, audio time stamps, other signatures):", ""]
     lines += [f"* {o}" for o in other]
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
+# --------------------------------------------------------------------------
+# comparing with the recorded list
+# --------------------------------------------------------------------------
+def compare_recorded(res: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """Lines naming the cases that are new, gone or changed status."""
+    now = {k: v["status"] for k, v in res["results"].items()}
+    then = {k: v["status"] for k, v in recorded["results"].items()}
+    lines = [f"transformers {recorded['transformers']} (recorded) -> {res['transformers']} (installed)"]
+    for k in sorted(now.keys() - then.keys()):
+        lines.append(f"new      {now[k]:18s} {k}")
+    for k in sorted(then.keys() - now.keys()):
+        lines.append(f"gone     {then[k]:18s} {k}")
+    for k in sorted(now.keys() & then.keys()):
+        if now[k] != then[k]:
+            lines.append(f"changed  {then[k]} -> {now[k]}  {k}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="compare the installed transformers with the recorded hf_sweep.json (writes nothing)",
+    )
+    args = parser.parse_args(argv)
     res = sweep()
-    for k, v in res["results"].items():
-        print(f"{v['status']:18s} {k}  {v.get('reason', '')[:150]}")
-    OUT.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
-    DOCS.write_text(_rst(res))
+    bad = {k: v for k, v in res["results"].items() if v["status"] == "mismatch"}
+    if args.compare:
+        recorded = json.loads(OUT.read_text())
+        for line in compare_recorded(res, recorded):
+            print(line)
+    else:
+        for k, v in res["results"].items():
+            print(f"{v['status']:18s} {k}  {v.get('reason', '')[:150]}")
+        OUT.write_text(record(res))
+        DOCS.write_text(_rst(res))
+    print(json.dumps(counts(res)))
+    for k, v in bad.items():
+        print(f"SILENT {k}: {v['reason']}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
