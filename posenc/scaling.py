@@ -1437,6 +1437,7 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     else:
         _check_keys(cfg, entry, rope_type, where, mrope is not None)
         base = _base(cfg, entry)
+    cfg.get_int("max_position_embeddings")  # a length, whether a scaling reads it or not
     dim = _rotary_dim(cfg, entry, rope_type, layer_type)
     scaling, dim = _scaling_of(cfg, entry, rope_type, dim, truncate, layer_type)
     if dim < 2 or dim % 2:

@@ -169,12 +169,14 @@ def precision(dtype):
         yield
 
 
-def posenc_rotary_forward(layout="half"):
-    """A rotary module forward computing the tables with posenc from the module's config."""
+def posenc_rotary_forward(layout="half", read=None):
+    """A rotary module forward computing the tables with posenc from the
+    module's config (``read(config, layer_type)``: the keyword arguments,
+    ``from_hf`` by default; a control reads the config another way)."""
 
     def forward(self, x, position_ids, layer_type=None):
         with SWEEP.unlifted():  # posenc runs with torch's real dtypes
-            kw = scaling.from_hf(self.config, layer_type=layer_type)
+            kw = (read or scaling.from_hf)(self.config, layer_type=layer_type)
             if "mrope_section" in kw:
                 if position_ids.ndim == 2:
                     position_ids = position_ids.expand(3, -1, -1)
@@ -204,17 +206,19 @@ def logits(model_cls, config, ids, dtype, position_ids=None, patch=None):
         return model(input_ids=ids, **kw).logits
 
 
-def patched(module, rotary, layout="half"):
+def patched(module, rotary, layout="half", read=None):
     def patch(stack):
         mp = stack.enter_context(pytest.MonkeyPatch.context())
-        mp.setattr(getattr(module, rotary), "forward", posenc_rotary_forward(layout))
+        mp.setattr(getattr(module, rotary), "forward", posenc_rotary_forward(layout, read))
         mp.setattr(module, "apply_rotary_pos_emb", posenc_apply)
 
     return patch
 
 
-def check(model_cls, config, module, rotary, ids, position_ids=None):
-    """Own vs posenc logits in float64 and float32; the errors, for the record."""
+def check(model_cls, config, module, rotary, ids, position_ids=None, control=None):
+    """Own vs posenc logits in float64 and float32; the errors, for the record.
+    ``control(config, layer_type)``: a wrong reading of the config (posenc's
+    old one) whose logits must differ by a clear margin."""
     out = {}
     for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
         own = logits(model_cls, config, ids, dtype, position_ids)
@@ -222,6 +226,11 @@ def check(model_cls, config, module, rotary, ids, position_ids=None):
         err = float((own - ours).abs().max() / own.abs().max())
         assert err <= tol, f"{dtype}: relative difference {err:.3g}"
         out[str(dtype)] = err
+    if control is not None:
+        own = logits(model_cls, config, ids, torch.float64, position_ids)
+        wrong = logits(model_cls, config, ids, torch.float64, position_ids, patched(module, rotary, read=control))
+        out["control"] = float((own - wrong).abs().max() / own.abs().max())
+        assert out["control"] > 1e-3, f"the control differs by {out['control']:.3g} only"
     return out
 
 
@@ -395,3 +404,88 @@ def test_gptj_forward():
             ours = logits(m.GPTJForCausalLM, cfg, IDS, dtype, patch=patch)
         err = float((own - ours).abs().max() / own.abs().max())
         assert err <= tol, f"{dtype}: {err:.3g}"
+
+
+# ---------------------------------------------------------------- the causes the sweep found, end to end
+def test_phimoe_mscale_forward():
+    """PhiMoE (the Phi-3.5-MoE config.json's keys): short_factor at every
+    length, cos and sin times short_mscale / long_mscale.  The control is
+    posenc's old reading (the LongRoPE attention factor, long_factor beyond
+    the original length)."""
+    from transformers.models.phimoe import modeling_phimoe as m
+
+    entry = {
+        "type": "longrope",
+        "short_factor": [1.0 + 0.1 * i for i in range(8)],
+        "long_factor": [1.0 + 0.9 * i for i in range(8)],
+        "short_mscale": 1.243,
+        "long_mscale": 1.3,
+    }
+    cfg = transformers.PhimoeConfig(
+        **TINY,
+        num_local_experts=2,
+        num_experts_per_tok=1,
+        max_position_embeddings=256,
+        original_max_position_embeddings=64,
+        rope_theta=10000.0,
+        rope_scaling=entry,
+        experts_implementation="eager",  # the grouped matmul takes no float64
+    )
+
+    def old(config, layer_type=None):
+        kw = scaling.from_hf(config)
+        return {**kw, "scaling": scaling.LongRoPE(entry["short_factor"], entry["long_factor"], 64, factor=4.0)}
+
+    check(m.PhimoeForCausalLM, cfg, m, "PhimoeRotaryEmbedding", IDS[:, :48], control=old)  # short
+    check(m.PhimoeForCausalLM, cfg, m, "PhimoeRotaryEmbedding", IDS, control=old)  # 70 > 64
+
+
+def test_hunyuan_ntk_alpha_forward():
+    """Hunyuan's dynamic + alpha: a fixed NTK-alpha; the control is the old
+    reading, a dynamic scaling of factor 1 (no scaling at all)."""
+    from transformers.models.hunyuan_v1_dense import modeling_hunyuan_v1_dense as m
+
+    cfg = transformers.HunYuanDenseV1Config(
+        **TINY,
+        head_dim=16,
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0, "rope_theta": 10000.0},
+    )
+    assert scaling.from_hf(cfg)["scaling"] == scaling.NTK(1000.0)
+
+    def old(config, layer_type=None):
+        return {**scaling.from_hf(config), "scaling": scaling.DynamicNTK(1.0, 64)}
+
+    check(m.HunYuanDenseV1ForCausalLM, cfg, m, "HunYuanDenseV1RotaryEmbedding", IDS, control=old)
+
+
+def test_qwen2_vl_dynamic_rows_straddle_forward():
+    """M-RoPE with a length-dependent scaling: one length over every row
+    (the temporal row reaches 69, the height row 34, the original length is
+    32).  The control takes the original length for every row."""
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+
+    cfg = transformers.Qwen2VLTextConfig(
+        **TINY,
+        max_position_embeddings=32,
+        rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 1e4, "mrope_section": [2, 3, 3]},
+    )
+    pid = torch.stack([torch.arange(70), torch.arange(70) // 2, torch.arange(70) % 9])[:, None].expand(3, 2, 70)
+
+    def old(config, layer_type=None):
+        kw = scaling.from_hf(config)
+        return {**kw, "scaling": scaling.Linear(1.0)}  # the height and width rows' own (unscaled) length
+
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
+        outs = []
+        for patch in (None, patched(m, "Qwen2VLRotaryEmbedding"), patched(m, "Qwen2VLRotaryEmbedding", read=old)):
+            with precision(dtype), torch.no_grad(), contextlib.ExitStack() as stack:
+                torch.manual_seed(0)
+                model = m.Qwen2VLTextModel(cfg).eval().to(dtype)
+                if patch is not None:
+                    patch(stack)
+                outs.append(model(input_ids=IDS, position_ids=pid).last_hidden_state)
+        scale = outs[0].abs().max()
+        err = float((outs[0] - outs[1]).abs().max() / scale)
+        assert err <= tol, f"{dtype}: {err:.3g}"
+        assert float((outs[0] - outs[2]).abs().max() / scale) > 1e-3

@@ -84,6 +84,51 @@ def test_scaling_and_dtype(xp):
     xp.assert_close(sin, es, atol=1e-6, dtype=xp.dtype("float32"))
 
 
+#: rows of an image straddling the original length 64: the temporal row
+#: reaches 70, the height and width rows stay below 64
+STRADDLE = np.stack([np.arange(60, 71), np.arange(0, 11), np.arange(5, 16)])
+
+
+def ref_dynamic(dim, base, factor, orig, seq_len):
+    # emozilla: base' = base * (s L / L0 - (s - 1)) ** (d / (d - 2)), L = max(seq_len, L0)
+    length = max(seq_len, orig)
+    b = base * (factor * length / orig - (factor - 1)) ** (dim / (dim - 2))
+    return [b ** (-2 * i / dim) for i in range(dim // 2)]
+
+
+@pytest.mark.parametrize("kind", ["dynamic", "longrope"])
+def test_one_length_over_every_row(xp, kind):
+    """A length-dependent scaling takes one length for the whole call,
+    max(position_ids) + 1 over every row (transformers' dynamic_rope_update
+    and its docstring): 71 here, although the height and width rows alone
+    stay below the original length."""
+    short, long = [1.0 + 0.1 * i for i in range(8)], [2.0 + 0.5 * i for i in range(8)]
+    if kind == "dynamic":
+        s = scaling.DynamicNTK(2.0, 64)
+        inv = ref_dynamic(16, 500.0, 2.0, 64, 71)
+        per_row = ref_dynamic(16, 500.0, 2.0, 64, 11)  # the height row read alone: unscaled
+    else:
+        s = scaling.LongRoPE(short, long, 64, factor=4.0)
+        inv = [1.0 / (long[i] * 500.0 ** (2 * i / 16)) for i in range(8)]
+        per_row = [1.0 / (short[i] * 500.0 ** (2 * i / 16)) for i in range(8)]
+    att = s.attention_scaling(71)
+    ec, es = ref_mrope(STRADDLE, 16, (2, 3, 3), inv=inv, attention=att)
+    control, _ = ref_mrope(STRADDLE, 16, (2, 3, 3), inv=per_row, attention=att)
+    assert np.abs(control - ec).max() > 1e-2  # the per-row reading is clearly another table
+    kw = {"mrope_section": [2, 3, 3], "base": 500.0, "scaling": s}
+    pid = xp.asarray(STRADDLE)
+    if xp.jit or xp.lazy or not xp.has_values:  # the values cannot be read: seq_len is required
+        with pytest.raises(ValueError, match="`seq_len` is required"):
+            xp.call(posenc.mrope_cos_sin, pid, 16, **kw)
+    else:
+        cos, sin = xp.call(posenc.mrope_cos_sin, pid, 16, **kw)
+        xp.assert_close(cos, ec, atol=4 * xp.tol(), dtype=xp.default_float)
+        xp.assert_close(sin, es, atol=4 * xp.tol(), dtype=xp.default_float)
+    cos, sin = xp.call(posenc.mrope_cos_sin, pid, 16, **kw, seq_len=71)
+    xp.assert_close(cos, ec, atol=4 * xp.tol(), dtype=xp.default_float)
+    xp.assert_close(sin, es, atol=4 * xp.tol(), dtype=xp.default_float)
+
+
 def test_equal_rows_are_plain_rope():
     p = np.arange(50)
     cos, sin = posenc.mrope_cos_sin(np.stack([p, p, p]), 64, mrope_section=[16, 8, 8], mrope_interleaved=True)

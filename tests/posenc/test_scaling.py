@@ -21,6 +21,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -556,3 +557,369 @@ def test_proportional_frequencies():
     cos, sin = posenc.rope_cos_sin(10, 16, scaling=scaling.Proportional(0.25))
     np.testing.assert_array_equal(cos[:, 2:8], 1.0)
     np.testing.assert_array_equal(sin[:, 2:8], 0.0)
+
+
+# ---------------------------------------------------------------- from_hf: the causes the sweep found
+class HFObject:
+    """A configuration object as transformers makes one: attributes (the
+    class's aliases resolved by properties) and ``to_dict()`` with the stored
+    names only."""
+
+    aliases: dict = {}
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __getattr__(self, name):
+        alias = type(self).aliases.get(name)
+        if alias is None:
+            raise AttributeError(name)
+        return getattr(self, alias)
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+class DbrxLike(HFObject):
+    model_type = "dbrx"
+    aliases = {"max_position_embeddings": "max_seq_len", "hidden_size": "d_model", "num_attention_heads": "n_heads"}
+
+
+def test_from_hf_hunyuan_ntk_alpha():
+    # transformers' HunYuanDenseV1RotaryEmbedding: dynamic + alpha is a fixed NTK-alpha over the head,
+    # base * alpha ** (d / (d - 2)), whatever the length ("factor" unused)
+    cfg = {
+        "model_type": "hunyuan_v1_dense",
+        "head_dim": 128,
+        "max_position_embeddings": 32768,
+        "rope_theta": 10000.0,
+        "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0},
+    }
+    kw = scaling.from_hf(cfg)
+    assert kw == {"dim": 128, "base": 10000.0, "scaling": scaling.NTK(1000.0)}
+    expected = ref_default(128, 10000.0 * 1000.0 ** (128 / 126))
+    for seq_len in (None, 10, 100000):
+        np.testing.assert_allclose(posenc.rope_frequencies(**kw, seq_len=seq_len), expected, rtol=1e-13)
+    # the old reading (dynamic with factor 1: no scaling at all) is off by the factor alpha ** (d / (d - 2))
+    control = posenc.rope_frequencies(128, scaling=scaling.DynamicNTK(1.0, 32768))
+    assert control[-1] / expected[-1] > 500.0
+    for bad, exc in ((0.0, ValueError), (-2.0, ValueError), ("1000", TypeError), (True, TypeError)):
+        with pytest.raises(exc, match="`alpha`"):
+            scaling.from_hf({**cfg, "rope_scaling": {"type": "dynamic", "alpha": bad, "factor": 1.0}})
+    # alpha is read for dynamic only, and by Hunyuan only
+    with pytest.raises(ValueError, match="`alpha`"):
+        scaling.from_hf({**cfg, "rope_scaling": {"type": "linear", "alpha": 1000.0, "factor": 1.0}})
+    with pytest.raises(ValueError, match="`alpha`"):
+        scaling.from_hf({**cfg, "model_type": "llama"})
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        scaling.from_hf({**cfg, "partial_rotary_factor": 0.5})
+
+
+PHIMOE = {
+    "model_type": "phimoe",
+    "hidden_size": 64,
+    "num_attention_heads": 2,
+    "max_position_embeddings": 256,
+    "original_max_position_embeddings": 64,
+    "rope_theta": 10000.0,
+    "rope_scaling": {
+        "type": "longrope",
+        "short_factor": [1.0 + 0.1 * i for i in range(16)],
+        "long_factor": [1.0 + 0.9 * i for i in range(16)],
+        "short_mscale": 1.243,
+        "long_mscale": 1.3,
+        "original_max_position_embeddings": 64,
+    },
+}
+
+
+def test_from_hf_phimoe_mscale():
+    # transformers' PhimoeRotaryEmbedding: short_factor at every length, cos and sin times
+    # short_mscale up to the original length and long_mscale beyond
+    kw = scaling.from_hf(PHIMOE)
+    s = kw["scaling"]
+    short = PHIMOE["rope_scaling"]["short_factor"]
+    assert s == scaling.LongRoPE(short, short, 64, factor=4.0, short_mscale=1.243, long_mscale=1.3)
+    assert (s.attention_scaling(), s.attention_scaling(64), s.attention_scaling(65)) == (1.243, 1.243, 1.3)
+    expected = [1.0 / (short[i] * 10000.0 ** (2 * i / 32)) for i in range(16)]
+    for seq_len in (10, 64, 65, 1000):
+        np.testing.assert_allclose(posenc.rope_frequencies(**kw, seq_len=seq_len), expected, rtol=1e-13)
+    cos, _ = posenc.rope_cos_sin(np.arange(48), **kw)
+    assert float(cos[0, 0]) == pytest.approx(1.243)
+    cos, _ = posenc.rope_cos_sin(np.arange(80), **kw)
+    assert float(cos[0, 0]) == pytest.approx(1.3)
+    # the old reading: the formula's attention factor sqrt(1 + ln 4 / ln 64) = 1.153 and long_factor beyond 64
+    old = scaling.LongRoPE(short, PHIMOE["rope_scaling"]["long_factor"], 64, factor=4.0)
+    assert abs(old.attention_scaling() - 1.243) > 0.05
+    entry = dict(PHIMOE["rope_scaling"])
+    del entry["long_mscale"]
+    with pytest.raises(ValueError, match="long_mscale"):
+        scaling.from_hf({**PHIMOE, "rope_scaling": entry})
+    with pytest.raises(ValueError, match="`rope_type` 'yarn' of model_type 'phimoe'"):
+        scaling.from_hf({**PHIMOE, "rope_scaling": {"type": "yarn", "factor": 4.0}})
+    # the mscales are PhiMoE's: another model type does not read them
+    with pytest.raises(ValueError, match="`short_mscale`"):
+        scaling.from_hf({**PHIMOE, "model_type": "phi3"})
+
+
+def test_longrope_mscales():
+    s = scaling.LongRoPE([1.0], [2.0], 100, short_mscale=1.5, long_mscale=2.5)
+    assert (s.attention_scaling(None), s.attention_scaling(100), s.attention_scaling(101)) == (1.5, 1.5, 2.5)
+    cos, sin = posenc.rope_cos_sin(np.arange(150), 2, scaling=s)
+    np.testing.assert_allclose(cos[:, 0], 2.5 * np.cos(np.arange(150) / 2.0), atol=1e-6)
+    with pytest.raises(ValueError, match="`long_mscale`"):
+        scaling.LongRoPE([1.0], [2.0], 100, short_mscale=1.5)
+    with pytest.raises(ValueError, match="`short_mscale`"):
+        scaling.LongRoPE([1.0], [2.0], 100, long_mscale=1.5)
+    with pytest.raises(ValueError, match="`attention_factor`"):
+        scaling.LongRoPE([1.0], [2.0], 100, attention_factor=1.2, short_mscale=1.5, long_mscale=1.5)
+    with pytest.raises(ValueError, match="`short_mscale`"):
+        scaling.LongRoPE([1.0], [2.0], 100, short_mscale=-1.0, long_mscale=1.5)
+
+
+def test_from_hf_hy_v4_vl_interleaved_sections():
+    # transformers' HYV4VLRotaryEmbedding interleaves the sections (j % 3), and its configuration
+    # class sets [12, 10, 10] when the config has none
+    cfg = {"model_type": "hy_v4_vl_text", "head_dim": 64, "rope_parameters": {"rope_type": "default"}}
+    kw = scaling.from_hf(cfg)
+    assert kw["mrope_section"] == (12, 10, 10) and kw["mrope_interleaved"] is True
+    with pytest.raises(ValueError, match="`mrope_interleaved` = False contradicts model_type 'hy_v4_vl_text'"):
+        scaling.from_hf({**cfg, "rope_parameters": {"rope_type": "default", "mrope_interleaved": False}})
+
+
+def test_from_hf_mrope_defaults_and_other_recombinations():
+    # the sections of the module when the config has none; interleaving fixed by the model type
+    kw = scaling.from_hf({"model_type": "qwen2_vl_text", "head_dim": 128})
+    assert kw["mrope_section"] == (16, 24, 24) and kw["mrope_interleaved"] is False
+    with pytest.raises(ValueError, match="`mrope_interleaved` = True contradicts model_type 'qwen2_vl_text'"):
+        scaling.from_hf({"model_type": "qwen2_vl_text", "head_dim": 128, "mrope_interleaved": True})
+    # ERNIE 4.5 VL and NeoMME recombine their rows another way, with or without mrope_section
+    for mt in ("ernie4_5_vl_moe_text", "neomme"):
+        with pytest.raises(ValueError, match=f"`mrope_section` of model_type '{mt}' is not supported"):
+            scaling.from_hf({"model_type": mt, "head_dim": 128})
+    # a model type posenc does not know must say how its sections are laid out
+    cfg = {"head_dim": 32, "rope_parameters": {"rope_type": "default", "mrope_section": [4, 6, 6]}}
+    with pytest.raises(ValueError, match="`mrope_interleaved` must be given"):
+        scaling.from_hf(cfg)
+    cfg["rope_parameters"]["mrope_interleaved"] = True
+    assert scaling.from_hf(cfg)["mrope_interleaved"] is True
+
+
+def test_from_hf_per_layer_yarn_truncate_is_transformers():
+    # transformers' YaRN reads `truncate` from the top level of rope_parameters: a per-layer-type
+    # entry's own flag is not read (posenc mirrors it), the top-level one applies to every entry
+    entry = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "truncate": False}
+    cfg = {
+        "head_dim": 64,
+        "max_position_embeddings": 256,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {"full_attention": entry, "sliding_attention": {"rope_type": "default"}},
+    }
+    assert scaling.from_hf(cfg, layer_type="full_attention")["scaling"].truncate is True
+    cfg["rope_parameters"]["truncate"] = False
+    assert scaling.from_hf(cfg, layer_type="full_attention")["scaling"].truncate is False
+    cfg["rope_parameters"]["truncate"] = "no"
+    with pytest.raises(TypeError, match="`truncate`"):
+        scaling.from_hf(cfg, layer_type="full_attention")
+    cfg["rope_parameters"] = {"full_attention": entry, "sliding_attention": {"rope_type": "default"}, "factor": 2}
+    with pytest.raises(ValueError, match="`factor` next to the per-layer-type entries"):
+        scaling.from_hf(cfg, layer_type="full_attention")
+    # a flat entry's flag is read
+    flat = {"head_dim": 64, "max_position_embeddings": 256, "rope_parameters": entry}
+    assert scaling.from_hf(flat)["scaling"].truncate is False
+
+
+def test_from_hf_attribute_aliases():
+    # DBRX stores max_position_embeddings as max_seq_len: a dict through the model type's aliases,
+    # an object through its own attributes
+    dyn = {"rope_type": "dynamic", "factor": 2.0}
+    d = {"model_type": "dbrx", "d_model": 256, "n_heads": 4, "max_seq_len": 4096, "rope_scaling": dyn}
+    assert scaling.from_hf(d)["scaling"] == scaling.DynamicNTK(2.0, 4096)
+    obj = DbrxLike(d_model=256, n_heads=4, max_seq_len=4096, rope_parameters=dyn)
+    assert scaling.from_hf(obj) == scaling.from_hf(d)
+    with pytest.raises(ValueError, match="`max_position_embeddings` = 2048 and `max_seq_len` = 4096"):
+        scaling.from_hf({**d, "max_position_embeddings": 2048})
+    # LongRoPE's attention factor from the aliased length (Bailing: model_max_length)
+    long = {"rope_type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
+    cfg = {
+        "model_type": "bailing_hybrid",
+        "head_dim": 16,
+        "model_max_length": 4096,
+        "original_max_position_embeddings": 1024,
+        "rope_parameters": long,
+    }
+    s = scaling.from_hf(cfg)["scaling"]
+    assert s.factor == 4.0 and s.attention_scaling() == pytest.approx(math.sqrt(1 + math.log(4) / math.log(1024)))
+    # a numpy integer head_dim attribute is read
+    obj = HFObject(head_dim=np.int64(64), hidden_size=512, num_attention_heads=4)
+    assert scaling.from_hf(obj)["dim"] == 64
+
+
+def test_from_hf_models_without_a_rope_entry():
+    # GPT-J / CodeGen: a table of rotary_dim columns, base 10000, no RoPE entry read; ESM likewise
+    gptj = {"model_type": "gptj", "n_embd": 256, "n_head": 4, "rotary_dim": 32}
+    assert scaling.from_hf(gptj) == {"dim": 32, "base": 10000.0, "scaling": None}
+    with pytest.raises(ValueError, match="model_type 'gptj' is not supported"):
+        scaling.from_hf({**gptj, "rope_scaling": {"type": "linear", "factor": 2.0}})
+    with pytest.raises(ValueError, match="`rope_theta` of model_type 'codegen'"):
+        scaling.from_hf({**gptj, "model_type": "codegen", "rope_theta": 5e5})
+    with pytest.raises(ValueError, match="`rotary_dim` = 128 must be at most the head size 64"):
+        scaling.from_hf({**gptj, "rotary_dim": 128})
+    esm = {"model_type": "esm", "hidden_size": 320, "num_attention_heads": 20, "rope_theta": 500.0}
+    assert scaling.from_hf(esm) == {"dim": 16, "base": 500.0, "scaling": None}
+    with pytest.raises(ValueError, match="model_type 'esm' is not supported"):
+        scaling.from_hf({**esm, "rope_scaling": {"type": "dynamic", "factor": 2.0}})
+    # rotary_dim of another model is not read by transformers: refused; MiniMax-M2 reads it as a fraction
+    with pytest.raises(ValueError, match="`rotary_dim` of model_type 'llama'"):
+        scaling.from_hf({"model_type": "llama", "head_dim": 64, "rotary_dim": 32})
+    assert scaling.from_hf({"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 64})["dim"] == 64
+
+
+def test_from_hf_default_bases_of_dictionaries():
+    # a config dictionary without rope_theta takes its model's default, as transformers does
+    assert scaling.from_hf({"model_type": "mixtral", "head_dim": 128})["base"] == 1e6
+    assert scaling.from_hf({"model_type": "llama", "head_dim": 128})["base"] == 10000.0
+    assert scaling.from_hf({"head_dim": 128})["base"] == 10000.0
+
+
+# ---------------------------------------------------------------- from_hf: malformed configs
+BASE = {"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 4096}
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+LONGROPE = {"rope_type": "longrope", "short_factor": [1.0] * 32, "long_factor": [2.0] * 32}
+ORIG, MAXP, MI, MS = (
+    "`original_max_position_embeddings`",
+    "`max_position_embeddings`",
+    "`mrope_interleaved`",
+    "`mrope_section`",
+)
+
+
+def _with(entry=None, **top):
+    cfg = {**BASE, **top}
+    if entry is not None:
+        cfg["rope_parameters"] = entry
+    return cfg
+
+
+#: (config, exception, the key its message names): every probe of the issue's
+#: malformed-config list is a ValueError / TypeError naming the key
+PROBES = {
+    "mrope_interleaved 'false'": (
+        _with({"mrope_section": [8, 12, 12], "mrope_interleaved": "false"}), TypeError, MI
+    ),
+    "mrope_interleaved 2": (_with({"mrope_section": [8, 12, 12], "mrope_interleaved": 2}), TypeError, MI),
+    "mrope_interleaved [0]": (
+        _with({"mrope_section": [8, 12, 12], "mrope_interleaved": [0]}), TypeError, MI
+    ),
+    "rope_type and type differ": (
+        _with({"rope_type": "linear", "type": "dynamic", "factor": 2.0}), ValueError, "`type`"
+    ),
+    "rope_type None, type linear": (_with({"rope_type": None, "type": "linear", "factor": 2.0}), ValueError, "`type`"),
+    "rope_type None": (_with({"rope_type": None, "factor": 2.0}), TypeError, "`rope_type`"),
+    "rope_type 3": (_with({"rope_type": 3}), TypeError, "`rope_type`"),
+    "max_position_embeddings True": (_with(YARN, max_position_embeddings=True), TypeError, MAXP),
+    "max_position_embeddings True, yarn factor from it": (
+        _with({"rope_type": "yarn", "original_max_position_embeddings": 1024}, max_position_embeddings=True),
+        TypeError,
+        MAXP,
+    ),
+    "max_position_embeddings '4096'": (
+        _with({"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings="4096"),
+        TypeError,
+        MAXP,
+    ),
+    "max_position_embeddings 0": (
+        _with({"rope_type": "dynamic", "factor": 2.0}, max_position_embeddings=0), ValueError, MAXP
+    ),
+    "original 0": (_with({**YARN, "original_max_position_embeddings": 0}), ValueError, ORIG),
+    "original '1024'": (
+        _with({**YARN, "original_max_position_embeddings": "1024"}), TypeError, ORIG
+    ),
+    "original 1024.0": (
+        _with({**YARN, "original_max_position_embeddings": 1024.0}), TypeError, ORIG
+    ),
+    "top-level original True": (
+        _with(LONGROPE, original_max_position_embeddings=True), TypeError, ORIG
+    ),
+    "head_dim 64.0": (_with(head_dim=64.0), TypeError, "`head_dim`"),
+    "head_dim True": (_with(head_dim=True), TypeError, "`head_dim`"),
+    "head_dim 0": (_with(head_dim=0), ValueError, "`head_dim`"),
+    "num_attention_heads 0": (_with(num_attention_heads=0), ValueError, "`num_attention_heads`"),
+    "hidden_size '512'": (_with(hidden_size="512"), TypeError, "`hidden_size`"),
+    "rotary_dim above the head": (_with(rotary_dim=128), ValueError, "`rotary_dim`"),
+    "rotary_dim 32.0": (_with(rotary_dim=32.0), TypeError, "`rotary_dim`"),
+    "partial_rotary_factor 1.5": (_with(partial_rotary_factor=1.5), ValueError, "`partial_rotary_factor`"),
+    "partial_rotary_factor 0": (_with({"partial_rotary_factor": 0.0}), ValueError, "`partial_rotary_factor`"),
+    "rotary_pct '0.5'": (_with(rotary_pct="0.5"), TypeError, "`rotary_pct`"),
+    "rope_theta 1": (_with(rope_theta=1.0), ValueError, "`rope_theta`"),
+    "rope_theta 0.5": (_with({"rope_theta": 0.5}), ValueError, "`rope_theta`"),
+    "rope_theta -1": (_with(rope_theta=-1.0), ValueError, "`rope_theta`"),
+    "rope_theta inf": (_with(rope_theta=math.inf), ValueError, "`rope_theta`"),
+    "rope_theta '1e4'": (_with(rope_theta="1e4"), TypeError, "`rope_theta`"),
+    "rotary_emb_base 1": (_with(rotary_emb_base=1), ValueError, "`rotary_emb_base`"),
+    "factor 0": (_with({"rope_type": "linear", "factor": 0.0}), ValueError, "`factor`"),
+    "factor -2": (_with({"rope_type": "dynamic", "factor": -2.0}), ValueError, "`factor`"),
+    "factor inf": (_with({**YARN, "factor": math.inf}), ValueError, "`factor`"),
+    "factor nan": (_with({"rope_type": "llama3", "factor": math.nan, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0}), ValueError, "`factor`"),  # fmt: skip
+    "factor '2'": (_with({"rope_type": "linear", "factor": "2"}), TypeError, "`factor`"),
+    "factor True": (_with({"rope_type": "linear", "factor": True}), TypeError, "`factor`"),
+    "mscale negative": (_with({**YARN, "mscale": -100.0, "mscale_all_dim": 1.0}), ValueError, "`mscale`"),
+    "mscale_all_dim zero denominator": (
+        _with({**YARN, "factor": math.e, "mscale": 1.0, "mscale_all_dim": -10.0}), ValueError, "`mscale_all_dim`"
+    ),
+    "attention_factor 0": (_with({**YARN, "attention_factor": 0.0}), ValueError, "`attention_factor`"),
+    "attention_factor -1": (_with({**LONGROPE, "attention_factor": -1.0}), ValueError, "`attention_factor`"),
+    "attention_factor inf": (_with({**YARN, "attention_factor": math.inf}), ValueError, "`attention_factor`"),
+    "attention_factor nan": (_with({**LONGROPE, "attention_factor": math.nan}), ValueError, "`attention_factor`"),
+    "beta_fast True": (_with({**YARN, "beta_fast": True}), TypeError, "`beta_fast`"),
+    "beta_slow -1": (_with({**YARN, "beta_slow": -1.0}), ValueError, "`beta_slow`"),
+    "truncate 'false'": (_with({**YARN, "truncate": "false"}), TypeError, "`truncate`"),
+    "truncate 0": (_with({**YARN, "truncate": 0}), TypeError, "`truncate`"),
+    "low_freq_factor above high": (
+        _with({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
+        ValueError,
+        "`high_freq_factor`",
+    ),
+    "short_factor a str": (_with({**LONGROPE, "short_factor": "1,2"}), TypeError, "`short_factor`"),
+    "short_factor too short": (_with({**LONGROPE, "short_factor": [1.0] * 3}), ValueError, "`short_factor`"),
+    "long_factor with a zero": (_with({**LONGROPE, "long_factor": [0.0] * 32}), ValueError, "`long_factor`"),
+    "unknown key": (_with({"rope_type": "linear", "factor": 2.0, "scale": 3.0}), ValueError, "`scale`"),
+    "yarn key under linear": (_with({"rope_type": "linear", "factor": 2.0, "beta_fast": 8}), ValueError, "`beta_fast`"),
+    "mscales outside PhiMoE": (
+        _with({**LONGROPE, "short_mscale": 1.0, "long_mscale": 1.1}), ValueError, "`short_mscale`"
+    ),
+    "rope_parameters a list": (_with([1, 2]), TypeError, "`rope_parameters`"),
+    "rope_parameters and rope_scaling differ": (
+        _with({"rope_type": "linear", "factor": 2.0}, rope_scaling={"rope_type": "linear", "factor": 4.0}),
+        ValueError,
+        "`rope_scaling`",
+    ),
+    "mrope_section with a bool": (
+        _with({"mrope_section": [True, 15, 16], "mrope_interleaved": False}), TypeError, MS
+    ),
+    "mrope_section wrong sum": (_with({"mrope_section": [8, 8, 8], "mrope_interleaved": False}), ValueError, MS),
+    "model_type 5": (_with(model_type=5), TypeError, "`model_type`"),
+    "layer entry None": (
+        _with({"full_attention": None, "sliding_attention": {"rope_type": "default"}}, layer_types=["full_attention"]),
+        ValueError,
+        "`layer_type` 'full_attention' has no RoPE",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_from_hf_malformed(name):
+    cfg, exc, key = PROBES[name]
+    layer = "full_attention" if name == "layer entry None" else None
+    with pytest.raises(exc, match=re.escape(key)) as info:
+        scaling.from_hf(cfg, layer_type=layer)
+    assert len(str(info.value)) < 600
+
+
+def test_from_hf_accepts_numpy_scalars_and_mirrors_transformers_defaults():
+    cfg = _with({"rope_type": "yarn", "factor": np.float64(4.0), "original_max_position_embeddings": np.int64(1024)})
+    assert scaling.from_hf(cfg)["scaling"] == scaling.YaRN(4.0, 1024)
+    # keys known not to change the tables are accepted (Ministral 3's query scaling)
+    cfg = _with({**YARN, "llama_4_scaling_beta": 0.1, "max_position_embeddings": 4096})
+    assert scaling.from_hf(cfg)["scaling"] == scaling.YaRN(4.0, 1024)

@@ -120,7 +120,10 @@ def _sc_longrope(draw: Draw, be: Backend) -> Case:
     kw: dict[str, Any] = {}
     if draw(st.booleans()):
         kw["factor"] = draw(st.floats(1.0, 64.0))
-    if draw(st.booleans()):
+    mscales = draw(st.booleans())
+    if mscales:  # PhiMoE's length-dependent attention factors (never with attention_factor)
+        kw["short_mscale"], kw["long_mscale"] = draw(st.floats(0.5, 2.0)), draw(st.floats(0.5, 2.0))
+    elif draw(st.booleans()):
         kw["attention_factor"] = draw(st.floats(0.1, 4.0))
     # L0 >= 2: the attention factor divides by log(L0)
     return _scaling_case(be, (short, long, draw(st.integers(2, 2**20))), kw, dim)
@@ -138,13 +141,21 @@ def hf_config(draw: Draw) -> tuple[dict, int]:
         cfg["rope_theta"] = base(draw)
     kind = draw(st.sampled_from(["default", "linear", "dynamic", "yarn", "llama3", None]))
     if kind is not None:
-        entry: dict[str, Any] = {"rope_type": kind}
+        # the rope type under its name of transformers 5, or the older "type", or both (equal)
+        spelling = draw(st.sampled_from([("rope_type",), ("type",), ("rope_type", "type")]))
+        entry: dict[str, Any] = dict.fromkeys(spelling, kind)
         if kind != "default":
             entry["factor"] = draw(st.floats(1.0, 32.0))
         if kind == "llama3":
             entry.update(original_max_position_embeddings=8192, low_freq_factor=1.0, high_freq_factor=4.0)
         if kind == "yarn" and draw(st.booleans()):
             entry["original_max_position_embeddings"] = 4096
+        if kind == "yarn" and draw(st.booleans()):
+            entry.update(beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=draw(st.floats(0.5, 1.0)))
+        if kind == "yarn" and draw(st.booleans()):
+            entry["truncate"] = draw(st.booleans())
+        if draw(st.booleans()):  # a key that does not change the tables (Ministral 3)
+            entry["llama_4_scaling_beta"] = 0.1
         cfg[draw(st.sampled_from(["rope_scaling", "rope_parameters"]))] = entry
     return cfg, head_dim
 

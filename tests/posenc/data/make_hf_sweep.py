@@ -948,7 +948,7 @@ def _rst(res: dict[str, Any]) -> str:
             if refused:
                 var.append("refused: " + ", ".join(refused))
                 for lb in refused:
-                    refusals.append((f"{name} {lb}", variants[lb][1]["reason"]))
+                    refusals.append((name, lb, variants[lb][1]["reason"]))
             if silent:
                 var.append("SILENT: " + ", ".join(silent))
             skipped = [lb.split(" (")[0] for lb in res.get("not_accepted", {}).get(cls_name, [])]
@@ -963,8 +963,13 @@ def _rst(res: dict[str, Any]) -> str:
                 f"     - {table}",
                 f"     - {'; '.join(var) or '-'}",
             ]
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for name, label, reason in refusals:
+        grouped.setdefault((name, reason), []).append(label)
     lines += ["", "Why the refused variants are refused:", ""]
-    lines += [f"* ``{n}``: {r.replace('`', chr(39)).replace('*', chr(92) + '*')}" for n, r in refusals]
+    for (name, reason), labels in grouped.items():
+        reason = reason.replace("`", "'").replace("*", "\\*")
+        lines.append(f"* ``{name}`` ({', '.join(labels)}): {reason}")
     lines += ["", "Not a configuration RoPE (2-D vision grids, audio time stamps, other signatures):", ""]
     lines += [f"* {o}" for o in other]
     return "\n".join(lines) + "\n"
