@@ -930,17 +930,18 @@ def _mrope(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str) -> tuple[An
             f"({other[0]}) from the Qwen2-VL / Qwen3-VL layouts of posenc.mrope_cos_sin"
         )
         raise ValueError(msg)
-    flags = {}
+    flags: dict[str, bool] = {}  # the flags the config gives, which must agree
     for key, v in (
         ("mrope_interleaved", entry.get("mrope_interleaved")),
         ("interleaved", entry.get("interleaved")),
         ("mrope_interleaved", cfg.get("mrope_interleaved")),
     ):
         if v is not None:
-            flags.setdefault(key, _checks.check_bool(v, key))
-            if flags[key] != bool(v):
-                msg = "`mrope_interleaved` of the RoPE entry and of `config` disagree: keep one"
+            v = _checks.check_bool(v, key)
+            if any(f != v for f in flags.values()):
+                msg = f"`{key}` = {v} disagrees with the other multimodal flags of `config`: keep one"
                 raise ValueError(msg)
+            flags.setdefault(key, v)
     known = _MROPE.get(mt)
     if known is not None:
         for key, v in flags.items():
@@ -958,14 +959,14 @@ def _mrope(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str) -> tuple[An
             msg = f"`{key}` is not supported without `mrope_section` (model_type {mt or None!r})"
             raise ValueError(msg)
         return None
-    if "mrope_interleaved" not in flags:
+    if not flags:
         msg = (
             f"`mrope_interleaved` must be given for the `mrope_section` of model_type {mt or None!r}, whose "
             "recombination posenc does not know (False: Qwen2-VL's contiguous sections, True: Qwen3-VL's "
             "interleaved ones)"
         )
         raise ValueError(msg)
-    return section, flags["mrope_interleaved"]
+    return section, next(iter(flags.values()))
 
 
 def _check_keys(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str, mrope: bool) -> None:
@@ -1079,6 +1080,19 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
     return _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
 
 
+def _partial(cfg: _HFConfig, entry: Mapping[str, Any]) -> tuple[str, Any]:
+    """``partial_rotary_factor``: the entry's, else the top level's (which
+    transformers copies into every entry), else GPT-NeoX's ``rotary_pct``."""
+    for key, v in (
+        ("partial_rotary_factor", entry.get("partial_rotary_factor")),
+        ("partial_rotary_factor", cfg.get("partial_rotary_factor")),
+        ("rotary_pct", cfg.get("rotary_pct")),
+    ):
+        if v is not None:
+            return key, v
+    return "partial_rotary_factor", None
+
+
 def _has_head_size(cfg: _HFConfig) -> bool:
     keys = ("head_dim",) if cfg.is_object else _HEAD_DIMS
     if any(cfg.get(k) is not None for k in keys):
@@ -1123,12 +1137,7 @@ def _rotary_dim(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, layer_
     head = _head_size(cfg, layer_type)
     if rope_type == "proportional":
         return head
-    key, factor = "partial_rotary_factor", entry.get("partial_rotary_factor")
-    if factor is None:
-        for k in ("partial_rotary_factor", "rotary_pct"):
-            if cfg.get(k) is not None:
-                key, factor = k, cfg.get(k)
-                break
+    key, factor = _partial(cfg, entry)
     if factor is None and rotary_dim is not None:  # MiniMax-M2
         key, factor = "rotary_dim", rotary_dim / head
     if factor is None:
@@ -1210,8 +1219,11 @@ def _scaling_of(
     if rope_type == "linear":
         return Linear(_need(entry, "factor", rope_type)), dim
     if rope_type == "proportional":
-        fraction = entry.get("partial_rotary_factor")
-        return Proportional(1.0 if fraction is None else fraction, _get_or(entry, "factor", 1.0)), dim
+        key, fraction = _partial(cfg, entry)
+        try:
+            return Proportional(1.0 if fraction is None else fraction, _get_or(entry, "factor", 1.0)), dim
+        except (TypeError, ValueError) as exc:  # name the config's key rather than the dataclass's field
+            raise type(exc)(str(exc).replace("`fraction`", f"`{key}`")) from None
     if rope_type == "dynamic":
         alpha = entry.get("alpha")
         if alpha is not None:  # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head

@@ -114,6 +114,36 @@ def _in_test_selection(name: str) -> bool:
     return len(words) == 1 or words[1] == "default" or name.split(".")[0] in SWEEP_MODELS
 
 
+def test_compare_names_new_gone_and_changed_cases():
+    """``make_hf_sweep.py --compare`` (make test-latest): what changed
+    against the recorded list; the record is JSON that reads back."""
+    then = {"transformers": "1", "results": {"a.A default": {"status": "match"}, "b.B default": {"status": "match"}}}
+    now = {
+        "transformers": "2",
+        "results": {"a.A default": {"status": "refused"}, "c.C default": {"status": "match"}},
+    }
+    lines = SWEEP.compare_recorded(now, then)
+    assert lines[0] == "transformers 1 (recorded) -> 2 (installed)"
+    assert [line.split()[0] for line in lines[1:]] == ["new", "gone", "changed"]
+    assert "c.C default" in lines[1] and "b.B default" in lines[2] and "match -> refused" in lines[3]
+    res = {
+        "transformers": "2",
+        "rotation": {"a.A default": "half"},
+        "not_accepted": {"a.A": ["longrope"]},
+        "results": {
+            "a.A default": {"status": "match", "model_type": "a", "dim": 8, "base": 1e4, "scaling": "None",
+                            "form": "half", "err64": 1e-17, "err32": 1e-7},
+            "a.A linear": {"status": "refused", "reason": "`factor` must be > 0"},
+        },
+    }  # fmt: skip
+    back = json.loads(SWEEP.record(res))
+    assert back["results"] == {
+        "a.A default": {"status": "match", "model_type": "a", "read": "dim 8, base 10000, None", "form": "half"},
+        "a.A linear": {"status": "refused", "reason": "`factor` must be > 0"},
+    }
+    assert back["counts"]["match"] == 1 and back["counts"]["refused"] == 1 and back["counts"]["mismatch"] == 0
+
+
 def test_attribute_aliases_are_transformers():
     """posenc's table of attribute aliases (read for config dictionaries) is
     the ``attribute_map`` of every RoPE model's configuration class, for the

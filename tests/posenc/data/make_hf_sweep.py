@@ -699,6 +699,8 @@ def _cases(model: str, modname: str, clsname: str) -> tuple[Any, Any, Any, list[
     # (GPT-J's, CodeGen's and ESM's would only keep them as unread attributes)
     takes = "rope_parameters" in (getattr(ccls, "__dataclass_fields__", None) or {})
     todo = [(name, lambda name=name: _scaling_kwargs(default, cls, name)) for name in SCALINGS if takes]
+    if not takes:
+        skipped += list(SCALINGS)
     todo += [(label, lambda kw=kw: copy.deepcopy(kw)) for label, (vt, kw) in VARIANTS.items() if vt == mt]
     for name, make in todo:
         config = _accepted(ccls, cls, default, make)
