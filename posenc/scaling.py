@@ -1201,98 +1201,132 @@ def _optional(entry: Mapping[str, Any], key: str) -> Any:
     return None if v is None else _checks.check_float(v, key)
 
 
+class _Read:
+    """What a scaling reader gets: the configuration, the RoPE entry, its rope
+    type, the rotary width and, for a per-layer-type entry, transformers'
+    ``truncate`` (None for a flat entry)."""
+
+    __slots__ = ("cfg", "entry", "rope_type", "dim", "truncate")
+
+    def __init__(self, cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, dim: int, truncate: bool | None):
+        self.cfg, self.entry, self.rope_type, self.dim, self.truncate = cfg, entry, rope_type, dim, truncate
+
+    def need(self, key: str) -> Any:
+        return _need(self.entry, key, self.rope_type)
+
+    def original(self) -> int:
+        return _original(self.cfg, self.entry, self.rope_type, self.truncate is not None)
+
+    def ratio_factor(self, orig: int) -> float:
+        return _ratio_factor(self.cfg, self.entry, orig, self.rope_type)
+
+
+def _read_linear(r: _Read) -> tuple[Scaling, int]:
+    return Linear(r.need("factor")), r.dim
+
+
+def _read_proportional(r: _Read) -> tuple[Scaling, int]:
+    key, fraction = _partial(r.cfg, r.entry)
+    try:
+        return Proportional(1.0 if fraction is None else fraction, _get_or(r.entry, "factor", 1.0)), r.dim
+    except (TypeError, ValueError) as exc:  # name the config's key rather than the dataclass's field
+        raise type(exc)(str(exc).replace("`fraction`", f"`{key}`")) from None
+
+
+def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
+    alpha = r.entry.get("alpha")
+    if alpha is None:
+        return DynamicNTK(r.need("factor"), _max_positions(r.cfg, r.rope_type)), r.dim
+    # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head ("factor" unread)
+    alpha = _checks.check_float(alpha, "alpha", positive=True)
+    if r.entry.get("factor") is not None:
+        _checks.check_float(r.entry["factor"], "factor")
+    head = r.cfg.get_int("head_dim")
+    if head is None:
+        msg = "`config` with an NTK `alpha` needs head_dim (transformers' Hunyuan reads config.head_dim)"
+        raise ValueError(msg)
+    if head != r.dim:
+        msg = (
+            f"`alpha` rotates the whole head ({head}) in transformers' Hunyuan, but the config asks for a "
+            f"rotary width of {r.dim} (partial_rotary_factor): drop one"
+        )
+        raise ValueError(msg)
+    if head == 2:
+        msg = "`alpha` needs a head size above 2 (its exponent is d / (d - 2))"
+        raise ValueError(msg)
+    return NTK(alpha), head
+
+
+def _read_yarn(r: _Read) -> tuple[Scaling, int]:
+    orig = r.original()
+    own = r.entry.get("truncate")
+    own = None if own is None else _checks.check_bool(own, "truncate")
+    # a per-layer-type entry takes transformers' top-level truncate, never its own
+    truncate = r.truncate if r.truncate is not None else (True if own is None else own)
+    scaling = YaRN(
+        r.ratio_factor(orig),
+        orig,
+        beta_fast=_get_or(r.entry, "beta_fast", 32.0),
+        beta_slow=_get_or(r.entry, "beta_slow", 1.0),
+        mscale=_optional(r.entry, "mscale"),
+        mscale_all_dim=_optional(r.entry, "mscale_all_dim"),
+        attention_factor=r.entry.get("attention_factor"),
+        truncate=truncate,
+    )
+    return scaling, r.dim
+
+
+def _read_llama3(r: _Read) -> tuple[Scaling, int]:
+    orig = r.original()
+    low, high = r.need("low_freq_factor"), r.need("high_freq_factor")
+    return Llama3(r.need("factor"), orig, low_freq_factor=low, high_freq_factor=high), r.dim
+
+
+def _read_longrope(r: _Read) -> tuple[Scaling, int]:
+    orig = r.original()
+    short, long = r.need("short_factor"), r.need("long_factor")
+    kw: dict[str, Any] = {"attention_factor": r.entry.get("attention_factor")}
+    if r.cfg.model_type == "phimoe":  # short_factor at every length, cos and sin times short / long_mscale
+        if r.entry.get("attention_factor") is not None:
+            msg = "`attention_factor` of model_type 'phimoe' is not supported: transformers' PhiMoE uses the mscales"
+            raise ValueError(msg)
+        long = short
+        kw = {key: r.need(key) for key in ("short_mscale", "long_mscale")}
+    scaling = LongRoPE(short, long, orig, factor=r.ratio_factor(orig), **kw)
+    if len(scaling.short_factor) != r.dim // 2:
+        msg = (
+            f"`short_factor` and `long_factor` must have dim // 2 = {r.dim // 2} entries for the "
+            f"rotary dimension {r.dim}, got {len(scaling.short_factor)}"
+        )
+        raise ValueError(msg)
+    return scaling, r.dim
+
+
+#: one reader per rope type: the scaling and the rotary width (changed only
+#: by Hunyuan's NTK-alpha, which rotates the whole head)
+_READERS = {
+    "default": lambda r: (None, r.dim),
+    "linear": _read_linear,
+    "proportional": _read_proportional,
+    "dynamic": _read_dynamic,
+    "yarn": _read_yarn,
+    "llama3": _read_llama3,
+    "longrope": _read_longrope,
+    "su": _read_longrope,
+}
+
+
 def _scaling_of(
-    cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, dim: int, truncate: bool | None, layer_type: str | None
+    cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, dim: int, truncate: bool | None
 ) -> tuple[Scaling | None, int]:
-    """The scaling of ``rope_type`` and the rotary width (changed only by
-    Hunyuan's NTK-alpha, which rotates the whole head)."""
-    mt = cfg.model_type or ""
-    nested = truncate is not None
-    if mt == "phimoe" and rope_type not in ("default", "longrope", "su"):
+    """The scaling of ``rope_type`` and the rotary width."""
+    if cfg.model_type == "phimoe" and rope_type not in ("default", "longrope", "su"):
         msg = (
             f"`rope_type` {rope_type!r} of model_type 'phimoe' is not supported: transformers' PhiMoE multiplies "
             "cos and sin by short_mscale / long_mscale and recomputes the frequencies without the sequence length"
         )
         raise ValueError(msg)
-    if rope_type == "default":
-        return None, dim
-    if rope_type == "linear":
-        return Linear(_need(entry, "factor", rope_type)), dim
-    if rope_type == "proportional":
-        key, fraction = _partial(cfg, entry)
-        try:
-            return Proportional(1.0 if fraction is None else fraction, _get_or(entry, "factor", 1.0)), dim
-        except (TypeError, ValueError) as exc:  # name the config's key rather than the dataclass's field
-            raise type(exc)(str(exc).replace("`fraction`", f"`{key}`")) from None
-    if rope_type == "dynamic":
-        alpha = entry.get("alpha")
-        if alpha is not None:  # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head
-            alpha = _checks.check_float(alpha, "alpha", positive=True)
-            if entry.get("factor") is not None:
-                _checks.check_float(entry["factor"], "factor")
-            head = cfg.get_int("head_dim")
-            if head is None:
-                msg = "`config` with an NTK `alpha` needs head_dim (transformers' Hunyuan reads config.head_dim)"
-                raise ValueError(msg)
-            if head != dim:
-                msg = (
-                    f"`alpha` rotates the whole head ({head}) in transformers' Hunyuan, but the config asks for a "
-                    f"rotary width of {dim} (partial_rotary_factor): drop one"
-                )
-                raise ValueError(msg)
-            if head == 2:
-                msg = "`alpha` needs a head size above 2 (its exponent is d / (d - 2))"
-                raise ValueError(msg)
-            return NTK(alpha), head
-        return DynamicNTK(_need(entry, "factor", rope_type), _max_positions(cfg, rope_type)), dim
-    orig = _original(cfg, entry, rope_type, nested)
-    if rope_type == "yarn":
-        if not nested:
-            truncate = entry.get("truncate")
-            truncate = True if truncate is None else _checks.check_bool(truncate, "truncate")
-        elif entry.get("truncate") is not None:
-            _checks.check_bool(entry["truncate"], "truncate")
-        return (
-            YaRN(
-                _ratio_factor(cfg, entry, orig, rope_type),
-                orig,
-                beta_fast=_get_or(entry, "beta_fast", 32.0),
-                beta_slow=_get_or(entry, "beta_slow", 1.0),
-                mscale=_optional(entry, "mscale"),
-                mscale_all_dim=_optional(entry, "mscale_all_dim"),
-                attention_factor=entry.get("attention_factor"),
-                truncate=truncate,
-            ),
-            dim,
-        )
-    if rope_type == "llama3":
-        return (
-            Llama3(
-                _need(entry, "factor", rope_type),
-                orig,
-                low_freq_factor=_need(entry, "low_freq_factor", rope_type),
-                high_freq_factor=_need(entry, "high_freq_factor", rope_type),
-            ),
-            dim,
-        )
-    # longrope, and its older name "su"
-    short = _need(entry, "short_factor", rope_type)
-    long = _need(entry, "long_factor", rope_type)
-    kw: dict[str, Any] = {"attention_factor": entry.get("attention_factor")}
-    if mt == "phimoe":  # PhiMoE: short_factor at every length, cos and sin times short_mscale / long_mscale
-        long = short
-        kw = {key: _need(entry, key, rope_type) for key in ("short_mscale", "long_mscale")}
-        if entry.get("attention_factor") is not None:
-            msg = "`attention_factor` of model_type 'phimoe' is not supported: transformers' PhiMoE uses the mscales"
-            raise ValueError(msg)
-    scaling = LongRoPE(short, long, orig, factor=_ratio_factor(cfg, entry, orig, rope_type), **kw)
-    if len(scaling.short_factor) != dim // 2:
-        msg = (
-            f"`short_factor` and `long_factor` must have dim // 2 = {dim // 2} entries for the "
-            f"rotary dimension {dim}, got {len(scaling.short_factor)}"
-        )
-        raise ValueError(msg)
-    return scaling, dim
+    return _READERS[rope_type](_Read(cfg, entry, rope_type, dim, truncate))
 
 
 def _get_or(entry: Mapping[str, Any], key: str, default: float) -> Any:
@@ -1451,7 +1485,7 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         base = _base(cfg, entry)
     cfg.get_int("max_position_embeddings")  # a length, whether a scaling reads it or not
     dim = _rotary_dim(cfg, entry, rope_type, layer_type)
-    scaling, dim = _scaling_of(cfg, entry, rope_type, dim, truncate, layer_type)
+    scaling, dim = _scaling_of(cfg, entry, rope_type, dim, truncate)
     if dim < 2 or dim % 2:
         msg = (
             f"the rotary dimension must be a positive even integer, got {dim} (the head size `head_dim` times "
