@@ -791,13 +791,11 @@ class _HFConfig:
         if self._obj is not None:
             try:
                 v = getattr(self._obj, key)
-            except AttributeError:
+            except Exception:  # missing, or an attribute that refuses to be read globally: the stored value
                 v = None
-            except Exception:  # an attribute that refuses to be read globally: the stored value
-                v = None
-            if v is None:
+            if v is None or callable(v):  # (a method of the same name is not a value)
                 v = self.stored().get(key)
-            return None if callable(v) and not isinstance(v, type) and key != "model_type" else v
+            return v
         v = self._dict.get(key)
         alias = self.aliases.get(key)
         if alias is not None:
