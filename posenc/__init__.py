@@ -17,10 +17,11 @@ from .bias import (
     t5_buckets,
 )
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
-from .grid import axial_rope_cos_sin, resample_grid, sincos_coords, sincos_grid
+from .grid import axial_rope_cos_sin, sincos_coords, sincos_grid
 from .learned import learned_table, resample_table
 from .mrope import mrope_cos_sin
 from .properties import shift_matrix, similarity, similarity_by_offset
+from .resample import resample_grid
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 from .sinusoidal import add_sinusoidal, binary, frequencies, sines, sinusoidal, wavelengths
 
