@@ -21,7 +21,7 @@ from .grid import axial_rope_cos_sin, sincos_coords, sincos_grid
 from .learned import learned_table, resample_table
 from .mrope import mrope_cos_sin
 from .properties import shift_matrix, similarity, similarity_by_offset
-from .resample import resample_grid
+from .resample import grid_interpolation_taps, resample_grid
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 from .sinusoidal import add_sinusoidal, binary, frequencies, sines, sinusoidal, wavelengths
 
@@ -45,6 +45,7 @@ __all__ = [
     "fourier_features",
     "gaussian_fourier_features",
     "gaussian_matrix",
+    "grid_interpolation_taps",
     "resample_grid",
     "sincos_coords",
     "sincos_grid",

@@ -312,7 +312,7 @@ SEE_ALSO: dict[str, list[str]] = {
     _P + "sincos_grid": [_P + "sincos_coords", _P + "axial_rope_cos_sin", _P + "resample_grid"],
     _P + "sincos_coords": [_P + "sincos_grid", _P + "fourier_features"],
     _P + "axial_rope_cos_sin": [_P + "rope_cos_sin", _P + "apply_rope", _P + "sincos_grid"],
-    _P + "resample_grid": [_P + "resample_table", _P + "sincos_grid"],
+    _P + "resample_grid": [_P + "resample_table", _P + "grid_interpolation_taps", _P + "sincos_grid"],
     _P + "fourier_features": [_P + "gaussian_fourier_features", _P + "sincos_coords"],
     _P + "gaussian_fourier_features": [_P + "gaussian_matrix", _P + "fourier_features"],
     _P + "gaussian_matrix": [_P + "gaussian_fourier_features"],
@@ -327,6 +327,7 @@ SEE_ALSO: dict[str, list[str]] = {
     _V + "figure_set": [_V + "paper_style"],
 }
 SEE_ALSO[_P + "mrope_cos_sin"] = [_P + "rope_cos_sin", _P + "axial_rope_cos_sin", _S + "from_hf"]
+SEE_ALSO[_P + "grid_interpolation_taps"] = [_P + "resample_grid", _P + "resample_table"]
 for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional"):
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
 

@@ -49,6 +49,11 @@ def _pos(n: int) -> Any:
     return torch.arange(n)
 
 
+def _gather(table: Any, indices: Any, weights: Any) -> Any:
+    """Rows of ``table`` resampled through gather taps."""
+    return (table[indices] * weights[..., None]).sum(-2)
+
+
 #: name -> (function to compile, arguments for sequence length n).  Integer
 #: lengths come from a tensor's shape (``x.shape[-2]``), as in a model's forward.
 CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = {
@@ -85,6 +90,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
     "resample_grid": (
         lambda t: posenc.resample_grid(t, (3, 3), num_prefix_tokens=1),
         lambda n: (_x(17, n)[0],),
+    ),
+    # one gather of a (16, n) table for a packed batch of grids
+    "grid_interpolation_taps": (
+        lambda t: _gather(t, *posenc.grid_interpolation_taps((4, 4), [(3, 5), (2, 2, 2)], method="bicubic", xp=torch)),
+        lambda n: (_x(16, n)[0],),
     ),
     "sincos_coords": (lambda c: posenc.sincos_coords(c, 16), lambda n: (_x(n, 2)[0] * 10.0,)),
     "sincos_grid": (lambda x: posenc.sincos_grid((x.shape[-2], 4), 16, xp=torch), lambda n: (_x(n),)),

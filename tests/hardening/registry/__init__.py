@@ -25,7 +25,7 @@ of the function's docstring.
 from __future__ import annotations
 
 # each family module fills REGISTRY when imported
-from . import bias, fourier, grid, learned, mrope, properties, rotary, scaling, sinusoidal, viz  # noqa: F401
+from . import bias, fourier, grid, learned, mrope, properties, resample, rotary, scaling, sinusoidal, viz  # noqa: F401
 from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS
 

@@ -1,5 +1,4 @@
-"""N-D grids: sin/cos grids and coordinates, axial RoPE, resampling a ViT's
-table to a new grid.
+"""N-D grids: sin/cos grids and coordinates, axial RoPE (resampling: :mod:`.resample`).
 """
 
 from __future__ import annotations
@@ -94,36 +93,3 @@ def _axial_rope_cos_sin(draw: Draw, be: Backend) -> Case:
     kw.update(creation_kwargs(draw, be))
     shape = (math.prod(grid), dim)
     return Case(be, (grid, dim), kw, shape=(shape, shape), dtype=dt, kind="arrays")
-
-
-@register(
-    "resample_grid",
-    aliases={
-        "num_prefix_tokens": ("table", "old_grid_shape"),
-        "old_grid_shape": ("table", "num_prefix_tokens"),
-        "table": ("old_grid_shape", "num_prefix_tokens"),
-    },
-    huge=(lambda: ((np.zeros((4, 8), np.float32), 2**19), {}),),
-    trio="interpolates `table`: the result has its namespace, device and dtype",
-)
-def _resample_grid(draw: Draw, be: Backend) -> Case:
-    h, w = draw(st.integers(1, 5)), draw(st.integers(1, 5))
-    prefix = draw(st.integers(0, 2))
-    dim = draw(st.integers(1, 4))
-    lead = draw(shapes(max_dims=1, min_side=1, max_side=2))
-    t, _ = real_array(draw, be, lead + (prefix + h * w, dim), -3.0, 3.0)
-    kw: dict[str, Any] = {}
-    if prefix or draw(st.booleans()):
-        kw["num_prefix_tokens"] = prefix
-    if h != w or draw(st.booleans()):
-        kw["old_grid_shape"] = (h, w)
-    new = draw(st.integers(1, 6) | st.tuples(st.integers(1, 6), st.integers(1, 6)))
-    nh, nw = (new, new) if isinstance(new, int) else new
-    method = draw(st.sampled_from(["bilinear", "bicubic"]))
-    kw["method"] = method
-    ac = draw(st.booleans())
-    if ac:
-        kw["align_corners"] = True
-    elif draw(st.booleans()):
-        kw["antialias"] = draw(st.booleans())
-    return Case(be, (t, new), kw, shape=lead + (prefix + nh * nw, dim), dtype=t.dtype)
