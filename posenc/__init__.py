@@ -24,6 +24,7 @@ from .properties import shift_matrix, similarity, similarity_by_offset
 from .resample import grid_interpolation_taps, resample_grid
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 from .sinusoidal import add_sinusoidal, binary, frequencies, sines, sinusoidal, wavelengths
+from .timesteps import timestep_embedding
 
 __version__ = "0.1.0.dev0"
 
@@ -39,6 +40,7 @@ __all__ = [
     "similarity_by_offset",
     "sines",
     "sinusoidal",
+    "timestep_embedding",
     "wavelengths",
     # vision and coordinates
     "axial_rope_cos_sin",

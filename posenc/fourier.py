@@ -205,6 +205,7 @@ def gaussian_fourier_features(
     coords: Array,
     B: Array,
     *,
+    flip_sin_to_cos: bool = False,
     dtype: Any = None,
 ) -> Array:
     r"""Random Fourier features :math:`[\sin(2\pi x B^\top), \cos(2\pi x B^\top)]`.
@@ -222,6 +223,13 @@ def gaussian_fourier_features(
         Integer or real coordinates.
     B : array, shape (num_features, in_dim)
         The projection, of the namespace and device of ``coords``.
+    flip_sin_to_cos : bool, default False
+        ``[cos | sin]`` instead of ``[sin | cos]``: diffusers'
+        ``GaussianFourierProjection(flip_sin_to_cos=True)``.  The
+        noise-level embedding of score-SDE's NCSN++ (its
+        ``GaussianFourierProjection`` of ``log(sigma)``, diffusers'
+        ``log=True``) is this function of ``coords = log(sigma)[:, None]``
+        and ``B = W[:, None]``.
     dtype : dtype, optional
         Output dtype (default: the namespace's default float).
 
@@ -258,6 +266,7 @@ def gaussian_fourier_features(
     (5, 512)
     """
     ctx = _compat.resolve({"coords": coords, "B": B}, dtype=dtype)
+    flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
     nf_of_b = int(B.shape[0]) if _compat.is_array(B) and getattr(B, "ndim", 0) == 2 else None
     coords = _coords_array(coords, ctx, None if nf_of_b is None else lambda d: 2 * nf_of_b)
     xp_ = ctx.xp
@@ -286,7 +295,7 @@ def gaussian_fourier_features(
             t = t + x[..., j : j + 1] * b[:, j]
     t = t - xp_.round(t)  # sin(2 pi t) has period 1 in t: |t| <= 1/2 from here
     a = _angles.cast((2.0 * math.pi) * t, ctx.work, xp_)  # |a| <= pi: one rounding
-    out = xp_.concat([xp_.sin(a), xp_.cos(a)], axis=-1)
+    out = xp_.concat([xp_.cos(a), xp_.sin(a)] if flip else [xp_.sin(a), xp_.cos(a)], axis=-1)
     return _angles.cast(out, ctx.dtype, xp_)
 
 

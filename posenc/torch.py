@@ -13,6 +13,10 @@ This module imports torch; ``import posenc`` does not import it (nor this
 module): import it as ``import posenc.torch`` or
 ``from posenc.torch import RotaryEmbedding``.
 
+:class:`Timesteps` (diffusion timestep embeddings) caches nothing: its
+frequencies are host constants of its configuration, and every call embeds
+the timesteps it is given.
+
 The cached tables cover positions ``0 .. max_positions - 1``.  A call that
 needs positions beyond them grows the cache (to the next power of two) when
 it runs eagerly; while torch compiles or exports (where a buffer cannot
@@ -31,7 +35,7 @@ import posenc
 from . import _checks, _compat
 from .scaling import DynamicNTK, LongRoPE
 
-__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi"]
+__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps"]
 
 
 def _max_positions(value: Any) -> int:
@@ -502,3 +506,87 @@ class ALiBi(nn.Module):
     def extra_repr(self) -> str:
         kind = "learned" if isinstance(self.slopes, nn.Parameter) else "fixed"
         return f"num_heads={self.num_heads}, {kind} slopes, form={self.form!r}, causal={self.causal}"
+
+
+class Timesteps(nn.Module):
+    r"""Sinusoidal timestep embeddings: diffusers' ``Timesteps`` module, exact.
+
+    The same constructor as ``diffusers.models.embeddings.Timesteps`` (so a
+    model's ``Timesteps(320, True, 0)`` reads the same), whose ``forward``
+    is :func:`posenc.timestep_embedding` of the given timesteps.  The module
+    holds no tensors (nothing in its ``state_dict``, as diffusers'): built on
+    the ``meta`` device and materialised with ``to_empty``, moved or cast
+    with ``.to()``, it computes the same embeddings, on the timesteps'
+    device.
+
+    Parameters
+    ----------
+    num_channels : int
+        Embedding width.
+    flip_sin_to_cos : bool
+        ``[cos | sin]`` instead of ``[sin | cos]``.
+    downscale_freq_shift : float
+        The shift of the frequencies' spacing (1: DDPM, 0: DiT, GLIDE).
+    scale : float, default 1
+        Multiplies the angles.
+    max_period : float, default 10000.0
+        Keyword-only; diffusers' module always uses 10000.
+    dtype : torch.dtype, optional
+        Output dtype (default float32, as diffusers' module returns; cast
+        it to the model's dtype as diffusers' UNets do).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from posenc.torch import Timesteps
+    >>> proj = Timesteps(8, True, 0)
+    >>> proj(torch.tensor([0, 500]))[1]
+    tensor([-0.8838,  0.9650,  0.2837,  0.8776, -0.4678, -0.2624, -0.9589,  0.4794])
+    >>> proj
+    Timesteps(num_channels=8, flip_sin_to_cos=True, downscale_freq_shift=0.0, scale=1.0)
+    """
+
+    def __init__(
+        self,
+        num_channels: int,
+        flip_sin_to_cos: bool,
+        downscale_freq_shift: float,
+        scale: float = 1,
+        *,
+        max_period: float = 10000.0,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.num_channels = _checks.check_dim(num_channels, "num_channels")
+        self.flip_sin_to_cos = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
+        self.downscale_freq_shift = _checks.check_float(downscale_freq_shift, "downscale_freq_shift")
+        self.scale = _checks.check_float(scale, "scale")
+        self.max_period = _checks.check_float(max_period, "max_period", positive=True)
+        self.dtype = torch.float32 if dtype is None else _float_dtype(dtype)
+        # validates the frequencies once (errors name the arguments)
+        posenc.timestep_embedding(torch.zeros(0, device="meta"), self.num_channels, **self._kwargs())
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {
+            "flip_sin_to_cos": self.flip_sin_to_cos,
+            "downscale_freq_shift": self.downscale_freq_shift,
+            "scale": self.scale,
+            "max_period": self.max_period,
+            "dtype": self.dtype,
+        }
+
+    def forward(self, timesteps: torch.Tensor) -> torch.Tensor:
+        """The embeddings of ``timesteps`` (any shape; diffusers' are 1-D),
+        shape ``timesteps.shape + (num_channels,)``."""
+        return posenc.timestep_embedding(timesteps, self.num_channels, **self._kwargs())
+
+    def extra_repr(self) -> str:
+        out = (
+            f"num_channels={self.num_channels}, flip_sin_to_cos={self.flip_sin_to_cos}, "
+            f"downscale_freq_shift={self.downscale_freq_shift}, scale={self.scale}"
+        )
+        if self.max_period != 10000.0:
+            out += f", max_period={self.max_period}"
+        if self.dtype != torch.float32:
+            out += f", dtype={self.dtype}"
+        return out

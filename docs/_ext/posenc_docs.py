@@ -328,6 +328,7 @@ SEE_ALSO: dict[str, list[str]] = {
 }
 SEE_ALSO[_P + "mrope_cos_sin"] = [_P + "rope_cos_sin", _P + "axial_rope_cos_sin", _S + "from_hf"]
 SEE_ALSO[_P + "grid_interpolation_taps"] = [_P + "resample_grid", _P + "resample_table"]
+SEE_ALSO[_P + "timestep_embedding"] = [_P + "sinusoidal", _P + "gaussian_fourier_features", _P + "sincos_grid"]
 for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional"):
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
 

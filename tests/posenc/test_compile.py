@@ -72,6 +72,10 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
     "similarity_by_offset": (lambda o: posenc.similarity_by_offset(o, 16), lambda n: (_pos(n) - 3,)),
     "sines": (lambda p: posenc.sines(p, [1.0, 0.5, 0.2]), lambda n: (_pos(n),)),
     "sinusoidal": (lambda p: posenc.sinusoidal(p, 16), lambda n: (_pos(n) + 7,)),
+    "timestep_embedding": (
+        lambda t: posenc.timestep_embedding(t, 33, flip_sin_to_cos=True, downscale_freq_shift=0.5, scale=1000.0),
+        lambda n: (torch.linspace(0.0, 1.0, n),),
+    ),
     "wavelengths": (lambda x: x * posenc.wavelengths(16, xp=torch), lambda n: (_x(n, 8),)),
     # vision and coordinates
     "axial_rope_cos_sin": (

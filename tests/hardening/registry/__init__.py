@@ -25,7 +25,20 @@ of the function's docstring.
 from __future__ import annotations
 
 # each family module fills REGISTRY when imported
-from . import bias, fourier, grid, learned, mrope, properties, resample, rotary, scaling, sinusoidal, viz  # noqa: F401
+from . import (  # noqa: F401
+    bias,
+    fourier,
+    grid,
+    learned,
+    mrope,
+    properties,
+    resample,
+    rotary,
+    scaling,
+    sinusoidal,
+    timesteps,
+    viz,
+)
 from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS
 

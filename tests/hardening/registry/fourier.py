@@ -52,6 +52,8 @@ def _gaussian_fourier_features(draw: Draw, be: Backend) -> Case:
     c, _ = real_array(draw, be, lead + (in_dim,), -10.0, 10.0, dtype=dt_in)
     B, _ = real_array(draw, be, (f, in_dim), -30.0, 30.0, dtype=dt_in)
     dk, dt = out_dtype(draw, be)
+    if draw(st.booleans()):
+        dk["flip_sin_to_cos"] = draw(st.booleans())
     return Case(be, (c, B), dk, shape=lead + (2 * f,), dtype=dt, check=bounded_table_check(be))
 
 

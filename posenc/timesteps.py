@@ -1,0 +1,191 @@
+r"""Sinusoidal embeddings of diffusion timesteps (DDPM, every diffusion UNet and DiT).
+
+A timestep embedding is the sinusoidal table of a few (usually fractional)
+timesteps, laid out ``[sin | cos]`` or ``[cos | sin]``, with the frequencies
+
+.. math::
+
+    \omega_i = \mathrm{scale} \cdot \exp\!\Big(-\ln(\mathrm{max\_period})\,
+    \frac{i}{h - \mathrm{shift}}\Big), \qquad i = 0, \dots, h - 1,
+    \quad h = \lfloor \mathrm{dim} / 2 \rfloor,
+
+diffusers' ``get_timestep_embedding``.  ``shift = 1`` (diffusers' default,
+DDPM's) puts the last frequency at exactly ``1 / max_period``; ``shift = 0``
+is the spacing of guided-diffusion, GLIDE and DiT.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from . import _angles, _checks, _compat
+from ._compat import Array
+
+__all__ = ["timestep_embedding"]
+
+
+@_compat.host_constant
+def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
+    """Validated ``dim`` and the host float64 frequencies, ``scale`` included
+    (a constant of torch's traced graphs)."""
+    dim = _checks.check_dim(dim)
+    shift = _checks.check_float(shift, "downscale_freq_shift")
+    scale = _checks.check_float(scale, "scale")
+    max_period = _checks.check_float(max_period, "max_period", positive=True)
+    half = dim // 2
+    if half > 1 and not half - shift > 0:
+        msg = (
+            f"`downscale_freq_shift` must be less than dim // 2 = {half} (it divides the exponent by "
+            f"dim // 2 - downscale_freq_shift), got {shift!r}"
+        )
+        raise ValueError(msg)
+    i = np.arange(half, dtype=np.float64)
+    # i = 0 has the exponent 0 whatever the denominator (for dim 2 or 3 with
+    # shift 1 it is 0 / 0 in diffusers' code, which gives NaN)
+    denom = half - shift if half > 1 else 1.0
+    with np.errstate(all="ignore"):
+        w = np.exp(-math.log(max_period) * i / denom) * scale
+    if not np.isfinite(w).all():
+        msg = (
+            f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r} "
+            "gives frequencies beyond the float64 range"
+        )
+        raise ValueError(msg)
+    return dim, _angles.Freqs.from_array(w)
+
+
+def timestep_embedding(
+    t: Array,
+    dim: int,
+    *,
+    flip_sin_to_cos: bool = False,
+    downscale_freq_shift: float = 1.0,
+    scale: float = 1.0,
+    max_period: float = 10000.0,
+    dtype: Any = None,
+    device: Any = None,
+    xp: Any = None,
+) -> Array:
+    r"""Sinusoidal timestep embeddings, as diffusers' ``get_timestep_embedding``.
+
+    Row ``j`` is ``[sin(t_j w) | cos(t_j w)]`` (``[cos | sin]`` with
+    ``flip_sin_to_cos``) with the ``dim // 2`` frequencies
+    :math:`w_i = \mathrm{scale}\cdot\mathrm{max\_period}^{-i/(\lfloor
+    \mathrm{dim}/2 \rfloor - \mathrm{shift})}`, and for odd ``dim`` a last
+    column of zeros (after the flip).  Every argument means what it means in
+    diffusers, so a model's ``Timesteps(num_channels, flip_sin_to_cos,
+    downscale_freq_shift)`` is ``timestep_embedding(t, num_channels,
+    flip_sin_to_cos=..., downscale_freq_shift=...)``.
+
+    Parameters
+    ----------
+    t : array
+        Timesteps of any shape, integer or real (fractional timesteps, the
+        sigmas of a continuous-time model), of any dtype including
+        ``bfloat16`` and ``float16``.  They decide the namespace and the
+        device.  Python numbers are refused: pass an array (an int would
+        read as a count of timesteps elsewhere in posenc).
+    dim : int
+        Embedding width (diffusers' ``embedding_dim``, ``num_channels``).
+    flip_sin_to_cos : bool, default False
+        ``[cos | sin]`` instead of ``[sin | cos]`` (the zero column of an
+        odd ``dim`` stays last).
+    downscale_freq_shift : float, default 1.0
+        ``shift`` in the exponent's denominator ``dim // 2 - shift``: 1 is
+        diffusers' default (DDPM, the last frequency is exactly
+        ``1 / max_period``), 0 the spacing of guided-diffusion, GLIDE and
+        DiT; any value below ``dim // 2`` is accepted.
+    scale : float, default 1.0
+        Multiplies the angles (diffusers' ``scale``: 1000 for models fed
+        timesteps in ``[0, 1]``).
+    max_period : float, default 10000.0
+        The longest period, ``2 pi / w_min`` up to the shift.
+    dtype, device, xp
+        Output dtype (default: the namespace's default float), device and
+        namespace for list input.
+
+    Returns
+    -------
+    array
+        Shape ``t.shape + (dim,)``.
+
+    Notes
+    -----
+    The angle ``t * w`` is reduced exactly from the given ``t`` (the
+    frequencies, ``scale`` included, are float64 host constants): in float64
+    where the device has it, through float32 never a half type, and cast to
+    ``dtype`` at the end, so ``bfloat16`` timesteps are widened exactly and
+    a float32 ``t = 750`` asked for a ``bfloat16`` embedding is not rounded
+    to 752 first.  On devices without float64 (JAX by default, MPS) the
+    angles come from posenc's float32 digit decomposition.  diffusers forms
+    the frequencies and the angles in float32, an error of up to about
+    ``|t w| * 2**-23`` (1e-4 at ``t = 1000``): posenc's float32 embedding is
+    within a few float32 ulp of the exact values instead.
+
+    The same call gives the timestep embeddings of the other code bases:
+
+    * facebookresearch DiT's ``TimestepEmbedder.timestep_embedding(t,
+      dim)`` (also guided-diffusion's and GLIDE's ``timestep_embedding``):
+      ``timestep_embedding(t, dim, flip_sin_to_cos=True,
+      downscale_freq_shift=0)``;
+    * diffusers ``Timesteps(dim, flip_sin_to_cos, downscale_freq_shift,
+      scale)``: the same four arguments (:class:`posenc.torch.Timesteps` is
+      the module);
+    * DDPM's (and the original Stable Diffusion UNet's)
+      ``get_timestep_embedding``: the defaults, ``[sin | cos]`` with
+      ``shift = 1``.
+
+    For ``dim`` of 2 or 3 the one frequency is ``scale`` whatever the shift;
+    diffusers' code divides 0 by 0 there when the shift is 1 (NaN columns).
+
+    References
+    ----------
+    .. [1] J. Ho, A. Jain, P. Abbeel, "Denoising diffusion probabilistic models",
+           NeurIPS 2020, https://arxiv.org/abs/2006.11239
+    .. [2] W. Peebles, S. Xie, "Scalable diffusion models with transformers", ICCV 2023,
+           https://arxiv.org/abs/2212.09748
+
+    Examples
+    --------
+    >>> import numpy as np, posenc
+    >>> t = np.array([0.0, 1.0, 999.5])
+    >>> e = posenc.timestep_embedding(t, 8)
+    >>> e.shape
+    (3, 8)
+    >>> e[1].round(3)  # frequencies 1, 0.0464, 0.0022, 0.0001: [sin | cos]
+    array([0.841, 0.046, 0.002, 0.   , 0.54 , 0.999, 1.   , 1.   ])
+
+    DiT's embedding, ``[cos | sin]`` with the frequencies ``10000**(-i/4)``:
+
+    >>> posenc.timestep_embedding(t, 8, flip_sin_to_cos=True, downscale_freq_shift=0)[1].round(3)
+    array([0.54 , 0.995, 1.   , 1.   , 0.841, 0.1  , 0.01 , 0.001])
+
+    Half-precision timesteps and output, computed in float32 or better:
+
+    >>> import torch
+    >>> posenc.timestep_embedding(torch.tensor([750.0]), 320, dtype=torch.bfloat16).dtype
+    torch.bfloat16
+    """
+    ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
+    dim, freqs = _timestep_freqs(dim, downscale_freq_shift, scale, max_period)
+    flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
+    if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or _compat.is_symbolic(t):
+        msg = (
+            f"`t` must be an array of timesteps, got the {type(t).__name__} {_checks.show(t)}; "
+            "pass xp.asarray([t]) for one timestep"
+        )
+        raise TypeError(msg)
+    t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding")
+    xp_ = ctx.xp
+    lead = tuple(t.shape)
+    if freqs.m == 0:  # dim == 1: diffusers' single zero column
+        return xp_.zeros(lead + (dim,), dtype=ctx.dtype, device=ctx.device)
+    s, c = _angles.sincos(t, freqs, ctx)
+    parts = [c, s] if flip else [s, c]
+    if dim % 2:
+        parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))
+    return _angles.cast(xp_.concat(parts, axis=-1), ctx.dtype, xp_)
