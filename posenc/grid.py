@@ -34,6 +34,8 @@ from ._compat import Array, Context
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin"]
 
 ORDERS = ("mae", "timm", "blocks", "interleaved")
+#: orders of sincos_grid only: "mae_st" (time block, then space in MAE's order) sets its own axis widths
+GRID_ORDERS = ORDERS + ("mae_st",)
 
 
 # --------------------------------------------------------------------------
@@ -98,16 +100,33 @@ def _axis_freqs(m: int, base: float) -> _angles.Freqs:
     return _angles.Freqs.from_array(np.power(base, -np.arange(m, dtype=np.float64) / m))
 
 
-def _axis_sincos(shape: tuple[int, ...], freqs: _angles.Freqs, ctx: Context) -> tuple[list[Array], list[Array]]:
-    """Per axis ``k``, sin and cos of ``ik * freqs`` at the grid points, each broadcast to ``(*shape, m)``."""
+def _axis_sincos(
+    shape: tuple[int, ...],
+    freqs: _angles.Freqs | Sequence[_angles.Freqs],
+    ctx: Context,
+    coords: Sequence[int | np.ndarray] | None = None,
+) -> tuple[list[Array], list[Array]]:
+    """Per axis ``k``, sin and cos of ``x * freqs[k]`` at the grid points, each
+    broadcast to ``(*shape, m_k)``.
+
+    ``freqs``: one set for every axis, or one per axis.  ``coords[k]``: the
+    first integer coordinate of axis ``k`` (its points are ``start ..
+    start + n - 1``: the exact range path), or a host float32 array of the
+    ``n`` coordinates; default 0 for every axis.
+    """
     xp = ctx.xp
-    nd, m = len(shape), freqs.m
+    nd = len(shape)
+    freqs = [freqs] * nd if isinstance(freqs, _angles.Freqs) else list(freqs)
+    coords = [0] * nd if coords is None else list(coords)
     sins, coss = [], []
-    for k, n in enumerate(shape):
-        s, c = _angles.sincos_range(0, n, freqs, ctx)  # (n, m), exact range path
-        view = tuple(n if j == k else 1 for j in range(nd)) + (m,)
-        sins.append(xp.broadcast_to(xp.reshape(s, view), shape + (m,)))
-        coss.append(xp.broadcast_to(xp.reshape(c, view), shape + (m,)))
+    for k, (n, f, x) in enumerate(zip(shape, freqs, coords)):
+        if isinstance(x, int):
+            s, c = _angles.sincos_range(x, n, f, ctx)  # (n, m), exact range path
+        else:  # float32 coordinates (exact in float32), angles reduced from them exactly
+            s, c = _angles.sincos(_compat.from_host(x, ctx, ctx.float32), f, ctx)
+        view = tuple(n if j == k else 1 for j in range(nd)) + (f.m,)
+        sins.append(xp.broadcast_to(xp.reshape(s, view), shape + (f.m,)))
+        coss.append(xp.broadcast_to(xp.reshape(c, view), shape + (f.m,)))
     return sins, coss
 
 
@@ -117,6 +136,8 @@ def _arrange(sins: list[Array], coss: list[Array], order: str, dim: int, ctx: Co
     nd = len(sins)
     if order == "mae":
         parts = [t for k in reversed(range(nd)) for t in (sins[k], coss[k])]
+    elif order == "mae_st":  # (t, h, w): [t | w | h]
+        parts = [t for k in (0, 2, 1) for t in (sins[k], coss[k])]
     elif order == "timm":
         parts = list(sins) + list(coss)
     elif order == "blocks":
@@ -132,11 +153,63 @@ def _arrange(sins: list[Array], coss: list[Array], order: str, dim: int, ctx: Co
     return _angles.cast(out, ctx.dtype, xp)
 
 
-def _order_args(dim: Any, base: Any, order: Any) -> tuple[int, float, str]:
+def _order_args(dim: Any, base: Any, order: Any, orders: tuple[str, ...] = ORDERS) -> tuple[int, float, str]:
     dim = _checks.check_dim(dim)
     base = _checks.check_float(base, "base", positive=True)
-    order = _checks.check_choice(order, "order", ORDERS)
+    order = _checks.check_choice(order, "order", orders)
     return dim, base, order
+
+
+def _per_axis(value: Any, name: str, nd: int, check: Any) -> tuple[Any, ...]:
+    """A number for every axis, or one per axis (a sequence of ``nd``), each through ``check``."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        if len(value) != nd:
+            msg = f"`{name}` must be a number or one per axis ({nd} for this grid), got {_checks.show(value)}"
+            raise ValueError(msg)
+        return tuple(check(v, name) for v in value)
+    return (check(value, name),) * nd
+
+
+def _axis_dims(value: Any, dim: int, shape: tuple[int, ...], order: str) -> tuple[int, ...] | None:
+    """Per-axis feature counts (grid order), or None for the equal split."""
+    nd = len(shape)
+    if value is None:
+        if order != "mae_st":
+            return None
+        if nd != 3 or dim % 16:
+            msg = (
+                "order='mae_st' is MAE-ST's video table: a (time, height, width) grid and `dim` divisible "
+                f"by 16 (dim/4 for time, 3*dim/8 per space axis), got `grid_shape` {shape} and `dim` {dim}; "
+                "pass `axis_dims` for other splits"
+            )
+            raise ValueError(msg)
+        return (dim // 4, 3 * dim // 8, 3 * dim // 8)
+    if order == "interleaved":
+        msg = "`axis_dims` does not apply to order='interleaved' (positional-encodings' equal split)"
+        raise ValueError(msg)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"`axis_dims` must be a tuple of even integers, one per axis, got {_checks.show(value)}"
+        raise TypeError(msg)
+    dims = tuple(_checks.check_dim(v, "axis_dims", even=True) for v in value)
+    if len(dims) != nd or sum(dims) != dim:
+        msg = f"`axis_dims` must hold one even width per axis ({nd}) summing to `dim` = {dim}, got {dims}"
+        raise ValueError(msg)
+    return dims
+
+
+@_compat.host_constant
+def _scaled_coords(full: int, start: int, n: int, base_size: float | None, scale: float) -> np.ndarray:
+    """diffusers' grid coordinates ``i / (full / base_size) / scale`` (without
+    ``base_size``: ``i / scale``) for ``i = start .. start + n - 1``, each
+    division rounded to float32 as diffusers (and PixArt's NumPy code) computes
+    them: ``(full / base_size)`` in float64 then float32, the quotients in
+    float32."""
+    x = np.arange(start, start + n, dtype=np.float32)
+    if base_size is not None:
+        x = x / np.float32(full / base_size)
+    if scale != 1.0:
+        x = x / np.float32(scale)
+    return x
 
 
 # --------------------------------------------------------------------------
@@ -148,7 +221,12 @@ def sincos_grid(
     *,
     base: float = 10000.0,
     order: str = "mae",
+    axis_dims: Sequence[int] | None = None,
+    base_size: float | Sequence[float] | None = None,
+    interpolation_scale: float | Sequence[float] = 1.0,
+    crop_from: Sequence[int] | None = None,
     cls_token: bool = False,
+    num_prefix_tokens: int = 0,
     flatten: bool = False,
     dtype: Any = None,
     device: Any = None,
@@ -161,7 +239,11 @@ def sincos_grid(
     the patch tokens of a ViT).  Each axis is encoded with ``dim / ndim``
     sinusoidal features of the frequencies :math:`\omega_i =
     \mathrm{base}^{-i/m}`, :math:`m = \mathrm{dim} / (2\,\mathrm{ndim})`
-    (see the module notes); ``order`` says where the columns go.
+    (see the module notes); ``order`` says where the columns go.  The
+    options of diffusion transformers (diffusers' ``base_size`` and
+    ``interpolation_scale`` coordinates, SD3's centre crop, CogVideoX's
+    video table with its text rows) are arguments too: see
+    :doc:`/howto/diffusion`.
 
     Parameters
     ----------
@@ -175,7 +257,7 @@ def sincos_grid(
         padding rule (below).
     base : float, default 10000.0
         Base of the frequency progression (timm calls it ``temperature``).
-    order : {"mae", "timm", "blocks", "interleaved"}
+    order : {"mae", "timm", "blocks", "interleaved", "mae_st"}
         Column order, written for a 2-D grid ``(H, W)`` with ``h`` the row
         and ``w`` the column index; ``sin h`` stands for the ``m`` columns
         ``sin(h * omega_i)``:
@@ -207,9 +289,52 @@ def sincos_grid(
             interleaved table, axes in grid order).  Like that package it
             accepts any ``dim``: each axis gets ``2 * ceil(dim / (2 ndim))``
             columns and the table is cut to the first ``dim``.
+        ``"mae_st"``
+            ``[sin t | cos t | sin w | cos w | sin h | cos h]`` for a
+            ``(T, H, W)`` grid, with ``dim / 4`` columns for time and
+            ``3 dim / 8`` for each space axis (``axis_dims`` may set
+            others): MAE-ST's ``get_3d_sincos_pos_embed``, and diffusers'
+            (CogVideoX's) ``get_3d_sincos_pos_embed``, whose
+            ``spatial_size`` is ``(W, H)``: ``sincos_grid((T, H, W), dim,
+            order="mae_st")`` is its ``(T, (W, H))`` table.
+
+        Which order each model uses: MAE, DiT, PixArt, SD3, Hunyuan-DiT,
+        Latte's spatial table and every diffusers 2-D table: ``"mae"``;
+        timm ViTs: ``"timm"``; MAE-ST and CogVideoX: ``"mae_st"``.
+    axis_dims : tuple of int, optional
+        Features per axis, in grid order (even, summing to ``dim``): axis
+        ``k`` gets ``m_k = axis_dims[k] / 2`` pairs of frequencies
+        ``base**(-i / m_k)``.  Default: ``dim / ndim`` each (``"mae_st"``:
+        ``(dim/4, 3dim/8, 3dim/8)``).
+    base_size : float or tuple of float, optional
+        diffusers' ``base_size``: axis ``k`` of ``n_k`` points has the
+        coordinates ``i / (n_k / base_size) / interpolation_scale``, so
+        that the grid spans ``base_size / interpolation_scale`` whatever
+        its resolution (PixArt, SD3, Hunyuan-DiT).  Default: integer
+        coordinates ``i``.  diffusers' ``get_2d_sincos_pos_embed`` defaults
+        to ``base_size=16``: pass it to match a call that leaves it out.
+    interpolation_scale : float or tuple of float, default 1.0
+        Divides the coordinates (diffusers' ``interpolation_scale``;
+        CogVideoX's ``(temporal, spatial, spatial)`` scales).  With
+        ``base_size`` or ``interpolation_scale`` the coordinates are formed
+        as diffusers (and PixArt's NumPy code) forms them, each division
+        rounded to float32 (``n_k / base_size`` in float64 first); the
+        angles are then exact for those coordinates.  diffusers' 2-D tables
+        are these float32 coordinates in float64 angles: the float64 tables
+        agree to the last bits.
+    crop_from : tuple of int, optional
+        The table is the centre crop of the table of this larger grid:
+        SD3's ``PatchEmbed(pos_embed_max_size=M)`` is ``crop_from=(M, M)``
+        (rows from ``(M - H) // 2``, columns from ``(M - W) // 2``), with
+        ``base_size`` and ``interpolation_scale`` applied to the ``M`` grid.
     cls_token : bool, default False
         Prepend one row of zeros for a class token, as MAE does.  The table
         is then flattened: shape ``(1 + prod(grid_shape), dim)``.
+    num_prefix_tokens : int, default 0
+        Prepend this many rows of zeros (then flatten): the text tokens of
+        CogVideoX (``max_text_seq_length``), diffusers' ``extra_tokens``
+        (which diffusers adds only with ``cls_token=True``; here give one
+        of ``cls_token`` and ``num_prefix_tokens``).
     flatten : bool, default False
         Return ``(prod(grid_shape), dim)`` (the token order of a ViT) rather
         than ``(*grid_shape, dim)``.
@@ -221,7 +346,8 @@ def sincos_grid(
     -------
     array
         ``(*grid_shape, dim)``; ``(prod(grid_shape), dim)`` with ``flatten``;
-        ``(1 + prod(grid_shape), dim)`` with ``cls_token``.
+        ``(1 + prod(grid_shape), dim)`` with ``cls_token``, ``(p +
+        prod(grid_shape), dim)`` with ``num_prefix_tokens=p``.
 
     See Also
     --------
@@ -230,11 +356,9 @@ def sincos_grid(
 
     Notes
     -----
-    Other published variants differ in the frequencies, not only the order:
-    MAE-ST's video table gives a quarter of ``dim`` to time and the rest to
-    space, and some 2-D tables divide by ``dim/4 - 1`` instead of ``dim/4``.
-    Use :func:`sincos_coords` with your own coordinates for tables of
-    rescaled grids (DiT/PixArt's ``base_size`` and ``interpolation_scale``).
+    Some published 2-D tables divide by ``dim/4 - 1`` instead of
+    ``dim/4``: not reproduced.  :func:`sincos_coords` encodes coordinates of
+    your own.
 
     The sines and cosines are those of :func:`posenc.sinusoidal`: within a
     few float32 ulp of the float64 values at every grid size.
@@ -262,22 +386,86 @@ def sincos_grid(
     array([ 0.8415,  0.01  ,  0.9093,  0.02  ,  0.5403,  1.    , -0.4161,  0.9998])
     >>> posenc.sincos_grid((14, 14), 768, cls_token=True).shape
     (197, 768)
+
+    SD3's table (``pos_embed_max_size=192``, ``base_size=64``) cropped to a
+    64 x 96 latent grid, and a CogVideoX table with 4 text rows (the model
+    has 226):
+
+    >>> posenc.sincos_grid((64, 96), 64, base_size=64, crop_from=(192, 192), flatten=True).shape
+    (6144, 64)
+    >>> posenc.sincos_grid((2, 6, 9), 64, order="mae_st", interpolation_scale=(1.0, 1.875, 1.875),
+    ...                    num_prefix_tokens=4).shape
+    (112, 64)
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     shape = _grid_shape(grid_shape, "grid_shape")
-    dim, base, order = _order_args(dim, base, order)
+    dim, base, order = _order_args(dim, base, order, GRID_ORDERS)
+    nd = len(shape)
+    widths = _axis_dims(axis_dims, dim, shape, order)
     cls_token = _checks.check_bool(cls_token, "cls_token")
+    prefix = _checks.check_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
+    if cls_token and prefix:
+        msg = "pass one of `cls_token` (one zero row) and `num_prefix_tokens`, not both"
+        raise ValueError(msg)
+    prefix = prefix or int(cls_token)
     flatten = _checks.check_bool(flatten, "flatten")
-    m = _pairs_per_axis(dim, len(shape), order, f"ndim = len(`grid_shape`) = {len(shape)}")
-    _checks.check_size(shape + (dim,), "table")
+    full, starts = shape, [0] * nd
+    if crop_from is not None:
+        full = _grid_shape(crop_from, "crop_from")
+        if len(full) != nd or any(f < n for f, n in zip(full, shape)):
+            msg = f"`crop_from` must be a grid of {nd} axes at least as large as `grid_shape` {shape}, got {full}"
+            raise ValueError(msg)
+        starts = [(f - n) // 2 for f, n in zip(full, shape)]
+    sizes = None if base_size is None else _per_axis(base_size, "base_size", nd, _coord_float)
+    scales = _per_axis(interpolation_scale, "interpolation_scale", nd, _coord_float)
+    if widths is None:
+        m = _pairs_per_axis(dim, nd, order, f"ndim = len(`grid_shape`) = {nd}")
+        freqs = _axis_freqs(m, base)
+    else:
+        freqs = [_axis_freqs(w // 2, base) for w in widths]
+    _checks.check_size((prefix + math.prod(shape), dim), "table")
+    coords = _grid_coords(full, starts, shape, sizes, scales)
     xp_ = ctx.xp
-    sins, coss = _axis_sincos(shape, _axis_freqs(m, base), ctx)
+    sins, coss = _axis_sincos(shape, freqs, ctx, coords)
     out = _arrange(sins, coss, order, dim, ctx)
-    if cls_token or flatten:
+    if prefix or flatten:
         out = xp_.reshape(out, (math.prod(shape), dim))
-    if cls_token:
-        out = xp_.concat([xp_.zeros((1, dim), dtype=ctx.dtype, device=ctx.device), out], axis=0)
+    if prefix:
+        out = xp_.concat([xp_.zeros((prefix, dim), dtype=ctx.dtype, device=ctx.device), out], axis=0)
     return out
+
+
+def _grid_coords(
+    full: tuple[int, ...],
+    starts: list[int],
+    shape: tuple[int, ...],
+    sizes: tuple[float, ...] | None,
+    scales: tuple[float, ...],
+) -> list[int | np.ndarray]:
+    """Per axis: the first integer coordinate, or diffusers' float32 coordinates."""
+    out: list[int | np.ndarray] = []
+    for k, (f, start, n, scale) in enumerate(zip(full, starts, shape, scales)):
+        if sizes is None and scale == 1.0:
+            out.append(start)
+            continue
+        if sizes is not None and not f / sizes[k] <= _F32_MAX:
+            msg = f"`base_size` = {sizes[k]!r} makes the grid step {f} / base_size overflow float32"
+            raise ValueError(msg)
+        out.append(_scaled_coords(f, start, n, None if sizes is None else sizes[k], scale))
+    return out
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_F32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _coord_float(value: Any, name: str) -> float:
+    """A positive number that float32 holds (coordinates are divided by it in float32)."""
+    x = _checks.check_float(value, name, positive=True)
+    if not _F32_TINY <= x <= _F32_MAX:
+        msg = f"`{name}` must be a positive number within the float32 range, got {x!r}"
+        raise ValueError(msg)
+    return x
 
 
 def sincos_coords(
