@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench_cache, bench_gpu, bench_hotpath, bench_rope, bench_scale, bench_sinusoidal
+from . import bench_cache, bench_diffusion, bench_gpu, bench_hotpath, bench_rope, bench_scale, bench_sinusoidal
 from .harness import Config, Row, header, markdown_table, text_table
 
 SECTIONS = {
@@ -20,6 +20,7 @@ SECTIONS = {
     "cache": (bench_cache, "Repeated calls: second identical call against the first; mutation safety"),
     "scale": (bench_scale, "Scale: Dask table of 2**22 x 512 float32 (8 GiB), reduced chunk by chunk"),
     "gpu": (bench_gpu, "GPU: tables and RoPE against a device copy"),
+    "diffusion": (bench_diffusion, "Diffusion: timestep embedding against diffusers' get_timestep_embedding"),
 }
 HERE = Path(__file__).resolve().parent
 

@@ -58,6 +58,24 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
     return dim, _angles.Freqs.from_array(w)
 
 
+#: the frequencies of recent configurations, by their arguments and the
+#: arguments' types (a sampling loop embeds with one configuration every step)
+_FREQS: dict[Any, tuple[int, _angles.Freqs]] = {}
+
+
+def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
+    """:func:`_timestep_freqs`, kept per configuration outside torch's tracer."""
+    if _compat.compiling():
+        return _timestep_freqs(dim, shift, scale, max_period)
+    args = (dim, shift, scale, max_period)
+    key, got = _compat.lookup(_FREQS, tuple((type(a), a) for a in args))
+    if got is None:
+        got = _timestep_freqs(*args)
+        if key is not None:
+            _compat.remember(_FREQS, key, got, 64)
+    return got
+
+
 def timestep_embedding(
     t: Array,
     dim: int,
@@ -171,7 +189,7 @@ def timestep_embedding(
     torch.bfloat16
     """
     ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
-    dim, freqs = _timestep_freqs(dim, downscale_freq_shift, scale, max_period)
+    dim, freqs = _freqs(dim, downscale_freq_shift, scale, max_period)
     flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
     if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or _compat.is_symbolic(t):
         msg = (

@@ -93,6 +93,7 @@ GALLERY_ORDER = (
     "plot_encoding.py",
     "plot_wavelengths.py",
     "plot_dimensions.py",
+    "plot_timestep_embedding.py",
     "plot_similarity.py",
     "plot_similarity_by_offset.py",
     "plot_rope_scaling.py",
