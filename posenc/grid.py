@@ -369,6 +369,8 @@ def sincos_grid(
            recognition at scale", ICLR 2021, https://arxiv.org/abs/2010.11929
     .. [2] K. He et al., "Masked autoencoders are scalable vision learners", CVPR 2022,
            https://arxiv.org/abs/2111.06377
+    .. [3] C. Feichtenhofer, H. Fan, Y. Li, K. He, "Masked autoencoders as spatiotemporal
+           learners", NeurIPS 2022, https://arxiv.org/abs/2205.09113
 
     Examples
     --------

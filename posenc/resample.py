@@ -216,6 +216,11 @@ def resample_grid(
     and builds a lazy Dask graph.  :func:`grid_interpolation_taps` gives the
     same sampling as explicit gather indices and weights.
 
+    References
+    ----------
+    .. [1] M. Oquab et al., "DINOv2: learning robust visual features without supervision",
+           TMLR 2024, https://arxiv.org/abs/2304.07193
+
     Examples
     --------
     >>> import numpy as np, posenc
