@@ -7,9 +7,8 @@ array-api-strict arrays; the output lives on the input's device.
 from __future__ import annotations
 
 from . import scaling
+from .alibi import alibi_bias, alibi_slopes, cumulative_gate_bias
 from .bias import (
-    alibi_bias,
-    alibi_slopes,
     kerple_bias,
     relative_positions,
     relative_sinusoidal,
@@ -25,6 +24,12 @@ from .resample import grid_interpolation_taps, resample_grid
 from .rotary import apply_rope, rope, rope_cos_sin, rope_frequencies, rope_permutation, xpos_scale
 from .sinusoidal import add_sinusoidal, binary, frequencies, sines, sinusoidal, wavelengths
 from .timesteps import timestep_embedding
+from .windows import (
+    decomposed_relative_positions,
+    relative_log_coords,
+    relative_position_index,
+    resample_relative_table,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -54,11 +59,17 @@ __all__ = [
     # relative positions and attention biases
     "alibi_bias",
     "alibi_slopes",
+    "cumulative_gate_bias",
     "kerple_bias",
     "relative_positions",
     "relative_sinusoidal",
     "t5_bucket",
     "t5_buckets",
+    # 2-D relative positions of windowed vision attention
+    "decomposed_relative_positions",
+    "relative_log_coords",
+    "relative_position_index",
+    "resample_relative_table",
     # rotary embeddings
     "apply_rope",
     "mrope_cos_sin",

@@ -1,10 +1,10 @@
 """Relative positions and attention biases.
 
-Clipped relative positions (Shaw et al., 2018), ALiBi slopes and biases
-(Press et al., 2022, with BLOOM's and MPT's equivalent forms), T5's
-log-spaced relative position buckets (Raffel et al., 2020),
-Transformer-XL's relative sinusoid table (Dai et al., 2019) and KERPLE's
-log and power kernels (Chi et al., 2022).
+Clipped relative positions (Shaw et al., 2018), T5's log-spaced relative
+position buckets (Raffel et al., 2020), Transformer-XL's relative sinusoid
+table (Dai et al., 2019) and KERPLE's log and power kernels (Chi et al.,
+2022).  ALiBi's slopes and biases live in :mod:`posenc.alibi` (and are
+importable from here as before).
 
 Conventions shared by every function here:
 
@@ -34,25 +34,25 @@ import numpy as np
 from . import _angles, _checks, _compat
 from ._compat import Array, Context
 from ._relative import (
-    arange,
     array_args,
     check_per_head,
     check_positive,
     check_span,
     float_dtype_of,
     float_param,
-    head_count,
     iinfo,
     int_dtype,
     is_traced,
     lengths,
-    mask_future,
     query_offset,
     rel_matrix,
     rel_range,
     rel_vector,
     toeplitz,
 )
+
+# ALiBi moved to posenc.alibi; posenc.bias.alibi_bias (and the rest) still import from here
+from .alibi import ALIBI_FORMS, alibi_bias, alibi_slopes  # noqa: F401
 
 __all__ = [
     "relative_positions",
@@ -64,13 +64,10 @@ __all__ = [
     "kerple_bias",
 ]
 
-ALIBI_FORMS = ("paper", "bloom", "mpt")
 KERPLE_KINDS = ("log", "power")
 #: above this ``max_distance``-sized bound T5 buckets count thresholds instead
 #: of looking them up in a table of ``2 * top + 1`` entries
 _TABLE_LIMIT = 2**16
-#: head counts up to this get correctly rounded slopes from Python's ``**``
-_SLOPES_EXACT = 2**16
 
 
 # --------------------------------------------------------------------------
@@ -159,254 +156,6 @@ def relative_positions(
         if is_traced(off) or lo < -max_distance or hi > max_distance:
             rel = ctx.xp.clip(rel, -max_distance, max_distance)
     return rel
-
-
-# --------------------------------------------------------------------------
-# ALiBi (Press et al.)
-# --------------------------------------------------------------------------
-def _slopes(n: int, max_bias: float, ctx: Context) -> Array:
-    """ALiBi's slopes as a ``ctx.work`` array: from the host table, or while
-    torch traces, a constant of the graph built from Python floats."""
-    if _compat.compiling():
-        return ctx.xp.asarray(_slope_values(n, max_bias), dtype=ctx.work, device=ctx.device)
-    return _compat.from_host(_host_slopes(n, max_bias), ctx, ctx.work)
-
-
-@_compat.host_constant
-def _slope_values(n: int, max_bias: float) -> tuple[float, ...]:
-    """:func:`_host_slopes` as Python floats (a constant for torch's tracer)."""
-    return tuple(_host_slopes(n, max_bias).tolist())
-
-
-def _host_slopes(n: int, max_bias: float) -> np.ndarray:
-    """Press et al.'s ``get_slopes`` in float64, generalised to ``max_bias``.
-
-    With ``c`` the largest power of two ``<= n``: the ``c`` slopes
-    ``2^(-max_bias * h / c)``, ``h = 1 .. c``, then the first ``n - c`` of
-    the odd-numbered slopes of ``2c`` heads, ``2^(-max_bias * h / (2c))``,
-    ``h = 1, 3, 5, ...``.  Up to ``_SLOPES_EXACT`` heads each slope is one
-    correctly rounded Python power; beyond, NumPy's vectorised power (within
-    an ulp) keeps the cost linear in C, not in Python.
-    """
-    c = 1 << (n.bit_length() - 1)
-    if n <= _SLOPES_EXACT:
-        slopes = [2.0 ** (-max_bias * h / c) for h in range(1, c + 1)]
-        slopes += [2.0 ** (-max_bias * h / (2 * c)) for h in range(1, 2 * (n - c), 2)]
-        return np.asarray(slopes, dtype=np.float64)
-    first = np.arange(1, c + 1, dtype=np.float64)
-    extra = np.arange(1, 2 * (n - c), 2, dtype=np.float64)
-    return np.power(2.0, np.concatenate([(-max_bias * first) / c, (-max_bias * extra) / (2 * c)]))
-
-
-def _check_max_bias(max_bias: Any) -> float:
-    return _checks.check_float(max_bias, "max_bias", positive=True)
-
-
-def alibi_slopes(
-    num_heads: int,
-    *,
-    max_bias: float = 8.0,
-    dtype: Any = None,
-    device: Any = None,
-    xp: Any = None,
-) -> Array:
-    r"""ALiBi's per-head slopes (Press et al., 2022) for any number of heads.
-
-    For ``n`` a power of two the slopes are the geometric sequence
-    :math:`m_h = 2^{-8h/n}`, :math:`h = 1, \dots, n` (``1/2, 1/4, ...,
-    1/256`` for 8 heads).  For other head counts the reference ``get_slopes``
-    takes the slopes of the closest power of two below, ``c``, and then every
-    other slope (the 1st, 3rd, 5th, ...) of the ``2c`` sequence, so the
-    extra heads interleave between the first ones.
-
-    Parameters
-    ----------
-    num_heads : int
-        Number of attention heads (at least 1).
-    max_bias : float, default 8.0
-        The ``8`` of :math:`2^{-8h/n}`; MPT's ``alibi_bias_max``.
-    dtype, device, xp
-        Output floating dtype (default: the namespace's default float),
-        device and namespace.
-
-    Returns
-    -------
-    array
-        Shape ``(num_heads,)``, decreasing within each of the two groups.
-
-    Notes
-    -----
-    The slopes are computed on the host in float64 with Python's ``math``
-    and rounded once to the output dtype.  BLOOM (``_get_alibi_slopes``) and
-    MPT (``build_mpt_alibi_tensor``, which orders the odd and even slopes of
-    the next power of two) produce the same slopes.
-
-    References
-    ----------
-    .. [1] O. Press, N. A. Smith, M. Lewis, "Train short, test long: attention with
-           linear biases enables input length extrapolation", ICLR 2022,
-           https://arxiv.org/abs/2108.12409
-
-    Examples
-    --------
-    >>> import posenc
-    >>> posenc.alibi_slopes(8)
-    array([0.5       , 0.25      , 0.125     , 0.0625    , 0.03125   ,
-           0.015625  , 0.0078125 , 0.00390625])
-    >>> posenc.alibi_slopes(12)[8:].round(5)
-    array([0.70711, 0.35355, 0.17678, 0.08839])
-    """
-    ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    n = head_count(num_heads)
-    max_bias = _check_max_bias(max_bias)
-    return _angles.cast(_slopes(n, max_bias, ctx), ctx.dtype, ctx.xp)
-
-
-def alibi_bias(
-    num_heads: int,
-    query_len: int,
-    key_len: int | None = None,
-    *,
-    offset: int | None = None,
-    form: str = "paper",
-    causal: bool = False,
-    slopes: Array | None = None,
-    max_bias: float | None = None,
-    dtype: Any = None,
-    device: Any = None,
-    xp: Any = None,
-) -> Array:
-    r"""ALiBi attention bias: :math:`-m_h\,|i - j|` per head (Press et al., 2022).
-
-    Add it to the attention logits :math:`q_i \cdot k_j / \sqrt{d}` before
-    the softmax; there is no position embedding.
-
-    Parameters
-    ----------
-    num_heads : int
-        Number of heads.
-    query_len : int
-        Number of queries.
-    key_len : int, optional
-        Number of keys (default ``query_len``).
-    offset : int or 0-d integer array, optional
-        Position of the first query on the key axis; default
-        ``key_len - query_len`` (the queries are the last ones, as with a
-        key/value cache).  May be traced.  See :func:`relative_positions`.
-    form : {"paper", "bloom", "mpt"}
-        ``"paper"``: :math:`-m_h |j - (i + \text{offset})|`, shape
-        ``(num_heads, query_len, key_len)``, zero on the diagonal and
-        symmetric, so it also serves bidirectional encoders.
-        ``"bloom"``: :math:`m_h\,j` (BLOOM's ``build_alibi_tensor`` and the
-        reference repository), shape ``(num_heads, 1, key_len)``.
-        ``"mpt"``: :math:`m_h\,(j - (\text{key\_len} - 1))` (MPT's
-        ``build_mpt_alibi_tensor``), shape ``(num_heads, 1, key_len)``.
-        The last two broadcast over the queries and equal the paper's form
-        only after a softmax over the causal keys (see Notes).
-    causal : bool, default False
-        Put ``-inf`` on the keys after each query (``j > i + offset``): the
-        result is a ready causal mask plus bias of shape
-        ``(num_heads, query_len, key_len)`` for every ``form``.
-    slopes : array, optional
-        Slopes of shape ``(num_heads,)`` to use instead of
-        :func:`alibi_slopes` (learned or custom slopes; gradients flow to
-        them).  The output then follows their namespace, device and, unless
-        ``dtype`` is given, their dtype.
-    max_bias : float, optional
-        ``max_bias`` of :func:`alibi_slopes` (default 8.0); not with
-        ``slopes``.
-    dtype, device, xp
-        Output floating dtype, device and namespace.
-
-    Returns
-    -------
-    array
-        ``(num_heads, query_len, key_len)``, or ``(num_heads, 1, key_len)``
-        for the ``"bloom"`` and ``"mpt"`` forms without ``causal``.
-
-    Notes
-    -----
-    A softmax is unchanged when a constant is added to every logit of a
-    row.  For query :math:`i` (at key position :math:`p = i + \text{offset}`)
-    the causal keys are :math:`j \le p`, where
-
-    .. math::
-
-        -m_h |j - p| = m_h (j - p) = m_h\,j - m_h\,p
-        = m_h\,(j - (L - 1)) - m_h\,(p - (L - 1)),
-
-    so the paper's form, BLOOM's :math:`m_h j` (also the form of the
-    reference repository, which adds it to its causal mask) and MPT's
-    :math:`m_h (j - (L - 1))` differ by a per-row constant on the causal
-    keys and give the same attention probabilities.  They differ on the
-    future keys (the broadcast forms must be combined with a causal mask)
-    and in rounding: the paper's form stays small near the diagonal, where
-    the attention mass is, while BLOOM's grows with the key position, so in
-    bfloat16 the paper's form keeps more of the nearby differences.
-
-    References
-    ----------
-    .. [1] O. Press, N. A. Smith, M. Lewis, "Train short, test long: attention with
-           linear biases enables input length extrapolation", ICLR 2022,
-           https://arxiv.org/abs/2108.12409
-
-    Examples
-    --------
-    >>> import posenc
-    >>> posenc.alibi_bias(2, 3)
-    array([[[ 0.        , -0.0625    , -0.125     ],
-            [-0.0625    ,  0.        , -0.0625    ],
-            [-0.125     , -0.0625    ,  0.        ]],
-    <BLANKLINE>
-           [[ 0.        , -0.00390625, -0.0078125 ],
-            [-0.00390625,  0.        , -0.00390625],
-            [-0.0078125 , -0.00390625,  0.        ]]])
-    >>> posenc.alibi_bias(2, 1, 4, form="bloom")[0]
-    array([[0.    , 0.0625, 0.125 , 0.1875]])
-    >>> posenc.alibi_bias(1, 2, causal=True, max_bias=1.0)
-    array([[[ 0. , -inf],
-            [-0.5,  0. ]]])
-    """
-    form = _checks.check_choice(form, "form", ALIBI_FORMS)
-    causal = _checks.check_bool(causal, "causal")
-    n = head_count(num_heads)
-    q, k = lengths(query_len, key_len)
-    if slopes is not None and max_bias is not None:
-        msg = "`max_bias` and `slopes` exclude each other: the slopes are given"
-        raise ValueError(msg)
-    if dtype is None and _compat.is_array(slopes):
-        dtype = float_dtype_of({"slopes": slopes}, xp, device)
-    ctx = _compat.resolve({"slopes": slopes, **array_args(offset)}, xp=xp, device=device, dtype=dtype)
-    off = query_offset(offset, q, k, ctx)
-    xp_ = ctx.xp
-    rows = q if (form == "paper" or causal) else 1
-    if slopes is None:
-        max_bias = 8.0 if max_bias is None else _check_max_bias(max_bias)
-        _checks.check_size((n, rows, k), "bias")
-        m = _slopes(n, max_bias, ctx)
-    else:
-        m = float_param(slopes, "slopes", ctx)
-        check_per_head(m, "slopes", n)
-        _checks.check_size((n, rows, k), "bias")
-        m = _angles.cast(m, ctx.work, xp_)
-    if rows == 0 or k == 0:
-        return _angles._zeros((n, rows, k), ctx.dtype, ctx)
-    idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")
-    if form == "paper":
-        check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
-        # -|r| as integers, so the diagonal is +0.0, not -0.0; one multiply
-        # per element (cheaper than gathering a Toeplitz vector)
-        nd = _angles.cast(-xp_.abs(rel_matrix(q, k, off, ctx, idt)), ctx.work, xp_)
-        out = m[:, None, None] * nd[None, ...]
-    else:
-        start = 0 if form == "bloom" else -(k - 1)
-        pos = _angles.cast(arange(start, start + k, ctx, idt), ctx.work, xp_)
-        out = (m[:, None] * pos[None, :])[:, None, :]
-        if causal:
-            out = xp_.broadcast_to(out, (n, q, k))
-    if causal:
-        out = mask_future(out, q, k, off, ctx)
-    return _angles.cast(out, ctx.dtype, xp_)
 
 
 # --------------------------------------------------------------------------
