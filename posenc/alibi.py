@@ -175,8 +175,9 @@ def _int_positions(x: Array, ctx: Context) -> Array:
     difference of two of them could overflow it (concrete arrays only)."""
     xp = ctx.xp
     idt = _compat.default_dtype(xp, ctx.device, "integral")
+    concrete = _compat.is_concrete(x)
     x = _angles.cast(x, idt, xp)
-    if _compat.is_concrete(x) and math.prod(x.shape):
+    if concrete and math.prod(x.shape):
         bound = (iinfo(xp, idt)[1] + 1) // 4
         lo, hi = int(xp.min(x)), int(xp.max(x))
         if lo < -bound or hi >= bound:
