@@ -494,8 +494,8 @@ def cumulative_gate_bias(
 
     Notes
     -----
-    Where the device has float64, the gates are summed once along the
-    sequence in float64, :math:`c_i = \sum_{l \le i} \log f_l`, and
+    Where the device has float64, the gates are summed along the sequence
+    in float64, :math:`c_i = \sum_{l \le i} \log f_l`, and
     :math:`D_{ij} = c_i - c_j`: for float32 outputs every entry is the
     correctly rounded value up to the float64 error of the sums (about
     :math:`n \cdot 10^{-16} \max_i |c_i|`).  The usual float32 difference
@@ -559,10 +559,14 @@ def cumulative_gate_bias(
     i = xp_.arange(n, dtype=idt, device=ctx.device)
     later = i[None, :] > i[:, None]  # key j after query i
     if ctx.float64:
-        c = xp_.cumulative_sum(g, axis=-1)
+        # c_i = sum_{l <= i} g_l as a product with an upper triangle of ones (a
+        # matmul, O(n^2) like the output; traces under torch.compile, which
+        # the namespace's cumulative_sum wrapper does not)
+        upper = _angles.cast(i[:, None] <= i[None, :], wide, xp_)
+        c = xp_.matmul(g[..., None, :], upper)[..., 0, :]
         fwd = c[..., :, None] - c[..., None, :]  # c_i - c_j
         if not causal:
-            e = c if h is g else xp_.cumulative_sum(h, axis=-1)
+            e = c if h is g else xp_.matmul(h[..., None, :], upper)[..., 0, :]
             bwd = e[..., None, :] - e[..., :, None]  # e_j - e_i
     else:
         # row i: the gates l <= i summed from l = i down (outward from the diagonal)

@@ -381,16 +381,42 @@ def _resample_weights(src: int, dst: int, method: str) -> np.ndarray:
     return _uneven_linear(_geometric_coords(src, dst), np.arange(-half, half + 1, dtype=np.float64))
 
 
+def _two_taps(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (at most two) nonzero columns of each row of 1-D interpolation
+    weights: ``lo, hi, w_lo, w_hi`` (``w_hi = 0`` where one column is read)."""
+    lo = np.argmax(w != 0, axis=1)
+    hi = w.shape[1] - 1 - np.argmax(w[:, ::-1] != 0, axis=1)
+    rows = np.arange(w.shape[0])
+    w_lo = w[rows, lo]
+    w_hi = np.where(hi != lo, w[rows, hi], 0.0)
+    return lo, hi, w_lo, w_hi
+
+
+@_compat.host_constant
+def _flat_taps(sh: int, sw: int, dh: int, dw: int, method: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """``(rows, weights)`` of the four gathers that resample a flat table of
+    ``(sh, sw)`` offsets to ``(dh, dw)``: row ``r * dw + c`` of the result is
+    the sum over the taps of ``weights * table[rows]``."""
+    rlo, rhi, rwlo, rwhi = _two_taps(_resample_weights(sh, dh, method))
+    clo, chi, cwlo, cwhi = _two_taps(_resample_weights(sw, dw, method))
+    out = []
+    for r, rw in ((rlo, rwlo), (rhi, rwhi)):
+        for c, cw in ((clo, cwlo), (chi, cwhi)):
+            idx = (r[:, None] * sw + c[None, :]).reshape(-1)
+            out.append((idx, (rw[:, None] * cw[None, :]).reshape(-1, 1)))
+    return tuple(out)
+
+
 def _table_grid(table: Array, old_window: Any, class_token: bool) -> tuple[bool, tuple[int, int], int]:
     """``(flat, (Sh, Sw), extra)`` of a flat ``(positions, heads)`` or grid
-    ``(heads, 2Wh-1, 2Ww-1)`` table."""
-    shape = tuple(int(s) for s in table.shape)
+    ``(heads, 2Wh-1, 2Ww-1)`` table (the head count may stay traced)."""
+    shape = tuple(table.shape)
     if table.ndim == 3:
         if class_token:
             msg = "`class_token` applies to flat tables (positions, heads); a (heads, H, W) table has no class rows"
             raise ValueError(msg)
-        sh, sw = shape[1], shape[2]
-        if sh % 2 == 0 or sw % 2 == 0 or 0 in shape:
+        sh, sw = int(shape[1]), int(shape[2])
+        if sh % 2 == 0 or sw % 2 == 0 or shape[0] == 0:
             msg = f"`table` of shape (heads, 2*Wh - 1, 2*Ww - 1) must have odd spatial sides, got shape {shape}"
             raise ValueError(msg)
         if old_window is not None:
@@ -411,7 +437,7 @@ def _table_grid(table: Array, old_window: Any, class_token: bool) -> tuple[bool,
     ow = _window(old_window, "old_window")
     extra = CLASS_ROWS if class_token else 0
     sh, sw = 2 * ow[0] - 1, 2 * ow[1] - 1
-    if shape[0] != sh * sw + extra or shape[1] == 0:
+    if int(shape[0]) != sh * sw + extra or shape[1] == 0:
         want = f"(2*{ow[0]} - 1) * (2*{ow[1]} - 1){' + 3' if class_token else ''} = {sh * sw + extra}"
         msg = f"`table` must have {want} rows for `old_window` {ow}, got shape {shape}"
         raise ValueError(msg)
@@ -514,23 +540,27 @@ def resample_relative_table(
     flat, (sh, sw), extra = _table_grid(table, old_window, class_token)
     nh, nw = _window(window, "window")
     dh, dw = 2 * nh - 1, 2 * nw - 1
-    heads = int(table.shape[1] if flat else table.shape[0])
+    heads = table.shape[1] if flat else table.shape[0]  # (may be traced: no host value depends on it)
     _checks.check_size((dh * dw + extra, heads), "table")
     if (sh, sw) == (dh, dw):
         return xp_.asarray(table, copy=True)
     work = _work(table, ctx)
     t = _angles.cast(table, work, xp_)
     if flat:
-        grid = xp_.permute_dims(xp_.reshape(t[: sh * sw, ...], (sh, sw, heads)), (2, 0, 1))
-    else:
-        grid = t
-    a = _host(_resample_weights(sh, dh, method), ctx, work)
-    bt = _host(np.ascontiguousarray(_resample_weights(sw, dw, method).T), ctx, work)
-    out = xp_.matmul(xp_.matmul(a, grid), bt)  # (heads, dh, dw)
-    if flat:
-        out = xp_.reshape(xp_.permute_dims(out, (1, 2, 0)), (dh * dw, heads))
+        # four gathers of the offsets' rows (each new offset reads at most two
+        # old ones per axis): no reshape of the table (torch's compiler fails on
+        # reshapes of tables whose sizes it traces)
+        idt = _compat.default_dtype(xp_, ctx.device, "indexing")
+        out = None
+        for idx, w in _flat_taps(sh, sw, dh, dw, method):
+            term = xp_.take(t, _host(idx, ctx, idt), axis=0) * _host(w, ctx, work)
+            out = term if out is None else out + term
         if extra:
             out = xp_.concat([out, t[sh * sw :, ...]], axis=0)
+    else:
+        a = _host(_resample_weights(sh, dh, method), ctx, work)
+        bt = _host(np.ascontiguousarray(_resample_weights(sw, dw, method).T), ctx, work)
+        out = xp_.matmul(xp_.matmul(a, t), bt)  # (heads, dh, dw)
     return _angles.cast(out, table.dtype, xp_)
 
 
@@ -648,7 +678,7 @@ def decomposed_relative_positions(q_size: int, k_size: int, table: Array) -> Arr
         raise ValueError(msg)
     q = _checks.check_int(q_size, "q_size", minimum=1)
     k = _checks.check_int(k_size, "k_size", minimum=1)
-    channels = int(table.shape[1])
+    channels = table.shape[1]  # (may be traced)
     _checks.check_size((q, k, channels), "embeddings")
     plan = _sam_plan(q, k, int(table.shape[0]))
     idt = _compat.default_dtype(xp_, ctx.device, "indexing")

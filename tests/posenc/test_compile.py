@@ -122,6 +122,25 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
     ),
     "t5_bucket": (lambda r: posenc.t5_bucket(r), lambda n: (_pos(n) * 37 - 18 * n,)),
     "t5_buckets": (lambda x: posenc.t5_buckets(x.shape[-2], xp=torch), lambda n: (_x(n),)),
+    "cumulative_gate_bias": (lambda g: posenc.cumulative_gate_bias(g), lambda n: (-_x(n, 1)[..., 0].abs(),)),
+    # 2-D relative positions of windowed vision attention (windows are configuration, not lengths)
+    "relative_position_index": (
+        lambda x: posenc.relative_position_index((2, 3), class_token=True, xp=torch),
+        lambda n: (_x(n),),
+    ),
+    "relative_log_coords": (
+        lambda x: posenc.relative_log_coords((3, 4), pretrained_window=(2, 2), xp=torch),
+        lambda n: (_x(n),),
+    ),
+    # the table's head count varies
+    "resample_relative_table": (
+        lambda t: posenc.resample_relative_table(t, 3, old_window=2, class_token=True),
+        lambda n: (_x(12, n)[0],),
+    ),
+    "decomposed_relative_positions": (
+        lambda t: posenc.decomposed_relative_positions(4, 6, t),
+        lambda n: (_x(9, n)[0],),
+    ),
     # rotary embeddings
     "apply_rope": (
         lambda x, c, s: posenc.apply_rope(x, c, s),
