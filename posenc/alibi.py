@@ -471,8 +471,9 @@ def cumulative_gate_bias(
     log_gates : array
         Shape ``(..., n)``, real floating: :math:`\log f_t` for the ``n``
         tokens (``logsigmoid`` of the gate logits, usually with batch and
-        head axes in front).  Any real values are accepted; gradients flow
-        to them.
+        head axes in front).  Any finite real values are accepted (checked
+        on concrete arrays; a closed gate, ``log 0 = -inf``, must be clamped
+        to a finite value); gradients flow to them.
     causal : bool, default True
         ``-inf`` on the keys after each query.  ``False`` fills them too,
         :math:`D_{ij} = \sum_{l = i + 1}^{j} \log g_l` for :math:`j > i`
@@ -541,12 +542,14 @@ def cumulative_gate_bias(
     if g.ndim == 0:
         msg = f"`log_gates` must have shape (..., n), got {_checks.show(g)}"
         raise ValueError(msg)
+    _checks.check_all_finite(g, "log_gates", ctx)
     h = None
     if backward_log_gates is not None:
         h = _checks.check_float_array(backward_log_gates, "backward_log_gates", ctx)
         if tuple(h.shape) != tuple(g.shape):
             msg = f"`backward_log_gates` must have the shape of `log_gates` {tuple(g.shape)}, got {tuple(h.shape)}"
             raise ValueError(msg)
+        _checks.check_all_finite(h, "backward_log_gates", ctx)
     n = int(g.shape[-1])
     shape = (*tuple(g.shape[:-1]), n, n)
     _checks.check_size(shape, "bias")

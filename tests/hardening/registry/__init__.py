@@ -26,6 +26,7 @@ from __future__ import annotations
 
 # each family module fills REGISTRY when imported
 from . import (  # noqa: F401
+    alibi,
     bias,
     fourier,
     grid,
@@ -38,6 +39,7 @@ from . import (  # noqa: F401
     sinusoidal,
     timesteps,
     viz,
+    windows,
 )
 from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS

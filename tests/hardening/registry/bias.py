@@ -1,5 +1,5 @@
 """Relative positions and attention biases: clipped relative positions,
-ALiBi, KERPLE, Transformer-XL's relative table and T5 buckets.
+KERPLE, Transformer-XL's relative table and T5 buckets (ALiBi: :mod:`.alibi`).
 """
 
 from __future__ import annotations
@@ -50,52 +50,6 @@ def _relative_positions(draw: Draw, be: Backend) -> Case:
         kw["dtype"], dt = name, getattr(be.ns, name)
     kw.update(creation_kwargs(draw, be))
     return Case(be, args, kw, shape=(q, k), dtype=dt)
-
-
-@register("alibi_slopes", huge=(lambda: ((2**41,), {}),))
-def _alibi_slopes(draw: Draw, be: Backend) -> Case:
-    h = draw(st.integers(1, 80))
-    kw: dict[str, Any] = {}
-    if draw(st.booleans()):
-        kw["max_bias"] = draw(st.floats(0.5, 16.0))
-    dk, dt = out_dtype(draw, be)
-    kw.update(dk)
-    kw.update(creation_kwargs(draw, be))
-
-    def check(r: Any) -> None:
-        a = be.to_numpy(r)
-        assert ((a > 0) & (a <= 1.0 + 1e-6)).all(), f"slopes outside (0, 1]: {a}"
-
-    return Case(be, (h,), kw, shape=(h,), dtype=dt, check=check)
-
-
-@register(
-    "alibi_bias",
-    aliases={"num_heads": ("slopes",), "slopes": ("num_heads",)},
-    huge=(lambda: ((2**10, 2**16, 2**16), {}),),
-)
-def _alibi_bias(draw: Draw, be: Backend) -> Case:
-    h = draw(st.integers(1, 6))
-    args, kw, q, k = _lengths(draw)
-    form = draw(st.sampled_from(["paper", "bloom", "mpt", None]))
-    if form is not None:
-        kw["form"] = form
-    causal = draw(st.booleans())
-    if causal or draw(st.booleans()):
-        kw["causal"] = causal
-    dk, dt = out_dtype(draw, be)
-    kw.update(dk)
-    if draw(st.booleans()):
-        sl, _ = real_array(draw, be, (h,), 0.001, 1.0)
-        kw["slopes"] = sl
-        if kw.get("dtype") is None:
-            dt = sl.dtype
-    else:
-        if draw(st.booleans()):
-            kw["max_bias"] = draw(st.floats(0.5, 16.0))
-        kw.update(creation_kwargs(draw, be))
-    rows = q if (form in (None, "paper") or causal) else 1
-    return Case(be, (h, *args), kw, shape=(h, rows, k), dtype=dt, finite="no-nan" if causal else "all")
 
 
 @register(
