@@ -518,10 +518,10 @@ def cumulative_gate_bias(
     >>> import numpy as np, posenc
     >>> g = np.log([0.5, 0.5, 0.25, 1.0])
     >>> np.exp(posenc.cumulative_gate_bias(g))
-    array([[1.    , 0.    , 0.    , 0.    ],
-           [0.5   , 1.    , 0.    , 0.    ],
-           [0.125 , 0.25  , 1.    , 0.    ],
-           [0.125 , 0.25  , 1.    , 1.    ]])
+    array([[1.   , 0.   , 0.   , 0.   ],
+           [0.5  , 1.   , 0.   , 0.   ],
+           [0.125, 0.25 , 1.   , 0.   ],
+           [0.125, 0.25 , 1.   , 1.   ]])
 
     Constant gates are ALiBi:
 

@@ -300,11 +300,11 @@ def relative_log_coords(
     --------
     >>> import posenc
     >>> posenc.relative_log_coords((2, 3))[..., 1].round(4)
-    array([[-1.    , -0.6667,  0.    ,  0.6667,  1.    ],
-           [-1.    , -0.6667,  0.    ,  0.6667,  1.    ],
-           [-1.    , -0.6667,  0.    ,  0.6667,  1.    ]])
+    array([[-1.0566, -0.774 ,  0.    ,  0.774 ,  1.0566],
+           [-1.0566, -0.774 ,  0.    ,  0.774 ,  1.0566],
+           [-1.0566, -0.774 ,  0.    ,  0.774 ,  1.0566]])
     >>> posenc.relative_log_coords(3, pretrained_window=2)[..., 0].max().round(4)
-    np.float64(1.2619)
+    np.float64(1.3625)
     >>> posenc.relative_log_coords(2, mode="cr")[0, 0].round(4)
     array([-0.6931, -0.6931])
     """
@@ -520,13 +520,11 @@ def resample_relative_table(
     Examples
     --------
     >>> import numpy as np, posenc
-    >>> t = np.arange(9.0).reshape(1, 3, 3)  # one head, window 2 x 2
-    >>> posenc.resample_relative_table(t, 3).round(3)
-    array([[[0.   , 0.5  , 1.   , 1.5  , 2.   ],
-            [1.5  , 2.   , 2.5  , 3.   , 3.5  ],
-            [3.   , 3.5  , 4.   , 4.5  , 5.   ],
-            [4.5  , 5.   , 5.5  , 6.   , 6.5  ],
-            [6.   , 6.5  , 7.   , 7.5  , 8.   ]]])
+    >>> t = np.ones((1, 5, 1)) * np.arange(5.0)  # one head, window 3 x 3, column offsets -2 .. 2
+    >>> posenc.resample_relative_table(t, (3, 4))[0, 0].round(3)  # the centre keeps its spacing
+    array([0.   , 0.333, 1.   , 2.   , 3.   , 3.667, 4.   ])
+    >>> posenc.resample_relative_table(t, (3, 4), method="bilinear")[0, 0].round(3)
+    array([0.   , 0.571, 1.286, 2.   , 2.714, 3.429, 4.   ])
     >>> flat = np.zeros(((2 * 7 - 1) ** 2 + 3, 4))
     >>> posenc.resample_relative_table(flat, 12, old_window=7, class_token=True).shape
     (532, 4)

@@ -14,7 +14,7 @@ matplotlib is imported only when a figure is drawn; install it with
 from __future__ import annotations
 
 from ._convert import to_numpy
-from .bias import plot_bias
+from .bias import plot_bias, plot_window_bias
 from .figures import FIGURES, figure_set
 from .heatmap import plot_encoding
 from .similarity import plot_grid_similarity, plot_similarity, plot_similarity_by_offset
@@ -37,5 +37,6 @@ __all__ = [
     "plot_similarity",
     "plot_similarity_by_offset",
     "plot_wavelengths",
+    "plot_window_bias",
     "to_numpy",
 ]

@@ -1,4 +1,5 @@
-"""Attention-bias maps: ALiBi, T5 buckets, clipped relative positions."""
+"""Attention-bias maps: ALiBi, T5 buckets, clipped relative positions, and the
+2-D relative bias of an attention window."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ._convert import to_numpy
 from ._internals import show
 from .heatmap import draw_matrix
 
-__all__ = ["plot_bias"]
+__all__ = ["plot_bias", "plot_window_bias"]
 
 
 def plot_bias(
@@ -126,3 +127,156 @@ def plot_bias(
         title=title,
         kwargs=kwargs,
     )
+
+
+def plot_window_bias(
+    bias: Any,
+    window: int | tuple[int, int],
+    *,
+    head: int | None = None,
+    class_token: bool = False,
+    fig: Any = None,
+    cbar: bool = True,
+    cbar_label: str | None = "bias",
+    **kwargs: Any,
+) -> Any:
+    """The 2-D relative bias of an attention window as a grid of maps (Swin, BEiT).
+
+    For each query patch of a ``height x width`` window, a small map of the
+    bias it adds to every key patch, placed where the query sits in the
+    window: a relative bias makes every map the same picture, shifted with
+    its query (the query's own cell, outlined, is offset 0).  All maps share
+    one colour scale and one colour bar: centred on 0 with a diverging map
+    when the biases have both signs, else a sequential map over their range.
+
+    Parameters
+    ----------
+    bias : array
+        Shape ``(N, N)`` or ``(heads, N, N)`` with ``N = height * width``
+        patches numbered row-major (``N + 1`` with ``class_token``), any
+        backend: ``table[posenc.relative_position_index(window)]`` moved to
+        heads first, as Swin adds it to its logits.
+    window : int or (int, int)
+        The window ``(height, width)``; an int is a square window.
+    head : int, optional
+        The head to draw from a 3-D ``bias``; needed unless there is one head.
+    class_token : bool, default False
+        The first row and column belong to a class token (BEiT): not drawn.
+    fig : matplotlib.figure.Figure or SubFigure, optional
+        Where to draw; default a new pyplot figure (its layout engine is
+        turned off: the function places the maps itself).
+    cbar, cbar_label
+        The shared colour bar and its label.
+    **kwargs
+        Passed to every :meth:`matplotlib.axes.Axes.imshow` (``cmap``,
+        ``vmin``, ``vmax``, ``interpolation`` ...).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One Axes per query patch, row-major, each named ``"query (row,
+        col)"`` with one image of its ``(height, width)`` map, then the colour
+        bar's Axes.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np, posenc, posenc_viz
+    >>> table = -np.hypot(*np.meshgrid(np.arange(-2, 3), np.arange(-2, 3), indexing="ij")).reshape(-1, 1)
+    >>> bias = table[posenc.relative_position_index(3)][..., 0]  # (9, 9), one head
+    >>> fig = posenc_viz.plot_window_bias(bias, 3)
+    >>> maps = [ax for ax in fig.axes if ax.images]
+    >>> len(maps), maps[4].get_label(), float(maps[4].images[0].get_array()[1, 1])
+    (9, 'query (1, 1)', 0.0)
+    >>> plt.close(fig)
+    """
+    from . import _mpl
+    from .heatmap import _real_or_none, colormap
+    from .similarity import _CBAR_PAD, _CBAR_WIDTH, _GAP, _grid_figure, _margins
+
+    arr = to_numpy(bias, name="bias")
+    if isinstance(window, bool) or not isinstance(window, (numbers.Integral, tuple, list)):
+        msg = f"`window` must be an int or a pair (height, width) of ints, got {show(window)}"
+        raise TypeError(msg)
+    sides = (window, window) if isinstance(window, numbers.Integral) else tuple(window)
+    if len(sides) != 2 or any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in sides):
+        msg = f"`window` must be an int or a pair (height, width) of positive ints, got {show(window)}"
+        raise ValueError(msg)
+    h, w = int(sides[0]), int(sides[1])
+    if not isinstance(class_token, (bool, np.bool_)):
+        msg = f"`class_token` must be a bool, got {show(class_token)}"
+        raise TypeError(msg)
+    n = h * w + (1 if class_token else 0)
+    if arr.ndim not in (2, 3) or arr.shape[-2:] != (n, n):
+        msg = f"`bias` must have shape ({n}, {n}) or (heads, {n}, {n}) for window {(h, w)}, got shape {arr.shape}"
+        raise ValueError(msg)
+    if arr.ndim == 3:
+        if head is None and arr.shape[0] != 1:
+            msg = f"`head` must be given for a bias with {arr.shape[0]} heads (shape {tuple(arr.shape)})"
+            raise ValueError(msg)
+        head = 0 if head is None else head
+        if isinstance(head, bool) or not isinstance(head, numbers.Integral):
+            msg = f"`head` must be an int or None, got {show(head)}"
+            raise TypeError(msg)
+        if not 0 <= int(head) < arr.shape[0]:
+            msg = f"`head` must lie in [0, {arr.shape[0]}), got {head}"
+            raise ValueError(msg)
+        arr = arr[int(head)]
+    elif head is not None:
+        msg = f"`head` applies to a 3-D bias (heads, N, N), got shape {tuple(arr.shape)}"
+        raise ValueError(msg)
+    if not isinstance(cbar, (bool, np.bool_)):
+        msg = f"`cbar` must be a bool, got {show(cbar)}"
+        raise TypeError(msg)
+    if cbar_label is not None and not isinstance(cbar_label, str):
+        msg = f"`cbar_label` must be a str or None, got {type(cbar_label).__name__}"
+        raise TypeError(msg)
+    grid = np.asarray(arr[1:, 1:] if class_token else arr, dtype=np.float64)
+    mcolors = _mpl.require("matplotlib.colors")
+    opts = dict(kwargs)
+    vmin = _real_or_none(opts.pop("vmin", None), "vmin")
+    vmax = _real_or_none(opts.pop("vmax", None), "vmax")
+    finite = grid[np.isfinite(grid)]
+    lo = float(finite.min()) if finite.size else 0.0
+    hi = float(finite.max()) if finite.size else 1.0
+    centred = lo < 0.0 < hi
+    if centred and vmin is None and vmax is None:
+        top = max(-lo, hi)
+        vmin, vmax = -top, top
+    vmin = lo if vmin is None else vmin
+    vmax = hi if vmax is None else vmax
+    if not vmin < vmax:  # a constant bias: a unit range around it
+        vmin, vmax = vmin - 0.5, vmin + 0.5
+    cmap = colormap(opts.pop("cmap", None), "RdBu_r" if centred else "viridis")
+    norm = mcolors.Normalize(vmin=vmin, vmax=vmax)
+    opts.setdefault("interpolation", "nearest")
+    fig = _grid_figure(fig, h, w, ratio=h / w, labels=False, cbar=cbar)
+    left, right, bottom, top_m = _margins(False, cbar)
+    fw, fh = fig.bbox.width / fig.dpi, fig.bbox.height / fig.dpi
+    avail_w, avail_h = max(fw - left - right, 1e-3), max(fh - bottom - top_m, 1e-3)
+    pw = min(avail_w / w, avail_h / h)  # square cells: each map is h/w as high as wide
+    ph = pw * h / w
+    pw, ph = min(pw, avail_w / w), min(ph, avail_h / h)
+    x0 = left + (avail_w - pw * w) / 2.0
+    y0 = bottom + (avail_h - ph * h) / 2.0
+    gap = _GAP * min(pw, ph)
+    patches_mod = _mpl.require("matplotlib.patches")
+    first = None
+    for p in range(h * w):
+        r, c = divmod(p, w)
+        rect = ((x0 + c * pw + gap / 2) / fw, (y0 + (h - 1 - r) * ph + gap / 2) / fh, (pw - gap) / fw, (ph - gap) / fh)
+        ax = fig.add_axes(rect, label=f"query ({r}, {c})")
+        im = ax.imshow(np.ma.masked_invalid(grid[p].reshape(h, w)), cmap=cmap, norm=norm, **opts)
+        first = im if first is None else first
+        ax.set_axis_off()
+        ax.add_patch(
+            patches_mod.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=0.8, clip_on=False)
+        )
+    if cbar:
+        mpl = _mpl.require("matplotlib")
+        box = ((x0 + pw * w + _CBAR_PAD) / fw, (y0 + gap / 2) / fh, _CBAR_WIDTH / fw, (ph * h - gap) / fh)
+        cb = fig.colorbar(first, cax=fig.add_axes(box), **({"label": cbar_label} if cbar_label else {}))
+        cb.outline.set_linewidth(mpl.rcParams["axes.linewidth"])
+    return fig
