@@ -185,6 +185,42 @@ def _plot_bias(draw: Draw, be: Backend) -> Case:
 
 
 @register(
+    "posenc_viz.plot_window_bias",
+    viz=True,
+    backends=VIZ_BACKENDS,
+    aliases={
+        "bias": ("window", "head", "class_token"),
+        "window": ("bias",),
+        "head": ("bias",),
+        "class_token": ("bias",),
+    },
+    no_allocation="draws the user's bias (one map per query patch of the window)",
+)
+def _plot_window_bias(draw: Draw, be: Backend) -> Case:
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import FigureBase
+
+    h, w, heads = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 2))
+    cls = draw(st.booleans())
+    n = h * w + (1 if cls else 0)
+    b, _ = real_array(draw, be, (heads, n, n), -2.0, 2.0)
+    kw: dict[str, Any] = {}
+    if heads > 1 or draw(st.booleans()):
+        kw["head"] = draw(st.integers(0, heads - 1))
+    if cls or draw(st.booleans()):
+        kw["class_token"] = cls
+    if draw(st.booleans()):
+        kw["cbar"] = draw(st.booleans())
+    window: Any = h if h == w and draw(st.booleans()) else (h, w)
+
+    def check(r: Any) -> None:
+        assert isinstance(r, FigureBase), f"expected a Figure, got {type(r).__name__}"
+        assert sum(1 for ax in r.axes if ax.images) == h * w
+
+    return Case(be, (b, window), kw, kind="object", check=check, cleanup=lambda: plt.close("all"))
+
+
+@register(
     "posenc_viz.plot_grid_similarity",
     viz=True,
     backends=VIZ_BACKENDS,
