@@ -150,7 +150,17 @@ def alibi_slopes(
 # --------------------------------------------------------------------------
 def _position_arrays(positions: Any) -> tuple[Any, Any]:
     """``(query positions, key positions)``: a pair of arrays, or one array for both."""
-    if isinstance(positions, (tuple, list)) and len(positions) == 2 and all(_compat.is_array(p) for p in positions):
+    if isinstance(positions, (tuple, list)) and any(
+        _compat.is_array(p) or isinstance(p, (tuple, list)) for p in positions
+    ):
+        # a sequence of sequences: a (query, key) pair of arrays, nothing else
+        # (nested lists could be read as a pair or as a batch)
+        if len(positions) != 2 or not all(_compat.is_array(p) for p in positions):
+            msg = (
+                "`positions` must be one array of shape (..., n) or a pair (query positions, key positions) of "
+                f"arrays, got a {type(positions).__name__} of {len(positions)} items that are not both arrays"
+            )
+            raise TypeError(msg)
         return positions[0], positions[1]
     return positions, positions
 
@@ -189,9 +199,7 @@ def _int_positions(x: Array, ctx: Context) -> Array:
     return x
 
 
-def _at_positions(
-    m: Array, qp: Array, kp: Array, n: int, form: str, causal: bool, ctx: Context
-) -> tuple[Array, tuple[int, ...]]:
+def _at_positions(m: Array, qp: Array, kp: Array, n: int, form: str, causal: bool, ctx: Context) -> Array:
     """ALiBi at given positions: ``batch + (heads, rows, k)`` in ``ctx.work``."""
     xp = ctx.xp
     batch = _checks.broadcast_shapes(tuple(qp.shape[:-1]), tuple(kp.shape[:-1]))
@@ -206,7 +214,7 @@ def _at_positions(
     shape = (*batch, n, rows, k)
     _checks.check_size(shape, "bias")
     if rows == 0 or k == 0 or 0 in batch:
-        return _angles._zeros(shape, ctx.dtype, ctx), shape
+        return _angles._zeros(shape, ctx.dtype, ctx)
     ints = _compat.is_integer_dtype(xp, qp.dtype) and _compat.is_integer_dtype(xp, kp.dtype)
     if ints:
         qp, kp = _int_positions(qp, ctx), _int_positions(kp, ctx)
@@ -225,7 +233,7 @@ def _at_positions(
             out = xp.broadcast_to(out, shape)
     if causal:
         out = xp.where((d > 0)[..., None, :, :], -math.inf, out)
-    return out, shape
+    return out
 
 
 def alibi_bias(
@@ -389,19 +397,18 @@ def alibi_bias(
     if positions is not None:
         qp, kp = _position_arrays(positions)
         arrays = {"slopes": slopes, "positions": qp}
+        if kp is not qp:
+            arrays["key positions"] = kp
     else:
         arrays = {"slopes": slopes, **array_args(offset)}
     ctx = _compat.resolve(arrays, xp=xp, device=device, dtype=dtype)
     xp_ = ctx.xp
     if positions is not None:
-        if kp is not qp and _compat.is_array(kp):
-            _compat.resolve({"positions": kp}, xp=ctx.xp, device=ctx.device, dtype=dtype)
         qp = _position_array(qp, ctx)
         kp = qp if kp is positions else _position_array(kp, ctx)
     m = _head_slopes(n, slopes, max_bias, ctx)
     if qp is not None:
-        out, _ = _at_positions(m, qp, kp, n, form, causal, ctx)
-        return _angles.cast(out, ctx.dtype, xp_)
+        return _angles.cast(_at_positions(m, qp, kp, n, form, causal, ctx), ctx.dtype, xp_)
     q, k = lengths(query_len, key_len)
     off = query_offset(offset, q, k, ctx)
     rows = q if (form == "paper" or causal) else 1

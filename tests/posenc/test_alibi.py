@@ -126,6 +126,16 @@ def test_positions_match_bloom_left_padding():
 
 
 def test_positions_under_jit_and_compile():
+    torch = pytest.importorskip("torch")
+
+    def step(q_pos, k_pos):
+        return posenc.alibi_bias(4, positions=(q_pos, k_pos), causal=True)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, fullgraph=True, backend="eager", dynamic=True)
+    for q, k in ((1, 5), (2, 9), (3, 12)):
+        args = (torch.arange(k - q, k)[None].expand(2, q), torch.arange(k)[None].expand(2, k))
+        torch.testing.assert_close(compiled(*args), step(*args), rtol=0, atol=0)
     jax = pytest.importorskip("jax")
     pos = np.array([[0, 1, 2, 0, 1]], dtype=np.int32)
     f = jax.jit(lambda p: posenc.alibi_bias(4, positions=p, causal=True))
@@ -147,6 +157,9 @@ def test_positions_under_jit_and_compile():
         (lambda: posenc.alibi_bias(2, positions=np.array([0.0, np.nan])), ValueError, "positions"),
         (lambda: posenc.alibi_bias(2, positions=(np.zeros((2, 3)), np.zeros((3, 3)))), ValueError, "positions"),
         (lambda: posenc.alibi_bias(2, positions=np.array([0, 2**62])), ValueError, "positions"),
+        # nested lists: a pair or a batch? refused
+        (lambda: posenc.alibi_bias(2, positions=([0, 1], [2, 3])), TypeError, "positions"),
+        (lambda: posenc.alibi_bias(2, positions=(np.arange(2), np.arange(3), np.arange(4))), TypeError, "positions"),
     ],
 )
 def test_positions_bad_input(call, exc, name):

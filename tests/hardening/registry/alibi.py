@@ -39,7 +39,7 @@ def _alibi_slopes(draw: Draw, be: Backend) -> Case:
         "num_heads": ("slopes",),
         "slopes": ("num_heads",),
         # lengths and positions exclude each other: a conflict may be reported on either
-        "positions": ("query_len", "key_len", "offset", "form"),
+        "positions": ("query_len", "key_len", "offset", "form", "key positions"),
         "query_len": ("positions",),
         "key_len": ("positions",),
         "offset": ("positions",),
