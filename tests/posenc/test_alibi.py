@@ -133,7 +133,7 @@ def test_positions_under_jit_and_compile():
 
     torch._dynamo.reset()
     compiled = torch.compile(step, fullgraph=True, backend="eager", dynamic=True)
-    for q, k in ((1, 5), (2, 9), (3, 12)):
+    for q, k in ((1, 5), (2, 9)):
         args = (torch.arange(k - q, k)[None].expand(2, q), torch.arange(k)[None].expand(2, k))
         torch.testing.assert_close(compiled(*args), step(*args), rtol=0, atol=0)
     jax = pytest.importorskip("jax")
