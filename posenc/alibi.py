@@ -199,9 +199,8 @@ def _int_positions(x: Array, ctx: Context) -> Array:
     return x
 
 
-def _at_positions(m: Array, qp: Array, kp: Array, n: int, form: str, causal: bool, ctx: Context) -> Array:
-    """ALiBi at given positions: ``batch + (heads, rows, k)`` in ``ctx.work``."""
-    xp = ctx.xp
+def _positions_shape(qp: Array, kp: Array, n: int, form: str, causal: bool) -> tuple[int, ...]:
+    """The bias's shape ``batch + (heads, rows, k)`` for query and key positions."""
     batch = _checks.broadcast_shapes(tuple(qp.shape[:-1]), tuple(kp.shape[:-1]))
     if batch is None:
         msg = (
@@ -209,19 +208,27 @@ def _at_positions(m: Array, qp: Array, kp: Array, n: int, form: str, causal: boo
             "batch axes that broadcast (shapes (..., q) and (..., k))"
         )
         raise ValueError(msg)
-    q, k = int(qp.shape[-1]), int(kp.shape[-1])
-    rows = q if (form == "paper" or causal) else 1
-    shape = (*batch, n, rows, k)
-    _checks.check_size(shape, "bias")
-    if rows == 0 or k == 0 or 0 in batch:
+    rows = qp.shape[-1] if (form == "paper" or causal) else 1
+    return (*batch, n, rows, kp.shape[-1])
+
+
+def _at_positions(
+    m: Array, qp: Array, kp: Array, shape: tuple[int, ...], form: str, causal: bool, ctx: Context
+) -> Array:
+    """ALiBi at given positions, of ``shape`` (:func:`_positions_shape`), in ``ctx.work``."""
+    xp = ctx.xp
+    if math.prod(shape) == 0:
         return _angles._zeros(shape, ctx.dtype, ctx)
     ints = _compat.is_integer_dtype(xp, qp.dtype) and _compat.is_integer_dtype(xp, kp.dtype)
+    same = kp is qp
     if ints:
-        qp, kp = _int_positions(qp, ctx), _int_positions(kp, ctx)
+        qp = _int_positions(qp, ctx)
+        kp = qp if same else _int_positions(kp, ctx)
     else:
         f64 = ctx.float64 and xp.float64 in (qp.dtype, kp.dtype, ctx.work)
         ft = xp.float64 if f64 else xp.float32
-        qp, kp = _angles.cast(qp, ft, xp), _angles.cast(kp, ft, xp)
+        qp = _angles.cast(qp, ft, xp)
+        kp = qp if same else _angles.cast(kp, ft, xp)
     d = kp[..., None, :] - qp[..., :, None]  # key minus query, (..., q, k), exact for integers
     if form == "paper":
         # 0 - |d|: +0.0 where the positions coincide, never -0.0
@@ -406,13 +413,16 @@ def alibi_bias(
     if positions is not None:
         qp = _position_array(qp, ctx)
         kp = qp if kp is positions else _position_array(kp, ctx)
-    m = _head_slopes(n, slopes, max_bias, ctx)
     if qp is not None:
-        return _angles.cast(_at_positions(m, qp, kp, n, form, causal, ctx), ctx.dtype, xp_)
+        shape = _positions_shape(qp, kp, n, form, causal)
+        _checks.check_size(shape, "bias")  # (before the slopes of a huge head count are made)
+        m = _head_slopes(n, slopes, max_bias, ctx)
+        return _angles.cast(_at_positions(m, qp, kp, shape, form, causal, ctx), ctx.dtype, xp_)
     q, k = lengths(query_len, key_len)
     off = query_offset(offset, q, k, ctx)
     rows = q if (form == "paper" or causal) else 1
     _checks.check_size((n, rows, k), "bias")
+    m = _head_slopes(n, slopes, max_bias, ctx)
     if rows == 0 or k == 0:
         return _angles._zeros((n, rows, k), ctx.dtype, ctx)
     idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")
