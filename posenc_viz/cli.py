@@ -43,6 +43,7 @@ COMMANDS = {
     "rope-scaling": ("rope_scaling", "RoPE wavelengths under Linear, NTK, YaRN and Llama 3 scaling"),
     "alibi": ("alibi", "four heads of a causal ALiBi bias"),
     "t5-buckets": ("t5_buckets", "T5 relative position buckets"),
+    "window-bias": ("window_bias", "2-D relative bias of a 5 x 5 attention window (Swin-style), a map per query"),
 }
 
 #: subcommands of a table read from a file (not in ``all``)

@@ -19,7 +19,7 @@ import posenc
 
 from . import _mpl
 from ._internals import TABLE_LAYOUTS, check_bool, check_int, show
-from .bias import plot_bias
+from .bias import plot_bias, plot_window_bias
 from .heatmap import plot_encoding
 from .similarity import cosine_maps, grid_figsize, plot_grid_similarity, plot_similarity, plot_similarity_by_offset
 from .spectrum import _scaling_label, plot_dimensions, plot_rope_scaling, plot_wavelengths
@@ -225,6 +225,29 @@ def _draw_t5(fig: Any, p: Params) -> None:
     ax.set_aspect("equal")
 
 
+#: the window of the ``window_bias`` figure
+_WINDOW = (5, 5)
+
+
+def _draw_window_bias(fig: Any, p: Params) -> None:
+    # a bias falling with the Euclidean length of the 2-D offset (one ALiBi-like
+    # head in two dimensions), looked up as Swin does: table[relative_position_index]
+    h, w = _WINDOW
+    dr, dc = np.meshgrid(np.arange(1 - h, h), np.arange(1 - w, w), indexing="ij")
+    table = -0.5 * np.hypot(dr, dc).reshape(-1)
+    bias = table[np.asarray(posenc.relative_position_index(_WINDOW))]
+    plot_window_bias(bias, _WINDOW, fig=fig)
+
+
+def _window_aspect(p: Params, column: str) -> float:
+    from .style import COLUMN_WIDTHS
+
+    h, w = _WINDOW
+    width = COLUMN_WIDTHS[column]
+    with paper_style(column):
+        return grid_figsize(width, h, w, ratio=h / w, labels=False) / width
+
+
 def _draw_grid_similarity(fig: Any, p: Params) -> None:
     prefix, h, w = p.grid
     plot_grid_similarity(p.table, (h, w), num_prefix_tokens=prefix, fig=fig)
@@ -257,6 +280,7 @@ _SPECS: dict[str, _Spec] = {
     "rope_scaling": _Spec(_draw_rope_scaling, "single", (0.8, 0.45)),
     "alibi": _Spec(_draw_alibi, "double", (0.95, 0.3)),
     "t5_buckets": _Spec(_draw_t5, "single", (0.85, 0.5)),
+    "window_bias": _Spec(_draw_window_bias, "single", _window_aspect),
 }
 
 #: Names of the figures of the standard set, in the order they are written.
@@ -468,8 +492,10 @@ def figure_set(
     :math:`PE_s \cdot PE_t` matrix), ``similarity_by_offset`` (its even
     profile), ``rope_decay`` (RoFormer's long-term decay bound),
     ``rope_scaling`` (RoPE wavelengths under Linear, NTK, YaRN and Llama 3
-    scaling), ``alibi`` (four heads of a causal ALiBi bias) and
-    ``t5_buckets`` (T5's relative position buckets).  Figures whose posenc
+    scaling), ``alibi`` (four heads of a causal ALiBi bias),
+    ``t5_buckets`` (T5's relative position buckets) and ``window_bias``
+    (the 2-D relative bias of a 5 x 5 attention window, Swin-style, one map
+    per query patch).  Figures whose posenc
     functions are missing from the installation are left out.
 
     Each figure is drawn under :func:`paper_style` at its natural width (one
