@@ -839,6 +839,29 @@ def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
     return s, (a - (s - bb)) + (b - bb)
 
 
+def turns_to_angle_f32(sh: Array, sl: Array, xp: Any) -> tuple[Array, Array]:
+    """The angle ``2 pi (sh + sl)`` as a float32 pair ``a + a_lo`` (``|a_lo|
+    <= 2**-23``), reduced to [-pi, pi], from turns given as a float32 pair
+    (``|sl|`` small against 1).  A 12-bit head of the turns times the 12-bit
+    head of 2 pi is exact (widths, not a fused multiply-add), the rest is
+    small: the pair is right to about 1e-10."""
+    s = sh + sl
+    e = sl - (s - sh)
+    s = s - xp.round(s)
+    sa = xp.floor(s * _SCALE12) * _INV12
+    ah = _PA32 * sa
+    al = (_PA32 * (s - sa) + _PB32 * s) + (_PC32 * s + _TWO_PI32 * e)
+    return _two_sum(ah, al)
+
+
+def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of the angle ``a + a_lo`` (a float32 pair,
+    ``|a_lo| <= 2**-23``): :func:`finish_f32`'s formula, the sine taken of
+    ``a`` alone."""
+    sn, cs = xp.sin(a), xp.cos(a)
+    return sn + cs * a_lo, cs - sn * a_lo
+
+
 def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of array positions on a device without float64.
 
@@ -904,17 +927,7 @@ def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
         head = xa[:, None] * va
         s, e = _two_sum(sh, head - xp.round(head))
         sh, sl = s - xp.round(s), sl + ((xa[:, None] * vb + xb * vh) + e)
-    # one float32 pair f = sh + sl, sh in [-1/2, 1/2]
-    s = sh + sl
-    e = sl - (s - sh)
-    s = s - xp.round(s)
-    # the angle 2 pi f as ah + al: a 12-bit head of f times the 12-bit head of 2 pi is exact
-    sa = xp.floor(s * _SCALE12) * _INV12
-    ah = _PA32 * sa
-    al = (_PA32 * (s - sa) + _PB32 * s) + (_PC32 * s + _TWO_PI32 * e)
-    a, a_lo = _two_sum(ah, al)
-    sn, cs = xp.sin(a), xp.cos(a)
-    s, c = sn + cs * a_lo, cs - sn * a_lo
+    s, c = finish_pair_f32(*turns_to_angle_f32(sh, sl, xp), xp)
     s = xp.where(neg[:, None], -s, s)
     if overflow is not None:
         nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device)
