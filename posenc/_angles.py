@@ -842,11 +842,10 @@ def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
 def turns_to_angle_f32(sh: Array, sl: Array, xp: Any) -> tuple[Array, Array]:
     """The angle ``2 pi (sh + sl)`` as a float32 pair ``a + a_lo`` (``|a_lo|
     <= 2**-23``), reduced to [-pi, pi], from turns given as a float32 pair
-    (``|sl|`` small against 1).  A 12-bit head of the turns times the 12-bit
+    (``sh + sl``, ``|sl| < 1``).  A 12-bit head of the turns times the 12-bit
     head of 2 pi is exact (widths, not a fused multiply-add), the rest is
     small: the pair is right to about 1e-10."""
-    s = sh + sl
-    e = sl - (s - sh)
+    s, e = _two_sum(sh, sl)
     s = s - xp.round(s)
     sa = xp.floor(s * _SCALE12) * _INV12
     ah = _PA32 * sa
