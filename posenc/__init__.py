@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import scaling
 from .alibi import alibi_bias, alibi_slopes, cumulative_gate_bias
+from .axes import grid_ids, rope_axes, rope_axes_cos_sin
 from .bias import (
     kerple_bias,
     relative_positions,
@@ -53,6 +54,7 @@ __all__ = [
     "gaussian_fourier_features",
     "gaussian_matrix",
     "grid_interpolation_taps",
+    "grid_ids",
     "resample_grid",
     "sincos_coords",
     "sincos_grid",
@@ -74,6 +76,8 @@ __all__ = [
     "apply_rope",
     "mrope_cos_sin",
     "rope",
+    "rope_axes",
+    "rope_axes_cos_sin",
     "rope_cos_sin",
     "rope_frequencies",
     "rope_permutation",
