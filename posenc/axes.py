@@ -299,7 +299,8 @@ def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
 def _matrix_parts(ids: Array, ctx: Context, dt: Any) -> list[list[Array]]:
     """The positions of every axis as float parts whose sum is exact: one
     part, or for integer ids on a device without float64 two (``p = hi +
-    lo`` with ``lo = p mod 4096``), each exact in float32 below 2**36."""
+    lo``, ``hi`` a multiple of 4096 and ``|lo| < 4096``, both of the sign of
+    ``p``), each exact in float32 below 2**36."""
     xp = ctx.xp
     n = int(ids.shape[-1])
     integer = _compat.is_integer_dtype(xp, ids.dtype)
@@ -312,8 +313,11 @@ def _matrix_parts(ids: Array, ctx: Context, dt: Any) -> list[list[Array]]:
                 q = xp.clip(q, min=-_angles.MAX_POSITION, max=_angles.MAX_POSITION)
             out.append([q])
         else:
-            lo = p % 4096
-            out.append([_angles.cast(p - lo, dt, xp), _angles.cast(lo, dt, xp)])
+            # truncated toward zero: both parts have the sign of p (no cancelling
+            # terms in the derivatives with respect to the frequencies)
+            hi = (xp.abs(p) // 4096) * 4096
+            hi = xp.where(p < 0, -hi, hi)
+            out.append([_angles.cast(hi, dt, xp), _angles.cast(p - hi, dt, xp)])
     return out
 
 
@@ -613,7 +617,9 @@ def rope_axes(
         As in :func:`rope_axes_cos_sin`.
     heads_axis : int, optional
         The axis of ``x`` that holds the heads, for ids with a batch axis
-        (as in :func:`posenc.apply_rope`).
+        (as in :func:`posenc.apply_rope`).  The tables of a frequency matrix
+        with a head axis (``(heads, seq, m)``) line up with the last axes
+        of ``x`` (``(batch, heads, seq, head_dim)``) without it.
 
     Returns
     -------
@@ -651,6 +657,10 @@ def rope_axes(
         what = "sum(`axes_dim`)" if freqs is None else "twice the planes of `freqs`"
         msg = f"{what} = {width} rotary features, more than the head dimension {int(x.shape[-1])} of `x`"
         raise ValueError(msg)
+    if freqs is not None and c.ndim < x.ndim:
+        # heads first: (heads, seq, m) tables line up with the last axes of (batch, heads, seq, head_dim)
+        lead = (1,) * (x.ndim - c.ndim) + tuple(c.shape)
+        c, s = xctx.xp.reshape(c, lead), xctx.xp.reshape(s, lead)
     return apply_rope(x, c, s, layout=layout, compact=True, heads_axis=heads_axis)
 
 
