@@ -122,10 +122,13 @@ def test_relative_property():
     shift = np.array([5, -7, 100])
     for layout in ("interleaved", "half"):
         kw = {"layout": layout, "dtype": np.float64}
-        a = posenc.rope_axes(q, ids, [8, 12, 12], layout=layout) @ posenc.rope_axes(k, ids, [8, 12, 12], layout=layout).T
-        b = posenc.rope_axes(q, ids + shift, [8, 12, 12], layout=layout)
-        b = b @ posenc.rope_axes(k, ids + shift, [8, 12, 12], layout=layout).T
-        np.testing.assert_allclose(a, b, atol=1e-10)
+
+        def scores(i, layout=layout):
+            return posenc.rope_axes(q, i, [8, 12, 12], layout=layout) @ posenc.rope_axes(k, i, [8, 12, 12], layout=layout).T
+
+        np.testing.assert_allclose(scores(ids), scores(ids + shift), atol=1e-10)
+        # a shift of one token's ids changes its scores
+        assert np.max(np.abs(scores(ids) - scores(ids + (np.arange(6) == 0)[:, None] * shift))) > 1e-2
         c, s = posenc.rope_axes_cos_sin(ids, [8, 12, 12], **kw)
         np.testing.assert_allclose(np.hypot(c, s), 1.0, atol=1e-15)
 
