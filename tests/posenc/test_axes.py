@@ -124,7 +124,8 @@ def test_relative_property():
         kw = {"layout": layout, "dtype": np.float64}
 
         def scores(i, layout=layout):
-            return posenc.rope_axes(q, i, [8, 12, 12], layout=layout) @ posenc.rope_axes(k, i, [8, 12, 12], layout=layout).T
+            dims = [8, 12, 12]
+            return posenc.rope_axes(q, i, dims, layout=layout) @ posenc.rope_axes(k, i, dims, layout=layout).T
 
         np.testing.assert_allclose(scores(ids), scores(ids + shift), atol=1e-10)
         # a shift of one token's ids changes its scores
