@@ -292,7 +292,6 @@ def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
             f"got shape {tuple(freqs.shape)}"
         )
         raise ValueError(msg)
-    _checks.check_all_finite(freqs, "freqs", ctx)
     return freqs
 
 
@@ -419,7 +418,8 @@ def _compact(
         ids = _check_ids(ids, ctx)
         freqs = _check_freqs(freqs, ids, ctx)
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
-        _checks.check_size(shape, "table")
+        _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
+        _checks.check_all_finite(freqs, "freqs", ctx)
         s, c = _matrix_sincos(ids, freqs, turns, ctx)
         return c, s, layout, ctx
     if axes_dim is None:
@@ -667,25 +667,25 @@ def rope_axes(
 # --------------------------------------------------------------------------
 # grid ids
 # --------------------------------------------------------------------------
-def _check_shape(shape: Any) -> tuple[Any, ...]:
+def _check_shape(shape: Any, name: str = "shape") -> tuple[Any, ...]:
     if isinstance(shape, bool) or (isinstance(shape, numbers.Integral) and not _compat.is_array(shape)):
         msg = (
-            f"`shape` must be a tuple of positive ints (one size per axis), got {_checks.show(shape)}; "
+            f"`{name}` must be a tuple of positive ints (one size per axis), got {_checks.show(shape)}; "
             f"pass ({shape},) for one axis"
         )
         raise TypeError(msg)
     if not _is_seq(shape):
-        msg = f"`shape` must be a tuple of positive ints (one size per axis), got {type(shape).__name__}"
+        msg = f"`{name}` must be a tuple of positive ints (one size per axis), got {type(shape).__name__}"
         raise TypeError(msg)
     if len(shape) == 0:
-        msg = "`shape` must have at least one axis, got ()"
+        msg = f"`{name}` must have at least one axis, got ()"
         raise ValueError(msg)
     out = []
     for n in shape:
         if _compat.is_symbolic(n):  # a traced size (torch.compile): kept traced
             out.append(n)
         else:
-            out.append(_checks.check_int(n, "shape", minimum=1))
+            out.append(_checks.check_int(n, name, minimum=1))
     return tuple(out)
 
 
@@ -836,7 +836,7 @@ def grid_ids(
         normalize = _checks.check_choice(normalize, "normalize", NORMALIZE)
     refs = None
     if ref_shape is not None:
-        refs = _check_shape(ref_shape)
+        refs = _check_shape(ref_shape, "ref_shape")
         if len(refs) != nd:
             msg = f"`ref_shape` must have one size per axis of `shape` ({nd}), got {_checks.show(ref_shape)}"
             raise ValueError(msg)

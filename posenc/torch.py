@@ -35,7 +35,7 @@ import posenc
 from . import _checks, _compat
 from .scaling import DynamicNTK, LongRoPE
 
-__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps"]
+__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding"]
 
 
 def _max_positions(value: Any) -> int:
@@ -590,3 +590,114 @@ class Timesteps(nn.Module):
         if self.dtype != torch.float32:
             out += f", dtype={self.dtype}"
         return out
+
+
+class AxesRotaryEmbedding(nn.Module):
+    r"""RoPE over several axes from position ids: ``forward(ids) -> (cos, sin)``.
+
+    The module of image and video diffusion transformers (diffusers'
+    ``FluxPosEmbed``): built once from the per-axis widths, called with the
+    ids of every forward (text and image tokens, any grid size) and
+    returning the tables of :func:`posenc.rope_axes_cos_sin`, which
+    :func:`posenc.apply_rope` applies with the same ``layout``.  Its one
+    buffer, ``inv_freq`` (the frequencies of every axis, concatenated), is
+    non-persistent: it follows ``.to()`` and its dtype is the dtype of the
+    tables; it is refilled from the configuration after ``to_empty`` (a
+    module built on the ``meta`` device is right once materialised).  The
+    tables themselves come from the exact engine, not from the buffer.
+
+    Parameters
+    ----------
+    axes_dim : sequence of int
+        The rotary width of each axis (Flux: ``(16, 56, 56)``).
+    base, scaling, layout, split, turns
+        As in :func:`posenc.rope_axes_cos_sin`.
+    dtype : torch.dtype, optional
+        dtype of the buffer and of the tables (default: torch's default dtype).
+    device : torch.device or str, optional
+        Device of the buffer (the tables live on the ids' device).
+
+    Examples
+    --------
+    >>> import torch, posenc
+    >>> from posenc.torch import AxesRotaryEmbedding
+    >>> rope = AxesRotaryEmbedding((2, 4, 4))
+    >>> ids = posenc.grid_ids((1, 2, 3), prefix_tokens=2, xp=torch)  # Flux: 2 text tokens, a 2 x 3 latent
+    >>> cos, sin = rope(ids)
+    >>> cos.shape
+    torch.Size([8, 10])
+    >>> q = torch.ones(1, 4, 8, 10)  # (batch, heads, tokens, head_dim)
+    >>> posenc.apply_rope(q, cos, sin, layout="interleaved").shape
+    torch.Size([1, 4, 8, 10])
+    """
+
+    def __init__(
+        self,
+        axes_dim: Any,
+        *,
+        base: Any = 10000.0,
+        scaling: Any = None,
+        layout: str = "interleaved",
+        split: str = "blocks",
+        turns: bool = False,
+        dtype: Any = None,
+        device: Any = None,
+    ) -> None:
+        super().__init__()
+        from .axes import _check_axes_dim
+
+        self.axes_dim = _check_axes_dim(axes_dim)
+        self.base = tuple(base) if isinstance(base, list) else base
+        self.scaling = tuple(scaling) if isinstance(scaling, list) else scaling
+        self.layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
+        self.split = split
+        self.turns = turns
+        dt = _float_dtype(dtype)
+        # validates every option (errors name them) on an empty set of ids
+        posenc.rope_axes_cos_sin(
+            torch.zeros((0, len(self.axes_dim)), dtype=torch.int64), self.axes_dim, **self._options(), xp=torch
+        )
+        self.register_buffer("inv_freq", self._host_freqs(dt, device), persistent=False)
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "scaling": self.scaling,
+            "layout": self.layout,
+            "split": self.split,
+            "turns": self.turns,
+        }
+
+    def _host_freqs(self, dtype: Any, device: Any) -> torch.Tensor:
+        import numpy as np
+
+        from .axes import _axes_freqs, _check_scalings, _per_axis
+
+        n = len(self.axes_dim)
+        bases = tuple(float(b) for b in _per_axis(self.base, "base", n))
+        scalings = _check_scalings(self.scaling, n)
+        freqs, _ = _axes_freqs(self.axes_dim, bases, scalings, self.split, self.turns, float("inf"))
+        host = np.concatenate([f.array for f in freqs])
+        return torch.tensor(host, dtype=dtype, device=device)
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        module = super()._apply(fn, *args, **kwargs)
+        # to_empty leaves the buffer uninitialised: refill it from the configuration
+        buf = self.inv_freq
+        if buf.device.type != "meta":
+            with torch.no_grad():
+                buf.copy_(self._host_freqs(buf.dtype, "cpu"))
+        return module
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``cos`` and ``sin`` tables of ``ids`` (shape ``(..., n_axes)``),
+        each of shape ``ids.shape[:-1] + (sum(axes_dim),)``, on the ids' device."""
+        return posenc.rope_axes_cos_sin(ids, self.axes_dim, **self._options(), dtype=self.inv_freq.dtype, xp=torch)
+
+    def extra_repr(self) -> str:
+        extra = "".join(
+            f", {k}={v!r}"
+            for k, v in self._options().items()
+            if v != {"base": 10000.0, "scaling": None, "layout": "interleaved", "split": "blocks", "turns": False}[k]
+        )
+        return f"axes_dim={self.axes_dim}{extra}"

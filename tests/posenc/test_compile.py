@@ -87,6 +87,7 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
         lambda c, b: posenc.gaussian_fourier_features(c, b),
         lambda n: (_x(n, 2)[0], torch.linspace(-2.0, 2.0, 16, dtype=F32).reshape(8, 2)),
     ),
+    "grid_ids": (lambda x: posenc.grid_ids((x.shape[-2], 4), offset=1, xp=torch), lambda n: (_x(n),)),
     "gaussian_matrix": (
         lambda x: x @ posenc.gaussian_matrix(8, 16, scale=1.0, seed=0, xp=torch).T,
         lambda n: (_x(n),),
@@ -151,6 +152,14 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
     "rope_frequencies": (lambda x: x * posenc.rope_frequencies(16, xp=torch), lambda n: (_x(n, 8),)),
     "rope_permutation": (lambda x: x[..., posenc.rope_permutation(16, xp=torch)], lambda n: (_x(n),)),
     "xpos_scale": (lambda p: posenc.xpos_scale(p, 16), lambda n: (_pos(n),)),
+    "rope_axes": (
+        lambda x, p: posenc.rope_axes(x, p, [8, 8]),
+        lambda n: (_x(n), torch.stack([_pos(n) // 3, _pos(n) % 3], dim=-1)),
+    ),
+    "rope_axes_cos_sin": (
+        lambda p: posenc.rope_axes_cos_sin(p, [4, 6, 6], layout="half"),
+        lambda n: (torch.stack([_pos(n) * 0, _pos(n) // 3, _pos(n) % 3], dim=-1) + 2,),
+    ),
     "mrope_cos_sin": (
         lambda p: posenc.mrope_cos_sin(p, 16, mrope_section=[4, 2, 2]),
         lambda n: (torch.stack([_pos(n), _pos(n) // 3, _pos(n) % 3])[:, None, :],),
