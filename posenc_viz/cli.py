@@ -3,8 +3,10 @@
 ``posenc-viz all --out figures`` writes the whole set; one subcommand per
 figure writes just that one.  ``--table PATH[:KEY]`` draws a table read
 from a file (:func:`posenc_viz.load_table`) instead of posenc's, the
-``grid-similarity`` subcommand draws the ViT paper's figure of a table, and
-``rope-scaling --hf-config config.json`` draws a released model's RoPE.
+``grid-similarity`` subcommand draws the ViT paper's figure of a table,
+``rope-scaling --hf-config config.json`` draws a released model's RoPE and
+``rope-axes --axes-dim 16,56,56`` (or ``--hf-config``) the per-axis spectrum of
+an image or video model's RoPE.
 Exit status 0 on success, 2 for bad arguments, an unreadable input file or
 an unusable output folder (argparse's usage line and one error line, no
 traceback, nothing written), 1 when a needed package (matplotlib,
@@ -41,6 +43,7 @@ COMMANDS = {
     "similarity-by-offset": ("similarity_by_offset", "PE_t . PE_t+k against the offset k (an even curve)"),
     "rope-decay": ("rope_decay", "RoFormer's long-term decay bound of RoPE against distance"),
     "rope-scaling": ("rope_scaling", "RoPE wavelengths under Linear, NTK, YaRN and Llama 3 scaling"),
+    "rope-axes": ("rope_axes", "per-axis wavelengths of a multi-axis (image / video) RoPE against its grid"),
     "alibi": ("alibi", "four heads of a causal ALiBi bias"),
     "t5-buckets": ("t5_buckets", "T5 relative position buckets"),
     "window-bias": ("window_bias", "2-D relative bias of a 5 x 5 attention window (Swin-style), a map per query"),
@@ -132,6 +135,22 @@ def _grid(text: str) -> tuple[int, int]:
             f"expected HxW with positive sizes and at most {figures.MAX_GRID_MAPS} patches, got {text!r}"
         )
     return h, w
+
+
+def _int_list(what: str, *, even: bool = False):
+    kind = "positive even integers" if even else "positive integers"
+
+    def parse(text: str) -> tuple[int, ...]:
+        parts = [p.strip() for p in text.replace("x", ",").split(",") if p.strip()]
+        try:
+            values = tuple(int(p) for p in parts)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind} ({what}), got {text!r}") from None
+        if not values or len(values) > 8 or any(v < 1 or v > 2**20 or (even and v % 2) for v in values):
+            raise argparse.ArgumentTypeError(f"expected 1 to 8 comma-separated {kind} ({what}), got {text!r}")
+        return values
+
+    return parse
 
 
 def _file(text: str) -> str:
@@ -228,6 +247,11 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             description += f" With --table: {TABLE_OPTION[cmd]}."
         if cmd == "rope-scaling":
             description += " With --hf-config: the model's RoPE against the unscaled one."
+        if cmd == "rope-axes":
+            description += (
+                " Default: the head (--head-dim) split over frames, rows and columns as Wan 2.1 splits it;"
+                " --axes-dim or --hf-config give a model's axes."
+            )
         subs[cmd] = p = sub.add_parser(cmd, parents=[sizes, output], help=text, description=description)
         if cmd in TABLE_OPTION:
             _add_table(p.add_argument_group("a table from a file"))
@@ -244,6 +268,35 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
                 metavar="NAME",
                 default=None,
                 help="with --hf-config: which per-layer-type RoPE entry (such as full_attention)",
+            )
+        if cmd == "rope-axes":
+            g = p.add_argument_group("the axes")
+            g.add_argument(
+                "--axes-dim",
+                metavar="D,D,...",
+                type=_int_list("one rotary width per axis", even=True),
+                default=None,
+                help="rotary width of each axis, such as 16,56,56 (Flux)",
+            )
+            g.add_argument(
+                "--grid-shape",
+                metavar="N,N,...",
+                type=_int_list("positions per axis"),
+                default=None,
+                help="positions along each axis, drawn as reference lines (such as 1,64,64)",
+            )
+            g.add_argument(
+                "--split",
+                choices=("blocks", "strided"),
+                default=None,
+                help="each axis its own RoPE (blocks, default) or every n-th frequency of one (strided, Pixtral)",
+            )
+            g.add_argument(
+                "--hf-config",
+                metavar="JSON",
+                type=_file,
+                help="a config.json with a multi-axis RoPE: diffusers' axes_dims_rope / rope_axes_dim, or a "
+                "transformers vision config with an axial rope_parameters",
             )
     for cmd, (_, text) in TABLE_COMMANDS.items():
         subs[cmd] = p = sub.add_parser(cmd, parents=[output], help=text, description=f"Write one figure: {text}.")
@@ -321,6 +374,56 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
     return {"dim": rope["dim"], "base": rope["base"], "scaling": rope["scaling"], "label": label}
 
 
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _Usage(f"argument --hf-config: file {path!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Usage(f"argument --hf-config: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Usage(f"argument --hf-config: {path!r} is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise _Usage(f"argument --hf-config: {path!r} must hold a JSON object, got a {type(config).__name__}")
+    return config
+
+
+def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params:
+    """The axes of the rope-axes figure from --axes-dim, --hf-config or the default."""
+    from .axes import _axes_frequencies, _axes_from_config
+
+    given = [f"--{n.replace('_', '-')}" for n in ("axes_dim", "hf_config") if getattr(args, n) is not None]
+    if len(given) == 2:
+        raise _Usage("argument --hf-config: not allowed with --axes-dim (the config sets the axes)")
+    if args.hf_config is not None:
+        if args.base is not None:
+            raise _Usage("argument --base: not allowed with --hf-config (the config sets it)")
+        try:
+            axes = _axes_from_config(_read_json(args.hf_config))
+        except (ValueError, TypeError) as exc:
+            text = str(exc).replace("`config`", "the config")
+            raise _Usage(f"argument --hf-config: {' '.join(text.split())}") from None
+    elif args.axes_dim is not None:
+        axes = {"axes_dim": list(args.axes_dim), "base": p.base, "split": "blocks", "grid_shape": None, "label": "axes"}
+    else:
+        axes = figures.default_axes(p.head_dim, p.base)
+    if args.split is not None:
+        axes["split"] = args.split
+    if args.grid_shape is not None:
+        axes["grid_shape"] = list(args.grid_shape)
+    n = len(axes["axes_dim"])
+    if axes.get("grid_shape") is not None and len(axes["grid_shape"]) != n:
+        raise _Usage(f"argument --grid-shape: {len(axes['grid_shape'])} sizes for {n} axes")
+    try:
+        _axes_frequencies(axes["axes_dim"], base=axes["base"], split=axes["split"])
+    except (ValueError, TypeError) as exc:
+        opt = "--hf-config" if args.hf_config is not None else "--axes-dim"
+        raise _Usage(f"argument {opt}: {' '.join(str(exc).split())}") from None
+    return replace(p, axes=axes)
+
+
 def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None, bool]:
     """Parameters, figure names (None: the whole set) and whether posenc's
     own figures are drawn (the standard path of figure_set)."""
@@ -331,6 +434,8 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
     given = [name for name in SIZE_DEFAULTS if getattr(args, name, None) is not None]
     if table_spec is not None and given:
         raise _Usage(f"argument {_option(given[0])}: not allowed with --table (the table sets the figure)")
+    if command == "rope-axes":
+        hf_config, layer_type = None, None  # read below, as a multi-axis RoPE
     if hf_config is not None:
         clash = [n for n in given if n in ("base", "head_dim")]
         if clash:
@@ -358,6 +463,9 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
         p = replace(p, grid=grid)
     if hf_config is not None:
         p = replace(p, rope=_read_config(hf_config, layer_type))
+    if command == "rope-axes":
+        p = _prepare_axes(args, p)
+        return p, [name], p.axes == figures.default_axes(p.head_dim, p.base)
     return p, [name], table_spec is None and hf_config is None
 
 

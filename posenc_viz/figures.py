@@ -67,6 +67,8 @@ class Params:
     grid: tuple[int, int, int] | None = None
     #: a model's RoPE: from_hf's "dim", "base", "scaling" and a "label"
     rope: Mapping[str, Any] | None = None
+    #: a multi-axis RoPE: "axes_dim", "base", "split", "grid_shape" and a "label"
+    axes: Mapping[str, Any] | None = None
 
 
 def _table(p: Params) -> np.ndarray:
@@ -185,6 +187,34 @@ def _draw_rope_scaling(fig: Any, p: Params) -> None:
     plot_rope_scaling(p.head_dim, scalings, base=p.base, ax=ax)
 
 
+def default_axes(head_dim: int, base: float) -> dict[str, Any]:
+    """The video RoPE of the standard set: ``head_dim`` split over frames,
+    rows and columns as Wan 2.1 splits it (rows and columns ``2 * (head_dim
+    // 6)`` each, frames the rest), over Wan 2.1's 480p latent grid."""
+    hw = 2 * (head_dim // 6)
+    dims = [head_dim - 2 * hw, hw, hw] if hw else [head_dim]
+    grid = [21, 30, 52] if hw else [21]
+    return {"axes_dim": dims, "base": base, "split": "blocks", "grid_shape": grid, "label": "video (Wan 2.1 split)"}
+
+
+def _draw_rope_axes(fig: Any, p: Params) -> None:
+    from .axes import plot_rope_axes
+
+    ax = fig.subplots()
+    a = default_axes(p.head_dim, p.base) if p.axes is None else p.axes
+    n = len(a["axes_dim"])
+    names = {1: ["t"], 2: ["h", "w"], 3: ["t", "h", "w"], 4: ["t", "h", "w", "l"]}.get(n)
+    plot_rope_axes(
+        a["axes_dim"],
+        base=a["base"],
+        split=a.get("split", "blocks"),
+        grid_shape=a.get("grid_shape"),
+        names=names or [f"axis {k}" for k in range(n)],
+        ax=ax,
+    )
+    ax.set_title(f"{a['label']}: axes_dim {list(a['axes_dim'])}", fontsize="medium")
+
+
 def _draw_alibi(fig: Any, p: Params) -> None:
     heads = 8
     n = min(p.length, 64)
@@ -278,6 +308,7 @@ _SPECS: dict[str, _Spec] = {
     "similarity_by_offset": _Spec(_draw_similarity_by_offset, "single", (0.62, 0.34)),
     "rope_decay": _Spec(_draw_rope_decay, "single", (0.62, 0.34)),
     "rope_scaling": _Spec(_draw_rope_scaling, "single", (0.8, 0.45)),
+    "rope_axes": _Spec(_draw_rope_axes, "single", (0.8, 0.45)),
     "alibi": _Spec(_draw_alibi, "double", (0.95, 0.3)),
     "t5_buckets": _Spec(_draw_t5, "single", (0.85, 0.5)),
     "window_bias": _Spec(_draw_window_bias, "single", _window_aspect),
@@ -492,7 +523,9 @@ def figure_set(
     :math:`PE_s \cdot PE_t` matrix), ``similarity_by_offset`` (its even
     profile), ``rope_decay`` (RoFormer's long-term decay bound),
     ``rope_scaling`` (RoPE wavelengths under Linear, NTK, YaRN and Llama 3
-    scaling), ``alibi`` (four heads of a causal ALiBi bias),
+    scaling), ``rope_axes`` (the per-axis spectrum of a video RoPE: the
+    head split over frames, rows and columns as Wan 2.1 splits it, against
+    its 21 x 30 x 52 latent grid), ``alibi`` (four heads of a causal ALiBi bias),
     ``t5_buckets`` (T5's relative position buckets) and ``window_bias``
     (the 2-D relative bias of a 5 x 5 attention window, Swin-style, one map
     per query patch).  Figures whose posenc

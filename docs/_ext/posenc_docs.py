@@ -97,6 +97,7 @@ GALLERY_ORDER = (
     "plot_similarity.py",
     "plot_similarity_by_offset.py",
     "plot_rope_scaling.py",
+    "plot_rope_axes.py",
     "plot_bias.py",
     "plot_window_bias.py",
     "plot_paper_style.py",
@@ -341,6 +342,10 @@ SEE_ALSO: dict[str, list[str]] = {
 SEE_ALSO[_P + "mrope_cos_sin"] = [_P + "rope_cos_sin", _P + "axial_rope_cos_sin", _S + "from_hf"]
 SEE_ALSO[_P + "grid_interpolation_taps"] = [_P + "resample_grid", _P + "resample_table"]
 SEE_ALSO[_P + "timestep_embedding"] = [_P + "sinusoidal", _P + "gaussian_fourier_features", _P + "sincos_grid"]
+SEE_ALSO[_P + "rope_axes_cos_sin"] = [_P + "grid_ids", _P + "rope_axes", _P + "apply_rope", _V + "plot_rope_axes"]
+SEE_ALSO[_P + "rope_axes"] = [_P + "rope_axes_cos_sin", _P + "grid_ids", _P + "apply_rope"]
+SEE_ALSO[_P + "grid_ids"] = [_P + "rope_axes_cos_sin", _P + "sincos_coords"]
+SEE_ALSO[_V + "plot_rope_axes"] = [_P + "rope_axes_cos_sin", _V + "plot_wavelengths"]
 for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional"):
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
 

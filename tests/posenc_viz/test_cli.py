@@ -156,7 +156,7 @@ def test_every_command_has_help(capsys):
         else:
             assert all(opt in text for opt in sizes), cmd
             assert ("--table" in text) == (cmd in cli.TABLE_OPTION), cmd
-            assert ("--hf-config" in text) == (cmd == "rope-scaling"), cmd
+            assert ("--hf-config" in text) == (cmd in ("rope-scaling", "rope-axes")), cmd
 
 
 def test_help_and_version_subprocess(tmp_path):

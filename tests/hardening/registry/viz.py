@@ -161,6 +161,30 @@ def _plot_rope_scaling(draw: Draw, be: Backend) -> Case:
     return _axes_case(be, (dim, val), kw)
 
 
+@register("posenc_viz.plot_rope_axes", viz=True, backends=NUMPY_ONLY, no_allocation=POSENC_CALLS)
+def _plot_rope_axes(draw: Draw, be: Backend) -> Case:
+    n = draw(st.integers(1, 3))
+    kw: dict[str, Any] = {}
+    if draw(st.booleans()):
+        dims = [even_dim(draw, 2, 16)] * n
+        kw["split"] = "strided"
+    else:
+        dims = [even_dim(draw, 2, 32) for _ in range(n)]
+        if draw(st.booleans()):
+            kw["base"] = [base(draw) for _ in range(n)] if draw(st.booleans()) else base(draw)
+    if draw(st.booleans()):
+        kw["turns"] = draw(st.booleans())
+    if draw(st.booleans()):
+        kw["grid_shape"] = [draw(st.integers(1, 4096)) for _ in range(n)]
+    if draw(st.booleans()):
+        kw["names"] = [f"a{k}" for k in range(n)]
+    if draw(st.booleans()):
+        kw["quantity"] = draw(st.sampled_from(["wavelength", "frequency"]))
+    if draw(st.booleans()):
+        kw["legend"] = draw(st.booleans())
+    return _axes_case(be, (dims,), kw)
+
+
 @register(
     "posenc_viz.plot_bias",
     viz=True,
