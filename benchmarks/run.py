@@ -10,12 +10,22 @@ import sys
 import time
 from pathlib import Path
 
-from . import bench_cache, bench_diffusion, bench_gpu, bench_hotpath, bench_rope, bench_scale, bench_sinusoidal
+from . import (
+    bench_axes,
+    bench_cache,
+    bench_diffusion,
+    bench_gpu,
+    bench_hotpath,
+    bench_rope,
+    bench_scale,
+    bench_sinusoidal,
+)
 from .harness import Config, Row, header, markdown_table, text_table
 
 SECTIONS = {
     "sinusoidal": (bench_sinusoidal, "Sinusoidal table, float32: posenc against the seeds' code and peers"),
     "rope": (bench_rope, "RoPE: apply_rope / rope against a copy and the Hugging Face formula"),
+    "axes": (bench_axes, "Multi-axis RoPE from position ids: Flux's ids against diffusers' FluxPosEmbed"),
     "hotpath": (bench_hotpath, "Hot path: decode step, one-token apply, arrays of positions, compiled step"),
     "cache": (bench_cache, "Repeated calls: second identical call against the first; mutation safety"),
     "scale": (bench_scale, "Scale: Dask table of 2**22 x 512 float32 (8 GiB), reduced chunk by chunk"),
