@@ -322,6 +322,24 @@ def case_llama4_vision() -> dict[str, Any]:
     }
 
 
+def case_dinov3_vit() -> dict[str, Any]:
+    from transformers.models.dinov3_vit.configuration_dinov3_vit import DINOv3ViTConfig
+    from transformers.models.dinov3_vit.modeling_dinov3_vit import DINOv3ViTRopePositionEmbedding
+
+    config = DINOv3ViTConfig(hidden_size=64, num_attention_heads=4, patch_size=16, rope_theta=100.0)
+    rope = DINOv3ViTRopePositionEmbedding(config).eval()
+    cos, sin = rope(torch.zeros(1, 3, 5 * 16, 7 * 16))  # a 5 x 7 patch grid
+    ids = posenc.grid_ids((5, 7), normalize="separate", xp=torch)
+    kw = {"base": 100.0, "layout": "half"}
+    return {
+        "got": axes(ids, [8, 8], turns=True, **kw),
+        "want": (cos, sin),
+        "control": axes(ids, [8, 8], **kw),
+        "what": "angles in radians (turns=False): no 2 pi",
+        "tol": f32_tol(2.0 * math.pi),
+    }
+
+
 def _golden() -> Any:
     return np.load(GOLDEN)
 
@@ -430,6 +448,7 @@ PEERS: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
     "transformers Qwen2.5-VL vision rotary": (case_qwen2_5_vl, "transformers"),
     "transformers Pixtral vision rotary": (case_pixtral, "transformers"),
     "transformers Llama 4 vision rotary": (case_llama4_vision, "transformers"),
+    "transformers DINOv3 ViT rope": (case_dinov3_vit, "transformers"),
     "timm EVA-02 RotaryEmbeddingCat": (case_timm_eva, "numpy"),
     "timm RotaryEmbeddingDinoV3 (separate)": (case_timm_dinov3_separate, "numpy"),
     "timm RotaryEmbeddingDinoV3 (min)": (case_timm_dinov3_min, "numpy"),
