@@ -97,19 +97,14 @@ def _check_scalings(scaling: Any, n: int) -> tuple[Scaling | None, ...]:
     return out
 
 
-@_compat.host_constant
 def _axes_freqs(
     axes_dim: tuple[int, ...], bases: tuple[Any, ...], scalings: tuple[Any, ...], split: str, turns: bool, top: float
 ) -> tuple[tuple[_angles.Freqs, ...], tuple[float, ...]]:
     """The frequencies of every axis (host float64 constants) and the
-    attention factors of their scalings."""
-    key = (axes_dim, tuple((type(b), b) for b in bases), scalings, split, turns, top)
-    try:
-        got = _FREQS.get(key)
-    except TypeError:  # unhashable: the checks below say what is wrong
-        key, got = None, None
-    if got is not None:
-        return got
+    attention factors of their scalings.  The scalings go to the host
+    constant of :func:`posenc.rope_frequencies` one by one, as the caller
+    gave them (torch's tracer passes an object by its source, not a tuple
+    built while tracing)."""
     n = len(axes_dim)
     if split == "strided":
         if len(set(axes_dim)) != 1:
@@ -125,25 +120,29 @@ def _axes_freqs(
             )
             raise ValueError(msg)
         _, _, _, f, a = _host_inv_freq(sum(axes_dim), bases[0], scalings[0], None, top)
-        w = f.array
-        arrays = [w[k::n] for k in range(n)]
-        attention = (a,) * n
-    else:
-        arrays, att = [], []
-        for d, b, s in zip(axes_dim, bases, scalings):
-            _, _, _, f, a = _host_inv_freq(d, b, s, None, top)
-            arrays.append(f.array)
-            att.append(a)
-        attention = tuple(att)
-    if turns:
-        arrays = [w * (2.0 * math.pi) for w in arrays]
-    got = tuple(_angles.Freqs.from_array(w) for w in arrays), attention
-    if key is not None:
-        _compat.remember(_FREQS, key, got, 1024)
+        return _derived_freqs(f.key, n, turns), (a,) * n
+    freqs, attention = [], []
+    for d, b, sc in zip(axes_dim, bases, scalings):
+        _, _, _, f, a = _host_inv_freq(d, b, sc, None, top)
+        freqs.append(_derived_freqs(f.key, 1, True)[0] if turns else f)
+        attention.append(a)
+    return tuple(freqs), tuple(attention)
+
+
+@_compat.host_constant
+def _derived_freqs(key: bytes, n: int, turns: bool) -> tuple[_angles.Freqs, ...]:
+    """The frequencies ``key`` (float64 bytes) dealt out to ``n`` axes (axis
+    ``k`` takes ``k, k + n, ...``), times 2 pi with ``turns``."""
+    cache_key = (key, n, turns)
+    got = _FREQS.get(cache_key)
+    if got is None:
+        w = np.frombuffer(key, dtype=np.float64)
+        got = tuple(_angles.Freqs.from_array(w[k::n] * (2.0 * math.pi if turns else 1.0)) for k in range(n))
+        _compat.remember(_FREQS, cache_key, got, 1024)
     return got
 
 
-#: _axes_freqs's results by their (hashable) arguments
+#: _derived_freqs's results by their arguments
 _FREQS: dict[Any, Any] = {}
 
 

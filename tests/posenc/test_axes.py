@@ -206,6 +206,24 @@ def test_frequency_matrix_grad_torch():
         np.testing.assert_allclose(f.grad.double().numpy(), g, atol=tol * np.max(np.abs(g)))
 
 
+def test_frequency_matrix_compiled_with_grad():
+    torch = pytest.importorskip("torch")
+    f = torch.tensor(F, dtype=torch.float32, requires_grad=True)
+    ids = torch.tensor([[0, 1], [5, -3], [40, 2]])
+
+    def loss(ids, f):
+        c, s = posenc.rope_axes_cos_sin(ids, freqs=f)
+        return (c * s).sum() + c.sum()
+
+    torch._dynamo.reset()
+    got = torch.compile(loss, fullgraph=True, backend="eager")(ids, f)
+    g_got = torch.autograd.grad(got, f)[0]
+    want = loss(ids, f)
+    g_want = torch.autograd.grad(want, f)[0]
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(g_got, g_want)
+
+
 def test_frequency_matrix_grad_jax():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

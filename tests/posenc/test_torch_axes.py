@@ -88,9 +88,17 @@ class CountingBackend:
 
 
 def test_compiles_fullgraph_across_image_sizes():
-    """dynamic=True: one graph for every image size (two at most), in every grad mode."""
+    """dynamic=True: one graph for every image size (two at most), in every
+    grad mode; also with per-axis bases and scalings, turns and the half layout."""
+    from posenc.scaling import NTK, YaRN
+
     rope = AxesRotaryEmbedding(DIMS)
-    for mode, ctx in MODES.items():
+    other = AxesRotaryEmbedding(
+        DIMS, base=[100.0, 10000.0, 256.0], scaling=[NTK(2.0), None, YaRN(4.0, 64)], layout="half", turns=True
+    )
+    for mode, ctx in [*MODES.items(), ("options", torch.no_grad)]:
+        if mode == "options":
+            rope = other
         with ctx():
             _cache.clear()
             torch._dynamo.reset()
