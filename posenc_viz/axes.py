@@ -177,7 +177,7 @@ def plot_rope_axes(
                 linestyle=(0, (4, 2)),
                 linewidth=0.8,
                 zorder=1,
-                label=f"{', '.join(names[j] for j in ks)}: {g} positions",
+                label=f"{', '.join(names[j] for j in ks)}: {g} position{'' if g == 1 else 's'}",
             )
     longest = max(y.size for y in ys)
     ax.set_xlim(-0.5, longest - 0.5)

@@ -20,8 +20,8 @@ def test_each_axis_its_wavelengths(ax):
         i = np.arange(d // 2)
         np.testing.assert_array_equal(c.get_xdata(), i)
         np.testing.assert_allclose(c.get_ydata(), 2 * math.pi * b ** (2 * i / d), rtol=1e-12)
-    grid = {line.get_label(): line.get_ydata()[0] for line in ax.lines if "positions" in line.get_label()}
-    assert grid == {"t: 1 positions": 1, "h: 64 positions": 64, "w: 32 positions": 32}
+    grid = {line.get_label(): line.get_ydata()[0] for line in ax.lines if "position" in line.get_label()}
+    assert grid == {"t: 1 position": 1, "h: 64 positions": 64, "w: 32 positions": 32}
     assert ax.get_yscale() == "log"
     assert ax.get_ylabel() == "wavelength (positions)"
 
