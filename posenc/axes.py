@@ -242,12 +242,9 @@ def _layout(c: Array, layout: str, xp: Any) -> Array:
 # --------------------------------------------------------------------------
 # frequency matrices: angles = ids . F^T, exact and differentiable in F
 # --------------------------------------------------------------------------
-#: 2 pi as three float64 parts (k * C1 and k * C2 exact for |k| < 2**33)
-_C1, _C2, _C3 = _angles._C1, _angles._C2, _angles._C3
-_INV_TWO_PI = 1.0 / (2.0 * math.pi)
-#: 2 pi as a float32 pair: float32(2 pi) and the float32 rest
-_P1 = float(np.float32(2.0 * math.pi))
-_P2 = float(np.float32(2.0 * math.pi - _P1))
+#: 1 / (2 pi) as float32 pairs (the angle in radians to turns without a float64 device)
+_INV32_HI = float(np.float32(1.0 / (2.0 * math.pi)))
+_INV32_LO = float(np.float32(_angles._INV_HI - _INV32_HI))
 _SPLIT64 = 134217729.0  # 2**27 + 1: Veltkamp's splitter of float64
 _SPLIT32 = 4097.0  # 2**12 + 1: Veltkamp's splitter of float32
 
@@ -325,11 +322,12 @@ def _matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple
     ``ctx.work``.
 
     The products are exact (Dekker's two-product) and summed with their
-    rounding errors carried (TwoSum); the angle is then reduced by
-    :math:`2\pi` in that double-length form: in float64 where the device has
-    it (a three-part :math:`2\pi`, about 1e-16 for angles below
-    :math:`2^{33}`), else in float32 pairs (a two-part :math:`2\pi`, the
-    reduced angle within about 2e-7 for angles below :math:`10^8`).  Every
+    rounding errors carried (TwoSum); the angle, in that double-length form,
+    is turned into turns (a double-length product with :math:`1/2\pi`),
+    reduced modulo 1 exactly and evaluated without rounding it to float32
+    (posenc's engine, :mod:`posenc._angles`): in float64 where the device has
+    it (about 1e-16 for angles below :math:`2^{40}`), else in float32 pairs
+    (the reduced angle within about 1e-8 for angles below :math:`10^7`).  Every
     operation is a plain multiply, add or ``round``: gradients flow to
     ``freqs`` (and float ``ids``) under autograd and ``jax.grad``.
     """
@@ -352,22 +350,23 @@ def _matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple
             else:
                 s_hi, e2 = _two_sum(s_hi, h)
                 lo = lo + (e2 + e)
-    if turns:
-        r = s_hi - xp.round(s_hi)  # exact
-        r, e = _two_sum(r, lo)
-        if wide:
-            a = r * (2.0 * math.pi) + e * (2.0 * math.pi)
+    # the angle in turns, reduced modulo 1 exactly, then the sine without
+    # rounding the angle (posenc's engine: posenc._angles)
+    if not turns:  # radians to turns: times 1 / (2 pi), as a double-length product
+        inv_hi, inv_lo = (_angles._INV_HI, _angles._INV_LO) if wide else (_INV32_HI, _INV32_LO)
+        h, e = _two_prod(s_hi, xp.asarray(inv_hi, dtype=dt, device=ctx.device), splitter)
+        s_hi, lo = h, e + (s_hi * inv_lo + lo * inv_hi)
+    r = s_hi - xp.round(s_hi)  # exact
+    if wide:
+        f = r + lo
+        f = f - xp.round(f)
+        a = f * _angles._TWO_PI
+        if ctx.work == xp.float64:
+            s, c = xp.sin(a), xp.cos(a)
         else:
-            a = r * _P1 + (e * _P1 + r * _P2)
-    elif wide:
-        k = xp.round(s_hi * _INV_TWO_PI)
-        a = (((s_hi - k * _C1) - k * _C2) + lo) - k * _C3
+            s, c = _angles.finish_f32(a, xp)
     else:
-        k = xp.round(s_hi * _INV_TWO_PI)
-        ph, pl = _two_prod(k, xp.asarray(_P1, dtype=dt, device=ctx.device), splitter)
-        t, e = _two_sum(s_hi, -ph)
-        a = t + (e + ((lo - pl) - k * _P2))
-    s, c = xp.sin(a), xp.cos(a)
+        s, c = _angles.finish_pair_f32(*_angles.turns_to_angle_f32(r, lo, xp), xp)
     return _angles.cast(s, ctx.work, xp), _angles.cast(c, ctx.work, xp)
 
 
