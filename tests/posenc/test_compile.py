@@ -183,7 +183,18 @@ DOWNSTREAM_ULPS = 8.0
 #: positions), the compiled graph with torch's operations: two exact
 #: algorithms, each within posenc's bound of the truth, up to two ulp of the
 #: row's scale apart (near-zero entries by more of their own)
-NUMPY_EAGER = {"rope", "rope_cos_sin", "sinusoidal", "sines", "sincos_coords", "fourier_features", "mrope_cos_sin"}
+NUMPY_EAGER = {
+    "rope",
+    "rope_cos_sin",
+    "rope_axes",
+    "rope_axes_cos_sin",
+    "sinusoidal",
+    "sines",
+    "sincos_coords",
+    "fourier_features",
+    "mrope_cos_sin",
+    "timestep_embedding",
+}
 
 LENGTH_CONSTANTS = {
     "learned_table": "a seeded host-side random table: every length is a different constant",
