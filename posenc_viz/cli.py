@@ -10,7 +10,8 @@ an image or video model's RoPE.
 Exit status 0 on success, 2 for bad arguments, an unreadable input file or
 an unusable output folder (argparse's usage line and one error line, no
 traceback, nothing written), 1 when a needed package (matplotlib,
-safetensors, torch) is missing.
+safetensors, torch) is missing.  SIGTERM and SIGHUP unwind like Ctrl-C (the
+figure being written is removed), then end the process with the signal.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +30,7 @@ from typing import Any
 
 import posenc
 
-from . import _mpl, figures
+from . import _files, _mpl, figures
 from ._internals import TABLE_LAYOUTS
 from .similarity import grid_layout, table_2d
 from .tables import KINDS, load_table
@@ -69,6 +72,12 @@ TABLE_OPTION = {
 SIZE_DEFAULTS = {"dim": 512, "length": 100, "base": 10000.0, "layout": "interleaved", "head_dim": 128}
 
 MAX_PREFIX = 1024
+#: the largest --hf-config read (a config.json is a few KB; with label maps, a few MB)
+MAX_CONFIG_BYTES = 1 << 24
+#: the deepest nesting of a config (Hugging Face configs nest a few levels)
+MAX_CONFIG_DEPTH = 64
+#: subcommands that draw the cosine similarity of a table's rows
+COSINE_COMMANDS = ("similarity", "similarity-by-offset", "grid-similarity")
 
 
 def _int_in(lo: int, hi: int, *, even: bool = False):
@@ -326,21 +335,24 @@ def _option(name: str) -> str:
 def _read_table(spec: tuple[str, str | None], command: str) -> Any:
     path, key = spec
     try:
-        table = table_2d(load_table(path, key), name="table")
+        # the size limit goes into the reader: checked from the file's headers, before anything is read
+        table = table_2d(load_table(path, key, max_size=figures.MAX_TABLE_SIZE), name="table")
     except ImportError:
         raise
-    except FileNotFoundError:
-        raise _Usage(f"argument --table: file {path!r} does not exist") from None
+    except FileNotFoundError as exc:
+        text = str(exc).replace(f"`source` {path!r}", f"file {path!r}")
+        raise _Usage(f"argument --table: {text}") from None
     except OSError as exc:
         raise _Usage(f"argument --table: cannot read {path!r}: {exc.strerror or exc}") from None
     except (ValueError, TypeError) as exc:
         text = str(exc).replace("`source`", "the file").replace("`key`", "KEY").replace("`table`", "the table")
+        text = text.replace("`max_size`", "the limit of a figure")
         raise _Usage(f"argument --table: {' '.join(text.split())}") from None
     if table.dtype.kind == "b":
         table = table.astype("int8")
-    if table.size > figures.MAX_TABLE_SIZE:
-        raise _Usage(f"argument --table: the table {tuple(table.shape)} is larger than {figures.MAX_TABLE_SIZE} values")
-    if command in ("similarity", "similarity-by-offset", "grid-similarity") and table.shape[0] > figures.MAX_LENGTH:
+    if table.dtype.kind == "f":
+        _check_finite(table)
+    if command in COSINE_COMMANDS and table.shape[0] > figures.MAX_LENGTH:
         raise _Usage(
             f"argument --table: {table.shape[0]} rows is more than the {figures.MAX_LENGTH} "
             f"a {command} figure draws (a rows x rows matrix)"
@@ -348,19 +360,59 @@ def _read_table(spec: tuple[str, str | None], command: str) -> Any:
     return table
 
 
+def _check_finite(table: Any) -> None:
+    """A table with NaN or infinite values is refused: every table figure
+    normalises or averages rows, so one bad cell would blank a whole row and
+    column of a similarity matrix, or every point of the offset curve."""
+    import numpy as np
+
+    bad = ~np.isfinite(table)
+    count = int(np.count_nonzero(bad))
+    if count:
+        rows = np.flatnonzero(bad.any(axis=1))
+        raise _Usage(
+            f"argument --table: the table has {count} non-finite value{'s' if count > 1 else ''} (NaN or infinity) "
+            f"in {rows.size} row{'s' if rows.size > 1 else ''} (first: row {int(rows[0])}) of {table.shape[0]}; "
+            "a figure of it would mislead"
+        )
+
+
+def _zero_rows(table: Any, command: str, prefix: int) -> str | None:
+    """A note when rows drawn by a cosine-similarity figure are zero (a
+    padding row of a learned table): their similarity is undefined."""
+    import numpy as np
+
+    if command not in COSINE_COMMANDS:
+        return None
+    zero = np.flatnonzero(~table[prefix:].any(axis=1)) + prefix
+    if not zero.size:
+        return None
+    shown = ", ".join(str(int(r)) for r in zero[:5]) + (", ..." if zero.size > 5 else "")
+    left = "; left out of the mean at each offset" if command == "similarity-by-offset" else ""
+    rows = "row" if zero.size == 1 else "rows"
+    return (
+        f"{PROG}: note: {zero.size} zero {rows} ({shown}): a zero row has no direction, "
+        f"its cosine similarities are undefined and drawn grey{left}"
+    )
+
+
 def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
     from posenc import scaling
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _Usage(f"argument --hf-config: file {path!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Usage(f"argument --hf-config: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = _files.read_text(Path(path), "hf_config", MAX_CONFIG_BYTES)
+    except FileNotFoundError as exc:
+        raise _Usage(f"argument --hf-config: {str(exc).replace('`hf_config`', 'file')}") from None
+    except ValueError as exc:
+        raise _Usage(f"argument --hf-config: {str(exc).replace('`hf_config`', 'file')}") from None
     try:
         config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _Usage(f"argument --hf-config: {path!r} is not JSON ({exc})") from None
+    except RecursionError:
+        config = None  # nested deeper than the parser goes: refused below
+    except ValueError as exc:  # not JSON, or a number too long to read
+        raise _Usage(f"argument --hf-config: {path!r} is not JSON ({' '.join(str(exc).split())[:200]})") from None
+    if config is None or _files.json_depth(config, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH:
+        raise _Usage(f"argument --hf-config: {path!r} is nested deeper than {MAX_CONFIG_DEPTH} levels")
     if not isinstance(config, dict):
         raise _Usage(f"argument --hf-config: {path!r} must hold a JSON object, got a {type(config).__name__}")
     try:
@@ -369,7 +421,7 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
         text = str(exc).replace("`layer_type`", "--layer-type")
         raise _Usage(f"argument --hf-config: {' '.join(text.split())}") from None
     label = config.get("model_type")
-    if not isinstance(label, str) or not label:
+    if not isinstance(label, str) or not label or len(label) > 64:
         label = Path(path).stem
     return {"dim": rope["dim"], "base": rope["base"], "scaling": rope["scaling"], "label": label}
 
@@ -461,6 +513,10 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
         except (ValueError, TypeError) as exc:  # the message names --grid or --prefix
             raise _Usage(" ".join(str(exc).split())) from None
         p = replace(p, grid=grid)
+    if table_spec is not None:
+        note = _zero_rows(p.table, command, p.grid[0] if p.grid is not None else 0)
+        if note is not None:
+            print(note, file=sys.stderr)
     if hf_config is not None:
         p = replace(p, rope=_read_config(hf_config, layer_type))
     if command == "rope-axes":
@@ -479,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {path}", flush=True)
 
     error = None
+    restore = _unwind_on_signals()
     try:
         p, names, standard = _prepare(args)
         if standard:
@@ -520,9 +577,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except _Terminated as exc:
+        # unwound: the figure being written is removed; now end as the signal would have (by
+        # default the process dies of it, so that a shell or a scheduler sees a terminated run)
+        restore()
+        signal.raise_signal(exc.signum)
+        return 128 + exc.signum
+    finally:
+        restore()
     if error is not None:
         subparser.error(error)
     return 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived while the command ran (raised like KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _unwind_on_signals() -> Any:
+    """Until the returned function is called, SIGTERM and SIGHUP raise
+    :class:`_Terminated`, so that the figure being written is removed as on
+    Ctrl-C.  The first signal sets both to be ignored while the command
+    unwinds; a signal that was ignored (``nohup``) stays ignored; outside the
+    main thread nothing changes."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
+        raise _Terminated(signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            s = getattr(signal, name, None)
+            if s is not None and signal.getsignal(s) not in (signal.SIG_IGN, None):
+                previous[s] = signal.signal(s, handler)
+
+    def restore() -> None:
+        while previous:
+            s, old = previous.popitem()
+            signal.signal(s, old)
+
+    return restore
 
 
 def _one_line(exc: BaseException) -> str:

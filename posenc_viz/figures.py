@@ -136,11 +136,18 @@ def _draw_similarity(fig: Any, p: Params) -> None:
 
 def offset_profile(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Offsets ``k = -(n-1) .. n-1`` and the mean cosine similarity of the
-    rows ``t`` and ``t + k`` of a table (float64; symmetric in ``k``)."""
+    rows ``t`` and ``t + k`` of a table (float64; symmetric in ``k``).  Pairs
+    with a zero row have no cosine and are left out of the mean (NaN where an
+    offset has no other pair)."""
     n = table.shape[0]
     sim = cosine_maps(table, table)
     ks = np.arange(-(n - 1), n)
-    return ks, np.array([np.mean(np.diagonal(sim, int(k))) for k in ks])
+    means = []
+    for k in ks:
+        d = np.diagonal(sim, int(k))
+        d = d[~np.isnan(d)]
+        means.append(float(np.mean(d)) if d.size else math.nan)
+    return ks, np.array(means)
 
 
 def _draw_similarity_by_offset(fig: Any, p: Params) -> None:
@@ -619,7 +626,8 @@ def write_set(
         msg = f"cannot write {str(blocked[0])!r}: a folder of that name exists"
         raise IsADirectoryError(msg)
     if not force:
-        existing = [t for _, _, t in targets if t.exists()]
+        # lexists: a symbolic link is a file of that name even when its target is missing
+        existing = [t for _, _, t in targets if os.path.lexists(t)]
         if existing:
             raise OutputExistsError(out, existing)
     written: list[Path] = []

@@ -88,11 +88,8 @@ def plot_similarity(
     """
     check_bool(normalize, "normalize")
     data = matrix_2d(pe, "pe").astype(np.float64)
-    sim = np.asarray(posenc.similarity(data))
-    if normalize:
-        norm = np.sqrt(np.einsum("ij,ij->i", data, data))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sim = sim / np.outer(norm, norm)
+    # cosine similarity from unit rows: no overflow for very large rows, NaN for zero rows
+    sim = cosine_maps(data, data) if normalize else np.asarray(posenc.similarity(data))
     if cbar_label is None:
         cbar_label = "cosine similarity" if normalize else r"$PE_s \cdot PE_t$"
     return draw_matrix(
@@ -360,15 +357,21 @@ def _patch_list(patches: Any, h: int, w: int) -> list[tuple[int, int]] | None:
     return out
 
 
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    """The rows of ``x`` scaled to unit length in float64 (a zero row gives
+    NaN); each row is divided by its largest entry first, so that neither
+    very large nor subnormal rows overflow or underflow."""
+    x = np.asarray(x, dtype=np.float64)
+    big = np.max(np.abs(x), axis=1, keepdims=True) if x.size else np.ones((x.shape[0], 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = x / big
+        return x / np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+
+
 def cosine_maps(patches: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Cosine similarity of each of ``patches`` with every row of ``rows``,
     in float64 (a zero row gives NaN)."""
-    a = np.asarray(patches, dtype=np.float64)
-    b = np.asarray(rows, dtype=np.float64)
-    na = np.sqrt(np.einsum("ij,ij->i", a, a))
-    nb = np.sqrt(np.einsum("ij,ij->i", b, b))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (a @ b.T) / np.outer(na, nb)
+    return _unit_rows(patches) @ _unit_rows(rows).T
 
 
 #: layout of the small maps, in inches and in font heights

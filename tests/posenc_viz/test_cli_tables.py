@@ -306,3 +306,210 @@ def test_missing_safetensors_is_exit_1(tmp_path, capsys, monkeypatch):
         "posenc-viz: error: reading .safetensors files needs the safetensors package: pip install safetensors"
     )
     assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------ hostile inputs, figures
+def _table_path(tmp_path: Path, table: np.ndarray) -> str:
+    np.save(tmp_path / "t.npy", table)
+    return str(tmp_path / "t.npy")
+
+
+@pytest.mark.parametrize("command", ["encoding", "similarity", "similarity-by-offset", "dimensions"])
+def test_tables_with_nan_or_inf_are_refused(tmp_path, capsys, command):
+    """A NaN or infinite cell was drawn as a blank cell, a blank row and column
+    of the similarity matrix or a curve of NaN, with exit 0: refused, saying how
+    many cells and which row."""
+    table = np.random.default_rng(1).standard_normal((12, 8))
+    table[3, 2], table[3, 5], table[7, 0] = np.nan, np.inf, -np.inf
+    last = _usage(capsys, [command, "--table", _table_path(tmp_path, table), "--out", str(tmp_path / "o"), *OUT])
+    assert last.endswith(
+        "argument --table: the table has 3 non-finite values (NaN or infinity) in 2 rows (first: row 3) of 12; "
+        "a figure of it would mislead"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def _zero_row_table() -> np.ndarray:
+    table = np.random.default_rng(2).standard_normal((10, 6))
+    table[0] = 0.0  # a padding row, as fairseq's learned positions have
+    table[6] = 0.0
+    return table
+
+
+def test_zero_rows_offset_profile_leaves_undefined_pairs_out():
+    """The mean at offset k is over the pairs (t, t+k) of non-zero rows (a
+    zero row has no direction); one zero row made every mean NaN."""
+    table = _zero_row_table()
+    ks, y = figures.offset_profile(table)
+    n = table.shape[0]
+
+    def cos(a, b):
+        return math.fsum(a * b) / math.sqrt(math.fsum(a * a) * math.fsum(b * b))
+
+    live = [bool(np.any(r)) for r in table]
+    for k, got in zip(ks, y):
+        pairs = [cos(table[t], table[t + k]) for t in range(n) if 0 <= t + k < n and live[t] and live[t + k]]
+        if pairs:
+            assert got == pytest.approx(math.fsum(pairs) / len(pairs), abs=1e-13), k
+        else:
+            assert math.isnan(got), k
+    assert list(ks[np.isnan(y)]) == [-9, 9]  # the one pair (0, 9) has a zero row
+
+
+@pytest.mark.parametrize(
+    "command,left_out",
+    [("similarity", False), ("similarity-by-offset", True), ("grid-similarity", False)],
+)
+def test_zero_rows_are_drawn_with_a_note(tmp_path, capsys, command, left_out):
+    table = np.vstack([_zero_row_table(), np.ones((6, 6))])  # 16 rows: a 4 x 4 grid
+    out = tmp_path / "o"
+    assert cli.main([command, "--table", _table_path(tmp_path, table), "--out", str(out), *OUT]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    note = (
+        "posenc-viz: note: 2 zero rows (0, 6): a zero row has no direction, "
+        "its cosine similarities are undefined and drawn grey"
+    )
+    assert err == [note + ("; left out of the mean at each offset" if left_out else "")]
+    assert len(list(out.iterdir())) == 1
+
+
+def test_zero_rows_before_the_prefix_are_not_noted(tmp_path, capsys):
+    table = np.vstack([np.zeros((1, 6)), np.random.default_rng(3).standard_normal((16, 6))])
+    args = ["grid-similarity", "--table", _table_path(tmp_path, table), "--prefix", "1", "--out", str(tmp_path / "o")]
+    assert cli.main([*args, *OUT]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cosine_similarity_of_huge_and_tiny_rows():
+    """Rows of 1e200 overflowed the norms (NaN cells, RuntimeWarnings);
+    subnormal rows underflowed: rows are scaled before they are normalised."""
+    table = np.random.default_rng(4).standard_normal((8, 5))
+    scaled = table * np.array([1e200, 1e-310, 1.0, 1e150, 3e-300, 1.0, 1e-5, 1e300])[:, None]
+    fig = plt.figure()
+    figures._draw_similarity(fig, _params(table=scaled))
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), unit @ unit.T, atol=1e-13)
+    _, y = figures.offset_profile(scaled)
+    np.testing.assert_allclose(y, figures.offset_profile(table)[1], atol=1e-13)
+
+
+def test_table_size_limit_is_passed_into_the_reader(tmp_path, capsys, monkeypatch):
+    """The limit of a figure is checked from the file's header: a header that
+    promises more values than a figure draws is refused before its data (here
+    absent) is read; it was read whole and then measured."""
+    from tests.hardening.hostile_files import npy_header
+
+    monkeypatch.setattr(figures, "MAX_TABLE_SIZE", 1000)
+    (tmp_path / "t.npy").write_bytes(npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (64, 64), }"))
+    last = _usage(capsys, ["encoding", "--table", str(tmp_path / "t.npy"), "--out", str(tmp_path / "o"), *OUT])
+    assert last.endswith(
+        "argument --table: the file 't.npy' holds an array of shape (64, 64) (4096 values), "
+        "more than the limit of a figure (1000)"
+    )
+
+
+@pytest.mark.parametrize("kind", ["folder", "device", "deep", "large", "binary"])
+def test_hf_configs_that_are_not_small_json_files(tmp_path, capsys, monkeypatch, kind):
+    """A folder and a device are refused before they are opened (a FIFO too:
+    see the hardening suite); a 200,000-deep JSON (RecursionError), a file
+    over the size limit and bytes that are not UTF-8 are usage errors."""
+    cfg = tmp_path / "config.json"
+    needle = {
+        "folder": f"argument --hf-config: file {str(cfg)!r} is a folder, not a regular file",
+        "device": f"argument --hf-config: file {str(cfg)!r} is a character device, not a regular file",
+        "deep": f"argument --hf-config: {str(cfg)!r} is nested deeper than 64 levels",
+        "large": f"argument --hf-config: file {str(cfg)!r} has 2001 bytes, more than the 2000 a config may have",
+        "binary": f"argument --hf-config: file {str(cfg)!r} is not UTF-8 text (invalid start byte at byte 0)",
+    }[kind]
+    if kind == "folder":
+        cfg.mkdir()
+    elif kind == "device":
+        os.symlink(os.devnull, cfg)
+    elif kind == "deep":
+        cfg.write_text("[" * 200_000 + "]" * 200_000)
+    elif kind == "large":
+        monkeypatch.setattr(cli, "MAX_CONFIG_BYTES", 2000)
+        cfg.write_text('{"model_type": "' + "x" * 1983 + '"}')  # 2001 bytes
+    else:
+        cfg.write_bytes(b"\xff\xfe{}")
+    last = _usage(capsys, ["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "o"), *OUT])
+    assert last.endswith(needle), last
+
+
+def test_hf_config_nested_65_levels(tmp_path, capsys):
+    """The depth is bounded by the command, not by the interpreter's recursion limit."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**LLAMA31, "extra": json.loads("[" * 63 + "]" * 63)}))  # 64 levels: read
+    assert cli.main(["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "o"), *OUT]) == 0
+    cfg.write_text(json.dumps({**LLAMA31, "extra": json.loads("[" * 64 + "]" * 64)}))
+    last = _usage(capsys, ["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "p"), *OUT])
+    assert last.endswith("is nested deeper than 64 levels")
+
+
+def test_a_dangling_link_in_place_of_a_figure_is_not_replaced(tmp_path, capsys):
+    """A symbolic link with a figure's name whose target is missing was
+    replaced without --force (Path.exists follows the link)."""
+    out = tmp_path / "o"
+    out.mkdir()
+    link = out / "wavelengths.png"
+    os.symlink(tmp_path / "elsewhere.png", link)
+    last = _usage(capsys, ["wavelengths", "--dim", "16", "--out", str(out), *OUT])
+    assert last.endswith("1 of the files exist in " + repr(str(out)) + " (wavelengths.png); nothing was written; "
+                         "pass --force to overwrite")
+    assert os.readlink(link) == str(tmp_path / "elsewhere.png")
+    assert cli.main(["wavelengths", "--dim", "16", "--out", str(out), "--force", *OUT]) == 0
+    assert not link.is_symlink() and link.read_bytes().startswith(b"\x89PNG")
+    assert not (tmp_path / "elsewhere.png").exists()  # the link was replaced, not written through
+
+
+def _signal_mid_write(monkeypatch, signum):
+    """savefig writes a few bytes, then the process gets ``signum``."""
+    import signal
+
+    from matplotlib.figure import Figure
+
+    real = Figure.savefig
+
+    def savefig(self, fh, *args, **kwargs):
+        fh.write(b"partial")
+        signal.raise_signal(signum)
+        return real(self, fh, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+
+
+def test_sighup_mid_write_unwinds_and_is_raised_again(tmp_path, monkeypatch):
+    """SIGHUP in the middle of writing a figure: the temporary file is
+    removed, nothing is written, the handlers are restored and the signal is
+    raised again for them (by default it ends the process: see the
+    hardening suite, which checks the exit status of a real process)."""
+    import signal
+
+    got = []
+    before = signal.signal(signal.SIGHUP, lambda s, f: got.append(s))
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        _signal_mid_write(monkeypatch, signal.SIGHUP)
+        code = cli.main(["wavelengths", "--dim", "16", "--out", str(tmp_path / "o"), *OUT])
+        after = signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert code == 128 + signal.SIGHUP
+    assert got == [signal.SIGHUP]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == []
+    assert after[1] is term and after[0] is not signal.SIG_IGN
+
+
+def test_ignored_sighup_stays_ignored(tmp_path, monkeypatch, capsys):
+    """Under nohup (SIGHUP ignored) the command goes on and writes its figure."""
+    import signal
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        _signal_mid_write(monkeypatch, signal.SIGHUP)
+        code = cli.main(["wavelengths", "--dim", "16", "--out", str(tmp_path / "o"), *OUT])
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert code == 0
+    assert (tmp_path / "o" / "wavelengths.png").read_bytes().startswith(b"partial\x89PNG")  # the savefig above
