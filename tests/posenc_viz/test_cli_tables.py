@@ -437,13 +437,15 @@ def test_hf_configs_that_are_not_small_json_files(tmp_path, capsys, monkeypatch,
 
 
 def test_hf_config_nested_65_levels(tmp_path, capsys):
-    """The depth is bounded by the command, not by the interpreter's recursion limit."""
+    """The depth is bounded by the command, not by the interpreter's recursion
+    limit: 64 levels are read (and handed to from_hf, which finds no RoPE in
+    them), 65 are refused."""
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({**LLAMA31, "extra": json.loads("[" * 63 + "]" * 63)}))  # 64 levels: read
-    assert cli.main(["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "o"), *OUT]) == 0
-    cfg.write_text(json.dumps({**LLAMA31, "extra": json.loads("[" * 64 + "]" * 64)}))
-    last = _usage(capsys, ["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "p"), *OUT])
-    assert last.endswith("is nested deeper than 64 levels")
+    args = ["rope-scaling", "--hf-config", str(cfg), "--out", str(tmp_path / "o"), *OUT]
+    cfg.write_text(json.dumps({"extra": json.loads("[" * 63 + "]" * 63)}))
+    assert "argument --hf-config: `config` must have head_dim" in _usage(capsys, args)
+    cfg.write_text(json.dumps({"extra": json.loads("[" * 64 + "]" * 64)}))
+    assert _usage(capsys, args).endswith("is nested deeper than 64 levels")
 
 
 def test_a_dangling_link_in_place_of_a_figure_is_not_replaced(tmp_path, capsys):
