@@ -668,6 +668,9 @@ def _pick(obj: Any, key: str | None, name: str) -> Any:
             raise ValueError(msg)
         return obj
     budget = _Budget(name)
+    if key is not None and key.count(".") >= _MAX_DEPTH * 8:
+        msg = f"`key` has {key.count('.') + 1} dotted parts, more than the {_MAX_DEPTH * 8} a checkpoint path may have"
+        raise ValueError(msg)
     if key is None:
         leaves = _leaves(obj, budget)
         if len(leaves) == 1:
@@ -690,5 +693,15 @@ def _pick(obj: Any, key: str | None, name: str) -> Any:
     if inner:
         msg = f"`key` {key!r} of {name!r} names {kind} of {_listing(inner)}, not an array"
     else:
-        msg = f"`key` {key!r} of {name!r} names {kind} ({show(value)}), not an array"
+        msg = f"`key` {key!r} of {name!r} names {kind} ({_brief(value)}), not an array"
     raise ValueError(msg)
+
+
+def _brief(value: Any) -> str:
+    """A repr cut in depth and length (a checkpoint's list may be nested
+    thousands deep or hold a million numbers)."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxtuple, short.maxdict, short.maxstring, short.maxother = 3, 6, 6, 6, 60, 60
+    return short.repr(value)

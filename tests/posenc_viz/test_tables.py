@@ -569,3 +569,14 @@ def test_checkpoint_with_one_list_many_times_over(tmp_path):
     path = _save({"nest": node}, tmp_path / "dag.pt")
     _raises_source(ValueError, lambda: load_table(path, "pos"), "entries to walk")
     np.testing.assert_array_equal(load_table(path, "nest." + "0." * 40 + "0"), np.zeros(2, np.float32))
+
+
+def test_checkpoint_values_that_are_not_arrays_are_shown_short(tmp_path):
+    """A key naming a list of 100,000 numbers or a deep list says so in a
+    short message (the whole repr was built); a key of more than 256 dotted
+    parts is refused before it is followed."""
+    path = _save({"losses": list(range(100_000)), "nest": [[[[[[1.5]]]]]]}, tmp_path / "v.pt")
+    msg = _raises_source(ValueError, lambda: load_table(path, "losses"), "names a list ([0, 1, 2, 3, 4, 5, ...])")
+    assert len(msg) < 120, msg
+    _raises_source(ValueError, lambda: load_table(path, "nest"), "names a list ([[[[...]]]]), not an array")
+    _raises_source(ValueError, lambda: load_table(path, ".".join(["nest"] + ["0"] * 300)), "has 301 dotted parts")
