@@ -396,9 +396,9 @@ def _zero_rows(table: Any, command: str, prefix: int) -> str | None:
     )
 
 
-def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
-    from posenc import scaling
-
+def _read_json(path: str) -> dict[str, Any]:
+    """The JSON object of ``--hf-config``: a regular file of at most
+    MAX_CONFIG_BYTES, nested at most MAX_CONFIG_DEPTH levels (usage errors)."""
     try:
         text = _files.read_text(Path(path), "hf_config", MAX_CONFIG_BYTES)
     except FileNotFoundError as exc:
@@ -415,6 +415,13 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
         raise _Usage(f"argument --hf-config: {path!r} is nested deeper than {MAX_CONFIG_DEPTH} levels")
     if not isinstance(config, dict):
         raise _Usage(f"argument --hf-config: {path!r} must hold a JSON object, got a {type(config).__name__}")
+    return config
+
+
+def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
+    from posenc import scaling
+
+    config = _read_json(path)
     try:
         rope = scaling.from_hf(config, **({} if layer_type is None else {"layer_type": layer_type}))
     except (ValueError, TypeError) as exc:
@@ -424,22 +431,6 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
     if not isinstance(label, str) or not label or len(label) > 64:
         label = Path(path).stem
     return {"dim": rope["dim"], "base": rope["base"], "scaling": rope["scaling"], "label": label}
-
-
-def _read_json(path: str) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise _Usage(f"argument --hf-config: file {path!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _Usage(f"argument --hf-config: cannot read {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _Usage(f"argument --hf-config: {path!r} is not JSON ({exc})") from None
-    if not isinstance(config, dict):
-        raise _Usage(f"argument --hf-config: {path!r} must hold a JSON object, got a {type(config).__name__}")
-    return config
 
 
 def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params:

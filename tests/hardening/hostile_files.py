@@ -760,6 +760,16 @@ def _cli_hf_config_fifo(d: Path) -> Call:
 
 
 @probe("cli-input", "clean")
+def _cli_rope_axes_hf_config_fifo(d: Path) -> Call:
+    return cli_call(d, "rope-axes", "--hf-config", str(_fifo(d, "config.json")))
+
+
+@probe("cli-input", "clean")
+def _cli_rope_axes_hf_config_dev_zero(d: Path) -> Call:
+    return cli_call(d, "rope-axes", "--hf-config", str(_link(d, "config.json", "/dev/zero")))
+
+
+@probe("cli-input", "clean")
 def _cli_hf_config_dev_zero(d: Path) -> Call:
     return cli_call(d, "rope-scaling", "--hf-config", str(_link(d, "config.json", "/dev/zero")))
 

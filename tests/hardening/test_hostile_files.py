@@ -59,6 +59,7 @@ def test_the_probes_cover_each_finding() -> None:
         "npy-header-unterminated", "npy-shape-overflows", "npz-corrupt-bzip2", "npz-corrupt-lzma",
         "npz-unknown-method", "npz-encrypted-member", "fifo-npy", "cli-table-fifo", "cli-hf-config-fifo",
         "cli-hf-config-dev-zero", "cli-hf-config-200000-deep", "pt-key-none-one-tensor-shadowed",
+        "cli-rope-axes-hf-config-fifo", "cli-rope-axes-hf-config-dev-zero",
         "pt-record-fails-its-crc", "npy-structured-float64", "sigterm-mid-write", "sighup-mid-write",
         "cli-dangling-symlink-target", "cli-nan-table-encoding", "cli-zero-rows-similarity-by-offset",
     }  # fmt: skip
