@@ -105,13 +105,13 @@ def _floor_contestants(q, k, pid, turns, kind: str, dtype) -> dict:
     opts = ("half", None, False, 1)
 
     def floor_step():
-        s, c = table(pid, turns)
+        s, c = table(pid, turns, 1.0, False, "half")
         return rotate(q, c, s, "half"), rotate(k, c, s, "half")
 
     def checked_step():
         key = rotary._table_key(pid, HEAD_DIM, 10000.0, None, "half", None, 0, dtype, None, None)
         _compat.lookup(rotary._TABLE_PLANS, key)
-        s, c = table(pid, turns)
+        s, c = table(pid, turns, 1.0, False, "half")
         _compat.lookup(rotary._PLANS, _compat.call_key((q, c, s), opts))
         oq = rotate(q, c, s, "half")
         _compat.lookup(rotary._PLANS, _compat.call_key((k, c, s), opts))
@@ -124,10 +124,11 @@ def _floor_contestants(q, k, pid, turns, kind: str, dtype) -> dict:
     return {name: _repeat(f) for name, f in zip(FLOORS, steps)}
 
 
-def _laid_out_turns(d: int) -> np.ndarray:
-    """The frequencies in turns, laid out as a half-layout table's columns
-    (the kernels' input)."""
-    return _angles.laid_out_turns(_angles.as_freqs(posenc.rope_frequencies(d)).key, "half")
+def _laid_out_turns(d: int) -> tuple[np.ndarray, ...]:
+    """The frequencies in turns as the kernels take them, with the fixed-point
+    turns laid out as a half-layout table's columns (a decode step)."""
+    key = _angles.as_freqs(posenc.rope_frequencies(d)).key
+    return _angles.kernel_turns(key) + (_angles.laid_out_fixed(key, "half"),)
 
 
 def _decode_numpy(cfg: Config) -> list[Row]:
