@@ -669,6 +669,9 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
         return sincos_range(0, positions, freqs, ctx)
     if _compat.is_symbolic(positions):
         positions = ctx.xp.arange(positions, device=ctx.device)
+    got = _gathered_sincos(positions, freqs, ctx)
+    if got is not None:
+        return got
     if not ctx.float64:
         return _sincos_digits(positions, freqs, ctx)
     if ctx.work == ctx.xp.float64:
@@ -808,21 +811,13 @@ def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) 
     pass over the positions), the range table itself as
     ``sinusoidal(n)`` hands it out.
     """
-    kind = _kernel_kind(p, ctx)
-    if (
-        kind is None
-        or not _compat.is_integer_dtype(ctx.xp, p.dtype)
-        or ctx.dtype != ctx.work
-        or not _compat.is_concrete(p)
-    ):
+    if ctx.dtype != ctx.work:
         return None
+    dense = _dense_span(p, ctx, dim)
+    if dense is None:
+        return None
+    kind, lo, span = dense
     size = math.prod(p.shape)
-    if size * dim < GATHER_MIN:
-        return None
-    lo, hi = int(p.min()), int(p.max())
-    span = hi - lo + 1
-    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
-        return None
     if kind == "torch" and span == size and _kernels.is_consecutive_torch(p):
         # an arange in any shape: the range table itself, handed out as
         # sinusoidal(n)'s is (torch's copy-on-write clone: no copy is made)
@@ -859,6 +854,41 @@ def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
     ``a`` alone."""
     sn, cs = xp.sin(a), xp.cos(a)
     return sn + cs * a_lo, cs - sn * a_lo
+
+
+def _dense_span(p: Array, ctx: Context, m: int) -> tuple[str, int, int] | None:
+    """``(kernel kind, lo, span)`` where the integer positions ``p`` are
+    dense enough that rows of the range table of ``lo .. lo+span-1`` beat
+    computing every angle: eager NumPy / torch (no autograd), at least
+    :data:`GATHER_MIN` table elements, ``span = max - min + 1`` at most twice
+    their number (an ``arange``, a window of a cache, batches of nearby
+    sequences).  Two reductions over the positions decide it; else None."""
+    kind = _kernel_kind(p, ctx)
+    if kind is None or not _compat.is_integer_dtype(ctx.xp, p.dtype) or not _compat.is_concrete(p):
+        return None
+    size = math.prod(p.shape)
+    if size * m < GATHER_MIN:
+        return None
+    lo, hi = int(p.min()), int(p.max())
+    span = hi - lo + 1
+    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
+        return None
+    return kind, lo, span
+
+
+def _gathered_sincos(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array] | None:
+    """:func:`sincos` of dense integer positions as rows of
+    :func:`sincos_range` (no sine per element: two products and a sum, within
+    the range path's bound), or None (see :func:`_dense_span`)."""
+    dense = _dense_span(p, ctx, freqs.m)
+    if dense is None:
+        return None
+    kind, lo, span = dense
+    s, c = sincos_range(lo, span, freqs, ctx)
+    shape = tuple(p.shape) + (freqs.m,)
+    if kind == "torch" and span == math.prod(p.shape) and _kernels.is_consecutive_torch(p):
+        return s.reshape(shape), c.reshape(shape)  # an arange in any shape: the rows in order
+    return _kernels.TAKE_ROWS[kind](s, p, lo), _kernels.TAKE_ROWS[kind](c, p, lo)
 
 
 def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:

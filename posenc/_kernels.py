@@ -111,11 +111,15 @@ def _reduce_rows(p: np.ndarray, turns: tuple[np.ndarray, ...], f: np.ndarray, t:
     np.multiply(f, _TWO_PI, out=f)
 
 
-def _finish_rows(f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray) -> None:
+def _finish_rows(
+    f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray, t: np.ndarray
+) -> None:
     """float32 ``(sin, cos)`` of float64 angles ``f`` into ``s``, ``c``
-    (``f`` is overwritten): posenc._angles.finish_f32, bit for bit."""
+    (``f`` and the float64 buffer ``t`` are overwritten):
+    posenc._angles.finish_f32, bit for bit."""
     np.copyto(ah, f, casting="same_kind")
-    np.subtract(f, ah, out=f)
+    np.copyto(t, ah)  # float64(ah): exact; a separate pass beats a mixed-type subtract
+    np.subtract(f, t, out=f)
     np.copyto(al, f, casting="same_kind")
     np.sin(ah, out=s)
     np.cos(ah, out=c)
@@ -145,14 +149,48 @@ def _laid_out(x: np.ndarray, layout: str) -> np.ndarray:
     return np.concatenate([x, x]) if layout == "half" else np.repeat(x, 2)
 
 
+def _turns_rows_range(
+    pf: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    s: np.ndarray,
+    c: np.ndarray,
+    layout: str | None,
+    rows: int,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo .. hi-1`` of :func:`turns_numpy`'s blocked path, ``rows`` at a time."""
+    m = turns[0].shape[-1]
+    f, t = np.empty((rows, m)), np.empty((rows, m))
+    ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
+    sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
+    for a in range(lo, hi, rows):
+        b = min(hi, a + rows)
+        k = b - a
+        _reduce_rows(pf[a:b], turns, f[:k], t[:k])
+        if layout is None:
+            _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k], t[:k])
+        else:
+            _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k], t[:k])
+            _lay_out(s[a:b], sb[:k], layout)
+            _lay_out(c[a:b], cb[:k], layout)
+
+
 def turns_numpy(
-    p: np.ndarray, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+    p: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    scale: float = 1.0,
+    clip: bool = False,
+    layout: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """float32 ``(sin, cos)`` of ``p[..., None] * v`` in NumPy, times
     ``scale`` (RoPE's attention factor) when it is not 1, laid out as a RoPE
     table when ``layout`` is given (``(..., 2m)``).  ``turns`` is ``(v1, v2,
     V)`` (:func:`posenc._angles.kernel_turns`), optionally with ``V`` laid out
-    in the table's columns as a fourth entry (decode steps)."""
+    in the table's columns as a fourth entry (decode steps).  One thread: the
+    blocks are a few microseconds each, and two Python threads stepping
+    through them contend for the GIL more than they gain (measured: 2.6x
+    slower at two threads)."""
     m = turns[0].shape[-1]
     width = m if layout is None else 2 * m
     shape = p.shape + (width,)
@@ -184,20 +222,7 @@ def turns_numpy(
         _lay_out(s, np.sin(f), layout)
         _lay_out(c, np.cos(f), layout)
     else:
-        rows = max(1, min(n, TURNS_BLOCK // max(m, 1)))
-        f, t = np.empty((rows, m)), np.empty((rows, m))
-        ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
-        sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
-        for a in range(0, n, rows):
-            b = min(n, a + rows)
-            k = b - a
-            _reduce_rows(pf[a:b], turns, f[:k], t[:k])
-            if layout is None:
-                _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k])
-            else:
-                _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k])
-                _lay_out(s[a:b], sb[:k], layout)
-                _lay_out(c[a:b], cb[:k], layout)
+        _turns_rows_range(pf, turns, s, c, layout, max(1, min(n, TURNS_BLOCK // max(m, 1))), 0, n)
     if scale != 1.0:
         s *= scale
         c *= scale
@@ -691,6 +716,38 @@ def torch_cpu_table(fill: Any, shape: tuple[int, int], ctx: Any, *, cached: bool
 PARALLEL_MIN = 1 << 24
 
 
+def in_threads(fn: Any, calls: list[tuple[Any, ...]]) -> None:
+    """``fn(*args)`` for each ``args`` of ``calls``, the first in the calling
+    thread and the others in threads started and joined here (NumPy releases
+    the GIL inside its loops).  No thread outlives the call, so a process that
+    forks afterwards (a DataLoader worker) inherits none; an exception of any
+    call is raised here."""
+    if len(calls) <= 1:
+        for args in calls:
+            fn(*args)
+        return
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run(args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(args,), name="posenc-worker", daemon=True) for args in calls[1:]]
+    for w in workers:
+        w.start()
+    try:
+        fn(*calls[0])
+    finally:
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
+
+
 def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
     """``fill(dtype, out[a:b], a)`` over ``threads`` row ranges at once
     (NumPy releases the GIL inside its loops; every row is computed as when
@@ -708,31 +765,9 @@ def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
     if threads == 1 or out.size < PARALLEL_MIN:
         fill(dtype, out, 0)
         return
-    import threading
-
     fill(dtype, out[:0], 0)  # the host tables, once, before the threads read them
     bounds = [n * i // threads for i in range(threads + 1)]
-    errors: list[BaseException] = []
-
-    def part(a: int, b: int) -> None:
-        try:
-            fill(dtype, out[a:b], a)
-        except BaseException as exc:  # re-raised in the calling thread
-            errors.append(exc)
-
-    workers = [
-        threading.Thread(target=part, args=(a, b), name="posenc-fill", daemon=True)
-        for a, b in zip(bounds[1:-1], bounds[2:])
-    ]
-    for w in workers:
-        w.start()
-    try:
-        fill(dtype, out[: bounds[1]], 0)
-    finally:
-        for w in workers:
-            w.join()
-    if errors:
-        raise errors[0]
+    in_threads(lambda a, b: fill(dtype, out[a:b], a), list(zip(bounds, bounds[1:])))
 
 
 def torch_share(value: Array) -> Array:
