@@ -189,7 +189,8 @@ html_theme_options = {
     "show_toc_level": 2,
     # the first seven entries of the toctree of index.rst (up to the API reference), then "More"
     "header_links_before_dropdown": 7,
-    "secondary_sidebar_items": ["page-toc"],
+    # the page's contents on the right; the comparison's eight columns take the whole width
+    "secondary_sidebar_items": {"**": ["page-toc"], "comparison": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

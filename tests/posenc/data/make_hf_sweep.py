@@ -1032,7 +1032,7 @@ def _rst(recorded: dict[str, Any]) -> str:
                     f"     - {_rst_text(extra)}",
                     f"     - {rot}",
                     f"     - {table}",
-                    f"     - {'; '.join(var) or '-'}",
+                    f"     - {'; '.join(var) or '–'}",
                 ]
             )
     titles = sorted((t for t in sections if t != OTHER), key=str.lower) + ([OTHER] if OTHER in sections else [])
