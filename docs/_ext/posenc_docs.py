@@ -164,12 +164,19 @@ def describe_figure(fig: Any) -> str:
         labels = [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")]
         if labels:
             shown = ", ".join(labels[:6]) + (", ..." if len(labels) > 6 else "")
-            text += f" ({len(labels)} curves: {shown})"
+            text += f" ({len(labels)} curve{'s' if len(labels) > 1 else ''}: {shown})"
         parts.append(text)
     suptitle = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
     head = f"{suptitle}: " if suptitle else ""
     if len(parts) > 1:
         head += f"{len(parts)} panels: "
+    grouped: list[list[Any]] = []  # runs of equal panels: "25 x heatmap"
+    for part in parts:
+        if grouped and grouped[-1][0] == part:
+            grouped[-1][1] += 1
+        else:
+            grouped.append([part, 1])
+    parts = [text if n == 1 else f"{n} × {text}" for text, n in grouped]
     return " ".join((head + "; ".join(parts) or "a figure").split()).replace('"', "'").replace("$", "")
 
 
