@@ -42,6 +42,11 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
+# The scripts that record golden values (tests/posenc/data/make_*.py) run by
+# hand against peers the suite does not install; --doctest-modules must not
+# import them.
+collect_ignore_glob = ["posenc/data/make_*.py"]
+
 # Property and fuzz tests draw the same examples on every run (derandomized),
 # so CI is reproducible; HYPOTHESIS_PROFILE=explore draws fresh random examples.
 # No per-example deadline: speed is the benchmarks' business, and a busy 2-core
