@@ -42,10 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _cache, _checks, _compat, _rope, _tables
 from ._compat import Array, Context
-from .rotary import _host_inv_freq, apply_rope
-from .scaling import DynamicNTK, LongRoPE, Scaling, check_scaling
+from ._trace import host_constant, is_symbolic
+from .rotary import apply_rope
+from .scaling import Scaling
+from .scaling._formulas import check_scaling, length_dependent
 
 __all__ = ["rope_axes_cos_sin", "rope_axes", "grid_ids"]
 
@@ -61,7 +63,7 @@ def _is_seq(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
-def _check_axes_dim(axes_dim: Any) -> tuple[int, ...]:
+def check_axes_dim(axes_dim: Any) -> tuple[int, ...]:
     """``axes_dim``: a non-empty sequence of positive even ints."""
     if not _is_seq(axes_dim) or _compat.is_array(axes_dim):
         msg = (
@@ -75,7 +77,7 @@ def _check_axes_dim(axes_dim: Any) -> tuple[int, ...]:
     return tuple(_checks.check_dim(d, "axes_dim", even=True) for d in axes_dim)
 
 
-def _per_axis(value: Any, name: str, n: int) -> tuple[Any, ...]:
+def per_axis(value: Any, name: str, n: int) -> tuple[Any, ...]:
     """A scalar (the same for every axis) or one value per axis."""
     if _is_seq(value) and not isinstance(value, Scaling):
         if len(value) != n:
@@ -85,10 +87,10 @@ def _per_axis(value: Any, name: str, n: int) -> tuple[Any, ...]:
     return (value,) * n
 
 
-def _check_scalings(scaling: Any, n: int) -> tuple[Scaling | None, ...]:
-    out = tuple(check_scaling(s) for s in _per_axis(scaling, "scaling", n))
+def check_scalings(scaling: Any, n: int) -> tuple[Scaling | None, ...]:
+    out = tuple(check_scaling(s) for s in per_axis(scaling, "scaling", n))
     for s in out:
-        if isinstance(s, (DynamicNTK, LongRoPE)):
+        if length_dependent(s):
             msg = (
                 f"`scaling` = {_checks.show(s)} depends on the sequence length, which multi-axis RoPE does not "
                 "have; pass a static scaling (Linear, NTK, YaRN, Llama3, Proportional) per axis"
@@ -97,7 +99,7 @@ def _check_scalings(scaling: Any, n: int) -> tuple[Scaling | None, ...]:
     return out
 
 
-def _axes_freqs(
+def axes_freqs(
     axes_dim: tuple[int, ...], bases: tuple[Any, ...], scalings: tuple[Any, ...], split: str, turns: bool, top: float
 ) -> tuple[tuple[_angles.Freqs, ...], tuple[float, ...]]:
     """The frequencies of every axis (host float64 constants) and the
@@ -119,17 +121,17 @@ def _axes_freqs(
                 "not one per axis"
             )
             raise ValueError(msg)
-        _, _, _, f, a = _host_inv_freq(sum(axes_dim), bases[0], scalings[0], None, top)
+        _, _, _, f, a = _rope.inv_freq_of(sum(axes_dim), bases[0], scalings[0], None, top)
         return _derived_freqs(f.key, n, turns), (a,) * n
     freqs, attention = [], []
     for d, b, sc in zip(axes_dim, bases, scalings):
-        _, _, _, f, a = _host_inv_freq(d, b, sc, None, top)
+        _, _, _, f, a = _rope.inv_freq_of(d, b, sc, None, top)
         freqs.append(_derived_freqs(f.key, 1, True)[0] if turns else f)
         attention.append(a)
     return tuple(freqs), tuple(attention)
 
 
-@_compat.host_constant
+@host_constant
 def _derived_freqs(key: bytes, n: int, turns: bool) -> tuple[_angles.Freqs, ...]:
     """The frequencies ``key`` (float64 bytes) dealt out to ``n`` axes (axis
     ``k`` takes ``k, k + n, ...``), times 2 pi with ``turns``."""
@@ -138,15 +140,15 @@ def _derived_freqs(key: bytes, n: int, turns: bool) -> tuple[_angles.Freqs, ...]
     if got is None:
         w = np.frombuffer(key, dtype=np.float64)
         got = tuple(_angles.Freqs.from_array(w[k::n] * (2.0 * math.pi if turns else 1.0)) for k in range(n))
-        _compat.remember(_FREQS, cache_key, got, 1024)
+        _FREQS.put(cache_key, got)
     return got
 
 
 #: _derived_freqs's results by their arguments
-_FREQS: dict[Any, Any] = {}
+_FREQS = _cache.Memo("axes.freqs", 1024)
 
 
-def _check_ids(ids: Any, ctx: Context, name: str = "ids") -> Array:
+def _check_ids(ids: Any, ctx: Context, name: str = "ids", *, scan: bool = True) -> Array:
     """``ids``: an integer or real array (lists converted) of shape (..., n_axes)."""
     if isinstance(ids, (bool, numbers.Number)) and not _compat.is_array(ids):
         msg = f"`{name}` must be an array of position ids of shape (..., n_axes), got {_checks.show(ids)}"
@@ -157,7 +159,7 @@ def _check_ids(ids: Any, ctx: Context, name: str = "ids") -> Array:
     if _compat.is_array(ids) and getattr(ids, "ndim", 0) >= 1:
         # the size of the tables from the shape, before anything is scanned
         _checks.check_size(tuple(ids.shape), f"`{name}` array")
-    ids = _checks.check_positions(ids, name, ctx)
+    ids = _checks.check_positions(ids, name, ctx, scan=scan)
     if ids.ndim < 1 or int(ids.shape[-1]) == 0:
         msg = f"`{name}` must have shape (..., n_axes) with at least one axis, got shape {tuple(ids.shape)}"
         raise ValueError(msg)
@@ -175,33 +177,39 @@ def _key_of(value: Any) -> Any:
 @dataclass(slots=True)
 class _Plan:
     """What the axes path does with ids of a given type, dtype, device and
-    shape and given options (validated once, cached)."""
+    shape and given options: validated once, kept in :data:`_PLANS`."""
 
     ctx: Context
     freqs: tuple[_angles.Freqs, ...]
     attention: tuple[float, ...]
     dim: int
     layout: str
-    #: float ids: scanned for NaN on every call
+    #: concrete float ids: scanned for NaN on every call
     scan: bool
+    #: the angles of every axis (a kept plan), or None
+    angles: tuple[_angles.Angles, ...] | None
+    #: the checked ids of a call whose plan is not kept
+    ids: Any
 
 
 #: plans of the axes path, keyed by the ids' (type, dtype, device, shape) and the options
-_PLANS: dict[Any, _Plan] = {}
-_PLANS_MAX = 1024
+_PLANS = _cache.Memo("axes.plans", 1024)
 
 
 def _axes_plan(
-    ids: Any, axes_dim: Any, base: Any, scaling: Any, layout: Any, split: Any, turns: Any, ctx: Context
-) -> tuple[_Plan, Array]:
+    ids: Any, axes_dim: Any, base: Any, scaling: Any, layout: Any, split: Any, turns: Any, ctx: Context | None,
+    dtype: Any, device: Any, xp: Any, keyed: bool,
+) -> _Plan:
+    if ctx is None:
+        ctx = _compat.resolve({"ids": ids}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     split = _checks.check_choice(split, "split", SPLITS)
     turns = _checks.check_bool(turns, "turns")
-    dims = _check_axes_dim(axes_dim)
+    dims = check_axes_dim(axes_dim)
     n = len(dims)
-    bases = tuple(_checks.check_float(b, "base", positive=True) for b in _per_axis(base, "base", n))
-    scalings = _check_scalings(scaling, n)
-    ids = _check_ids(ids, ctx)
+    bases = tuple(_checks.check_float(b, "base", positive=True) for b in per_axis(base, "base", n))
+    scalings = check_scalings(scaling, n)
+    ids = _check_ids(ids, ctx, scan=False)
     cols = int(ids.shape[-1])
     if cols != n:
         msg = f"`ids` has {cols} columns (one position per axis) but `axes_dim` names {n} axes: {list(dims)}"
@@ -209,19 +217,24 @@ def _axes_plan(
     dim = sum(dims)
     _checks.check_size(tuple(ids.shape[:-1]) + (dim,), "table")
     top = _checks.largest(ctx, ctx.work, ctx.dtype)[0]
-    freqs, attention = _axes_freqs(dims, bases, scalings, split, turns, top)
+    freqs, attention = axes_freqs(dims, bases, scalings, split, turns, top)
     for f in freqs:
         _checks.check_fits(f.top, ctx, "the frequencies", "use a larger base")
-    scan = _compat.is_real_float_dtype(ctx.xp, ids.dtype)
-    return _Plan(ctx=ctx, freqs=freqs, attention=attention, dim=dim, layout=layout, scan=scan), ids
+    scan = _compat.is_real_float_dtype(ctx.xp, ids.dtype) and _compat.is_concrete(ids)
+    angles = tuple(_angles.prepare(ids, f, ctx) for f in freqs) if keyed else None
+    return _Plan(
+        ctx=ctx, freqs=freqs, attention=attention, dim=dim, layout=layout, scan=scan, angles=angles,
+        ids=None if keyed else ids,
+    )
 
 
-def _axes_compact(ids: Array, plan: _Plan, ctx: Context) -> tuple[Array, Array]:
-    """cos and sin of every axis' angles, concatenated: (..., D / 2) in ``ctx.work``."""
+def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
+    """cos and sin of every axis' angles, concatenated: (..., D / 2) in the working dtype."""
+    ctx = plan.ctx
     xp = ctx.xp
     cs, ss = [], []
     for k, (f, a) in enumerate(zip(plan.freqs, plan.attention)):
-        s, c = _angles.sincos(ids[..., k], f, ctx)
+        s, c = _angles.sincos(ids[..., k], f, ctx) if plan.angles is None else plan.angles[k](ids[..., k])
         if a != 1.0:
             c, s = c * a, s * a
         cs.append(c)
@@ -231,45 +244,9 @@ def _axes_compact(ids: Array, plan: _Plan, ctx: Context) -> tuple[Array, Array]:
     return xp.concat(cs, axis=-1), xp.concat(ss, axis=-1)
 
 
-def _layout(c: Array, layout: str, xp: Any) -> Array:
-    """A compact (..., D / 2) table laid out as (..., D)."""
-    if layout == "half":
-        return xp.concat([c, c], axis=-1)
-    lead = tuple(c.shape[:-1])
-    return xp.reshape(xp.stack([c, c], axis=-1), lead + (2 * int(c.shape[-1]),))
-
-
 # --------------------------------------------------------------------------
-# frequency matrices: angles = ids . F^T, exact and differentiable in F
+# frequency matrices: angles = ids . F^T (posenc._angles.matrix_sincos)
 # --------------------------------------------------------------------------
-#: 1 / (2 pi) as float32 pairs (the angle in radians to turns without a float64 device)
-_INV32_HI = float(np.float32(1.0 / (2.0 * math.pi)))
-_INV32_LO = float(np.float32(_angles._INV_HI - _INV32_HI))
-_SPLIT64 = 134217729.0  # 2**27 + 1: Veltkamp's splitter of float64
-_SPLIT32 = 4097.0  # 2**12 + 1: Veltkamp's splitter of float32
-
-
-def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
-    """Knuth's TwoSum: ``s + e == a + b`` exactly, ``s`` the rounded sum."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _two_prod(a: Array, b: Array, splitter: float) -> tuple[Array, Array]:
-    """Dekker's TwoProduct with Veltkamp splitting: ``h + l == a * b`` exactly
-    (plain multiplies and adds; every derivative flows through ``h``: the
-    derivatives of ``l`` cancel)."""
-    h = a * b
-    t = a * splitter
-    ah = t - (t - a)
-    al = a - ah
-    t = b * splitter
-    bh = t - (t - b)
-    bl = b - bh
-    return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
-
-
 def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
     if not _compat.is_array(freqs):
         msg = f"`freqs` must be an array of shape (..., m, n_axes), got {_checks.show(freqs)}"
@@ -289,85 +266,6 @@ def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
         )
         raise ValueError(msg)
     return freqs
-
-
-def _matrix_parts(ids: Array, ctx: Context, dt: Any) -> list[list[Array]]:
-    """The positions of every axis as float parts whose sum is exact: one
-    part, or for integer ids on a device without float64 two (``p = hi +
-    lo``, ``hi`` a multiple of 4096 and ``|lo| < 4096``, both of the sign of
-    ``p``), each exact in float32 below 2**36."""
-    xp = ctx.xp
-    n = int(ids.shape[-1])
-    integer = _compat.is_integer_dtype(xp, ids.dtype)
-    out = []
-    for k in range(n):
-        p = ids[..., k]
-        if dt == xp.float64 or not integer:
-            q = _angles.cast(p, dt, xp)
-            if not integer:  # |p| <= 2**64 keeps every product finite
-                q = xp.clip(q, min=-_angles.MAX_POSITION, max=_angles.MAX_POSITION)
-            out.append([q])
-        else:
-            # truncated toward zero: both parts have the sign of p (no cancelling
-            # terms in the derivatives with respect to the frequencies)
-            hi = (xp.abs(p) // 4096) * 4096
-            hi = xp.where(p < 0, -hi, hi)
-            out.append([_angles.cast(hi, dt, xp), _angles.cast(p - hi, dt, xp)])
-    return out
-
-
-def _matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[Array, Array]:
-    r"""``(sin, cos)`` of ``sum_k ids[..., k] * freqs[..., j, k]`` (times 2 pi
-    with ``turns``), shape ``freqs.shape[:-2] + ids.shape[:-1] + (m,)``, in
-    ``ctx.work``.
-
-    The products are exact (Dekker's two-product) and summed with their
-    rounding errors carried (TwoSum); the angle, in that double-length form,
-    is turned into turns (a double-length product with :math:`1/2\pi`),
-    reduced modulo 1 exactly and evaluated without rounding it to float32
-    (posenc's engine, :mod:`posenc._angles`): in float64 where the device has
-    it (about 1e-16 for angles below :math:`2^{40}`), else in float32 pairs
-    (the reduced angle within about 1e-8 for angles below :math:`10^7`).  Every
-    operation is a plain multiply, add or ``round``: gradients flow to
-    ``freqs`` (and float ``ids``) under autograd and ``jax.grad``.
-    """
-    xp = ctx.xp
-    wide = ctx.float64
-    dt = xp.float64 if wide else xp.float32
-    splitter = _SPLIT64 if wide else _SPLIT32
-    fl = tuple(freqs.shape[:-2])
-    lead = tuple(ids.shape[:-1])
-    m = int(freqs.shape[-2])
-    f = _angles.cast(freqs, dt, xp)
-    s_hi = lo = None
-    for k, parts in enumerate(_matrix_parts(ids, ctx, dt)):
-        fk = xp.reshape(f[..., k], fl + (1,) * len(lead) + (m,))
-        for p in parts:
-            pk = xp.reshape(p, (1,) * len(fl) + lead + (1,))
-            h, e = _two_prod(pk, fk, splitter)
-            if s_hi is None:
-                s_hi, lo = h, e
-            else:
-                s_hi, e2 = _two_sum(s_hi, h)
-                lo = lo + (e2 + e)
-    # the angle in turns, reduced modulo 1 exactly, then the sine without
-    # rounding the angle (posenc's engine: posenc._angles)
-    if not turns:  # radians to turns: times 1 / (2 pi), as a double-length product
-        inv_hi, inv_lo = (_angles._INV_HI, _angles._INV_LO) if wide else (_INV32_HI, _INV32_LO)
-        h, e = _two_prod(s_hi, xp.asarray(inv_hi, dtype=dt, device=ctx.device), splitter)
-        s_hi, lo = h, e + (s_hi * inv_lo + lo * inv_hi)
-    r = s_hi - xp.round(s_hi)  # exact
-    if wide:
-        f = r + lo
-        f = f - xp.round(f)
-        a = f * _angles._TWO_PI
-        if ctx.work == xp.float64:
-            s, c = xp.sin(a), xp.cos(a)
-        else:
-            s, c = _angles.finish_f32(a, xp)
-    else:
-        s, c = _angles.finish_pair_f32(*_angles.turns_to_angle_f32(r, lo, xp), xp)
-    return _angles.cast(s, ctx.work, xp), _angles.cast(c, ctx.work, xp)
 
 
 # --------------------------------------------------------------------------
@@ -418,7 +316,7 @@ def _compact(
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
         _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
         _checks.check_all_finite(freqs, "freqs", ctx)
-        s, c = _matrix_sincos(ids, freqs, turns, ctx)
+        s, c = _angles.matrix_sincos(ids, freqs, turns, ctx)
         return c, s, layout, ctx
     if axes_dim is None:
         msg = "`axes_dim` (one rotary width per axis) or `freqs` (a frequency matrix) is required"
@@ -427,19 +325,14 @@ def _compact(
     if ctx is None:
         options = (_key_of(axes_dim), _key_of(base), _key_of(scaling), layout, split, turns, dtype, device, xp)
         key = _compat.call_key((ids,), options)
-    key, plan = _compat.lookup(_PLANS, key)
-    if plan is not None:
-        if plan.scan:
-            _checks.check_all_finite(ids, "ids", plan.ctx)
-    else:
-        if ctx is None:
-            ctx = _compat.resolve({"ids": ids}, xp=xp, device=device, dtype=dtype)
-        plan, ids = _axes_plan(ids, axes_dim, base, scaling, layout, split, turns, ctx)
-        if key is not None:
-            _compat.remember(_PLANS, key, plan, _PLANS_MAX)
-    ctx = plan.ctx if ctx is None else ctx
-    c, s = _axes_compact(ids, plan, ctx)
-    return c, s, plan.layout, ctx
+    args = (ids, axes_dim, base, scaling, layout, split, turns, ctx, dtype, device, xp, key is not None)
+    plan = _PLANS.get_or_make(key, _axes_plan, *args)
+    if plan.ids is not None:
+        ids = plan.ids
+    if plan.scan:
+        _checks.check_finite(ids, "ids", plan.ctx.xp)
+    c, s = _axes_compact(ids, plan)
+    return c, s, plan.layout, plan.ctx
 
 
 def rope_axes_cos_sin(
@@ -581,8 +474,8 @@ def rope_axes_cos_sin(
     )
     xp_ = ctx.xp
     return (
-        _angles.cast(_layout(c, layout, xp_), ctx.dtype, xp_),
-        _angles.cast(_layout(s, layout, xp_), ctx.dtype, xp_),
+        _angles.cast(_tables.lay_out(c, layout, xp_), ctx.dtype, xp_),
+        _angles.cast(_tables.lay_out(s, layout, xp_), ctx.dtype, xp_),
     )
 
 
@@ -648,7 +541,7 @@ def rope_axes(
     xctx = _compat.resolve({"x": x, "ids": ids, "freqs": freqs})
     _checks.check_real_float(x, "x", xctx.xp, min_ndim=1, shape="(..., seq, head_dim)")
     wt = x.dtype if x.dtype == getattr(xctx.xp, "float64", None) else xctx.xp.float32
-    ctx = Context(xp=xctx.xp, device=xctx.device, dtype=wt, work=wt, float64=xctx.float64)
+    ctx = xctx.with_dtype(wt)
     c, s, layout, _ = _compact(ids, axes_dim, base, scaling, layout, split, turns, freqs, ctx, None, None, None)
     width = 2 * int(c.shape[-1])
     if width > int(x.shape[-1]):
@@ -680,7 +573,7 @@ def _check_shape(shape: Any, name: str = "shape") -> tuple[Any, ...]:
         raise ValueError(msg)
     out = []
     for n in shape:
-        if _compat.is_symbolic(n):  # a traced size (torch.compile): kept traced
+        if is_symbolic(n):  # a traced size (torch.compile): kept traced
             out.append(n)
         else:
             out.append(_checks.check_int(n, name, minimum=1))
@@ -689,7 +582,7 @@ def _check_shape(shape: Any, name: str = "shape") -> tuple[Any, ...]:
 
 def _per_axis_number(value: Any, name: str, nd: int) -> tuple[Any, ...]:
     """A real number (int or float) for every axis, or one per axis."""
-    vals = _per_axis(value, name, nd)
+    vals = per_axis(value, name, nd)
     out = []
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or _compat.is_array(v):
@@ -707,7 +600,7 @@ def _per_axis_number(value: Any, name: str, nd: int) -> tuple[Any, ...]:
 
 
 def _per_axis_bool(value: Any, name: str, nd: int) -> tuple[bool, ...]:
-    return tuple(_checks.check_bool(v, name) for v in _per_axis(value, name, nd))
+    return tuple(_checks.check_bool(v, name) for v in per_axis(value, name, nd))
 
 
 def grid_ids(
@@ -854,7 +747,7 @@ def grid_ids(
             msg = "`merge` orders the last two axes in blocks: `shape` must have at least two axes"
             raise ValueError(msg)
         for n in dims[-2:]:
-            if not _compat.is_symbolic(n) and n % merge:
+            if not is_symbolic(n) and n % merge:
                 msg = f"`merge` = {merge} must divide the last two sizes of `shape`, got {_checks.show(shape)}"
                 raise ValueError(msg)
     integer = (
@@ -868,7 +761,7 @@ def grid_ids(
     n_grid = 1
     for n in dims:
         n_grid = n_grid * n
-    if not any(_compat.is_symbolic(n) for n in dims):
+    if not any(is_symbolic(n) for n in dims):
         _checks.check_size((total + n_grid, nd), "ids")
     if dtype is None:
         out_dtype = _compat.default_dtype(xp_, ctx.device, "integral") if integer else ctx.wide
