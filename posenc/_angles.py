@@ -94,6 +94,7 @@ __all__ = [
     "zeros",
     "sincos",
     "sincos_range",
+    "traced_length",
     "host_sincos",
     "prepare",
     "table_kernel",
@@ -416,6 +417,12 @@ def range_split(n: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------
 # ranges of positions
 # --------------------------------------------------------------------------
+def traced_length(n: Any) -> bool:
+    """Whether a length (or start) of a range is a traced integer (a torch
+    ``SymInt``); Python ints are answered without a call."""
+    return type(n) is not int and is_symbolic(n)
+
+
 def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m).
 
@@ -431,7 +438,7 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     xp = ctx.xp
     freqs = as_freqs(freqs)
     m = freqs.m
-    if ctx.traced or is_symbolic(n) or is_symbolic(start):
+    if ctx.traced or traced_length(n) or traced_length(start):
         p = xp.arange(n, device=ctx.device)
         return sincos(p + start if not (isinstance(start, int) and start == 0) else p, freqs, ctx)
     start, n = int(start), int(n)
@@ -551,6 +558,10 @@ class Angles:
     integer: bool
     #: the turns of the kernels that compute on the host, ``(v1, v2, V)``
     host: tuple[np.ndarray, ...] | None
+    #: the turns the path reads on the device, float64 (graph constants)
+    dev: tuple[Array, ...] | None
+    #: MAX_POSITION on the device (float positions are clipped to it), or None
+    bound: Array | None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
         return self.path(p, self)
@@ -561,10 +572,14 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     the path, never its values)."""
     integer = is_integer_dtype(ctx.xp, p.dtype)
     if not ctx.float64:
-        return Angles(freqs, ctx, _sincos_digits, integer, None)
-    if ctx.work == ctx.xp.float64:
-        return Angles(freqs, ctx, _sincos_f64, integer, None)
-    return Angles(freqs, ctx, _sincos_turns, integer, kernel_turns(freqs.key))
+        return Angles(freqs, ctx, _sincos_digits, integer, None, None, None)
+    f64 = ctx.xp.float64
+    bound = None if integer else graph_constant(_max_position, ctx=ctx, dtype=f64)
+    if ctx.work == f64:
+        dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
+        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound)
+    dev = _device_turns(freqs, ctx, ("v1", "v2"))
+    return Angles(freqs, ctx, _sincos_turns, integer, kernel_turns(freqs.key), dev, bound)
 
 
 @host_constant
@@ -591,12 +606,10 @@ def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[A
 def _clipped64(p: Array, a: Angles) -> Array:
     """Positions in float64; float positions clipped to ``|p| <= MAX_POSITION``
     (every product stays finite; integer positions are below 2**64 already)."""
-    ctx = a.ctx
-    xp = ctx.xp
+    xp = a.ctx.xp
     p64 = cast(p, xp.float64, xp)
-    if not a.integer:
-        bound = graph_constant(_max_position, ctx=ctx, dtype=xp.float64)
-        p64 = xp.maximum(xp.minimum(p64, bound), -bound)
+    if a.bound is not None:
+        p64 = xp.maximum(xp.minimum(p64, a.bound), -a.bound)
     return p64
 
 
@@ -605,7 +618,7 @@ def _sincos_f64(p: Array, a: Angles) -> tuple[Array, Array]:
     float64 sine and cosine of ``2 pi f``."""
     ctx = a.ctx
     xp = ctx.xp
-    vh, vl, vhh, vhl = _device_turns(a.freqs, ctx, ("vh", "vl", "vhh", "vhl"))
+    vh, vl, vhh, vhl = a.dev
     f = reduce_turns(_clipped64(p, a)[..., None], vh, vl, vhh, vhl, xp)
     angle = f * TWO_PI
     return cast(xp.sin(angle), ctx.work, xp), cast(xp.cos(angle), ctx.work, xp)
@@ -646,10 +659,9 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     xp = ctx.xp
     lane = _kernels.turns(p, ctx)
     if lane is not None:
-        turns = a.host if lane.host else lane_turns(lane, a.freqs, ctx)
-        s, c = lane.turns(p, turns, 1.0, not a.integer)
+        s, c = lane.turns(p, a.host if lane.host else a.dev, 1.0, not a.integer)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
-    v1, v2 = _device_turns(a.freqs, ctx, ("v1", "v2"))
+    v1, v2 = a.dev
     p64 = _clipped64(p, a)[..., None]
     f = p64 * v1
     f = (f - xp.round(f)) + p64 * v2

@@ -164,10 +164,10 @@ def check_float(
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"`{name}` must be a real number, got {show(value)}"
         raise TypeError(msg)
-    if isinstance(value, float) and _trace.compiling():
-        # torch.compile(dynamic=True) hands Python floats over as lazily
-        # built (possibly symbolic) values: rebuilt from the exact hex form,
-        # a plain constant
+    if isinstance(value, float):
+        # rebuilt from its exact hex form: the same value, and a plain
+        # constant where torch.compile(dynamic=True) hands Python floats over
+        # as lazily built (possibly symbolic) values
         value = float.fromhex(value.hex())
     value = float(value)
     if finite and not math.isfinite(value):
@@ -295,6 +295,11 @@ def check_positions(
     if isinstance(positions, bool):
         msg = f"`{name}` must be an int or an array of positions, got {show(positions)}"
         raise TypeError(msg)
+    if type(positions) is int:
+        n = check_int(positions, name, minimum=0)
+        if out_tail is not None:
+            check_size((n, *out_tail), what)
+        return n
     if _trace.is_symbolic(positions):
         # a traced length (``x.shape[-2]`` under torch.compile): 0..n-1
         return positions

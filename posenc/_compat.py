@@ -37,7 +37,7 @@ import array_api_compat as _aac
 import numpy as np
 
 from . import _cache
-from ._trace import compiling, host_constant, is_symbolic
+from ._trace import host_constant, is_symbolic
 
 __all__ = [
     "Array",
@@ -46,6 +46,7 @@ __all__ = [
     "array_kind",
     "backend_of",
     "call_key",
+    "int_key",
     "default_dtype",
     "has_float64",
     "is_array",
@@ -96,6 +97,13 @@ _BACKENDS = {
     "jax.numpy": Backend.JAX,
     "jax.experimental.array_api": Backend.JAX,
 }
+
+
+def _tracing() -> bool:
+    """:func:`posenc._trace.compiling`, asked here where every call passes
+    (resolving, keying a plan): without a call into another module."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
 
 
 def backend_of(xp: Any) -> Backend:
@@ -227,7 +235,7 @@ _NAMESPACES = _cache.Memo("compat.namespaces", 64)
 
 
 def _normalize_cached(xp: Any) -> Any:
-    if compiling():
+    if _tracing():
         return _normalize(xp)
     got = _NAMESPACES.get(xp)
     if got is None:
@@ -455,7 +463,7 @@ def is_integer_dtype(xp: Any, dtype: Any) -> bool:
 def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:
     """``xp.isdtype(dtype, kind)``, kept per (namespace, dtype, kind) outside
     torch's tracer (NumPy's ``isdtype`` costs microseconds per call)."""
-    if compiling():
+    if _tracing():
         return _isdtype(xp, dtype, kind)
     key: Any = (xp, dtype, kind)
     try:
@@ -666,7 +674,7 @@ def resolve(
     While torch's compiler traces, nothing is cached and the context says
     ``traced``.
     """
-    if compiling():
+    if _tracing():
         ctx = _traced_resolve(arrays, xp, device, dtype, float_output)
         if ctx is None:
             ctx = _resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=float_output)
@@ -805,7 +813,7 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
     options as no key).  Built by appends in one loop (a decode step builds
     three keys: each costs about a microsecond).
     """
-    if compiling():
+    if _tracing():
         return None
     first = type(arrays[0])
     key: list[Any] = [first]
@@ -822,6 +830,25 @@ def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ..
             add(a.shape)
         else:
             return None
+    for o in options:
+        add(type(o))
+        add(o)
+    return tuple(key)
+
+
+def int_key(n: Any, options: tuple[Any, ...], xp: Any, device: Any, dtype: Any) -> tuple[Any, ...] | None:
+    """The plan key of a call whose positions are a Python int ``n`` (see
+    :func:`call_key`), where the call resolves to NumPy whatever the state of
+    other libraries: no ``xp``, no ``device``, ``dtype`` None, a name or a
+    NumPy dtype (a torch context without a device would follow torch's
+    default device and dtype, which may change between calls).  Else None."""
+    if type(n) is not int or xp is not None or device is not None or _tracing():
+        return None
+    numpy_like = dtype is None or isinstance(dtype, str) or type(dtype).__module__.startswith(("numpy", "builtins"))
+    if not numpy_like:
+        return None
+    key: list[Any] = [int, n]
+    add = key.append
     for o in options:
         add(type(o))
         add(o)

@@ -139,17 +139,16 @@ def compact_cos_sin(
     """cos and sin of ``(positions + offset) * w`` times the attention factor,
     (..., dim // 2), in ``ctx.work``; ``angles`` the plan's prepared angles
     of array positions (offset 0), or None."""
-    if isinstance(positions, int) and (isinstance(offset, int) or is_symbolic(offset)):
+    if angles is not None:  # array positions of a kept plan, offset 0
+        s, c = angles(positions)
+    elif isinstance(positions, int) and (isinstance(offset, int) or is_symbolic(offset)):
         s, c = _angles.sincos_range(offset, positions, freqs, ctx)
     else:
         if isinstance(positions, int) or is_symbolic(positions):
             positions = ctx.xp.arange(positions, device=ctx.device)
         if not (isinstance(offset, int) and offset == 0):
             positions = positions + offset
-            angles = None
-        if angles is None:
-            angles = _angles.prepare(positions, freqs, ctx)
-        s, c = angles(positions)
+        s, c = _angles.prepare(positions, freqs, ctx)(positions)
     if attention != 1.0:
         c = c * attention
         s = s * attention
@@ -218,22 +217,12 @@ def table_plan(
 
 
 def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array, Array]:
-    """``rope_cos_sin``'s tables of checked ``positions`` as ``plan`` says:
-    the one-pass kernel of small integer tables, or the compact tables laid
-    out."""
+    """``rope_cos_sin``'s tables of checked ``positions`` as ``plan`` says
+    (the one-pass kernel of small integer tables aside): the compact tables
+    laid out."""
     ctx = plan.ctx
-    xp = ctx.xp
-    if plan.small is not None:
-        lane, turns = plan.small
-        s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
-        if ctx.dtype == ctx.work:  # the kernel's float32
-            return c, s
-        return _angles.cast(c, ctx.dtype, xp), _angles.cast(s, ctx.dtype, xp)
     c, s = compact_cos_sin(positions, plan.freqs, plan.attention, ctx, offset, plan.angles)
-    return (
-        _angles.cast(_tables.lay_out(c, plan.layout, xp), ctx.dtype, xp),
-        _angles.cast(_tables.lay_out(s, plan.layout, xp), ctx.dtype, xp),
-    )
+    return _tables.rope_tables(c, s, plan.layout, ctx)
 
 
 # --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from ._angles import Freqs, as_freqs, cast, range_split, range_tables, sincos_ra
 from ._compat import Array, Context, is_concrete, is_integer_dtype, numpy_dtype
 from ._trace import host_constant, is_symbolic
 
-__all__ = ["assemble", "lay_out", "range_table", "gathered_table", "gather_rows"]
+__all__ = ["assemble", "lay_out", "rope_tables", "range_table", "gathered_table", "gather_rows"]
 
 
 def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
@@ -47,6 +47,13 @@ def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
     if dim % 2:
         out = xp.concat([out, zeros(lead + (1,), out.dtype, ctx)], axis=-1)
     return cast(out, ctx.dtype, xp)
+
+
+def rope_tables(c: Array, s: Array, layout: str, ctx: Context) -> tuple[Array, Array]:
+    """Compact RoPE tables ``cos``, ``sin`` (..., m) laid out (:func:`lay_out`)
+    in ``ctx.dtype``."""
+    xp = ctx.xp
+    return cast(lay_out(c, layout, xp), ctx.dtype, xp), cast(lay_out(s, layout, xp), ctx.dtype, xp)
 
 
 def lay_out(c: Array, layout: str, xp: Any) -> Array:
@@ -144,7 +151,8 @@ def range_table(
     xp = ctx.xp
     freqs = as_freqs(freqs)
     dim = int(dim)
-    if ctx.traced or is_symbolic(n) or is_symbolic(start):
+    # (SymInts exist only while torch traces: ints are answered without a call)
+    if ctx.traced or (type(n) is not int and is_symbolic(n)) or (type(start) is not int and is_symbolic(start)):
         s, c = sincos_range(start, n, freqs, ctx)
         return assemble(s, c, dim, layout, ctx)
     start, n = int(start), int(n)

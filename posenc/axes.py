@@ -469,14 +469,8 @@ def rope_axes_cos_sin(
     <BLANKLINE>
            [[0.8415, 0.8415]]])
     """
-    c, s, layout, ctx = _compact(
-        ids, axes_dim, base, scaling, layout, split, turns, freqs, None, dtype, device, xp
-    )
-    xp_ = ctx.xp
-    return (
-        _angles.cast(_tables.lay_out(c, layout, xp_), ctx.dtype, xp_),
-        _angles.cast(_tables.lay_out(s, layout, xp_), ctx.dtype, xp_),
-    )
+    c, s, layout, ctx = _compact(ids, axes_dim, base, scaling, layout, split, turns, freqs, None, dtype, device, xp)
+    return _tables.rope_tables(c, s, layout, ctx)
 
 
 def rope_axes(

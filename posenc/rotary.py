@@ -189,13 +189,24 @@ def rope_cos_sin(
     """
     key = None
     if type(offset) is int and offset == 0:
-        key = _compat.call_key((positions,), (dim, base, scaling, layout, seq_len, dtype, device, xp))
+        options = (dim, base, scaling, layout, seq_len, dtype, device, xp)
+        if type(positions) is int:
+            key = _compat.int_key(positions, options, xp, device, dtype)
+        else:
+            key = _compat.call_key((positions,), options)
     args = (positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp, key is not None)
     plan = _rope.TABLE_PLANS.get_or_make(key, _rope.table_plan, *args)
     if plan.positions is not None:
         positions, offset = plan.positions, plan.offset
     if plan.scan:
         _checks.check_finite(positions, "positions", plan.ctx.xp)
+    if plan.small is not None:  # small integer tables in one kernel pass (a decode step)
+        lane, turns = plan.small
+        s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
+        ctx = plan.ctx
+        if ctx.dtype == ctx.work:  # the kernel's float32
+            return c, s
+        return _angles.cast(c, ctx.dtype, ctx.xp), _angles.cast(s, ctx.dtype, ctx.xp)
     return _rope.tables(plan, positions, offset)
 
 

@@ -339,9 +339,11 @@ def sinusoidal(
     >>> posenc.sinusoidal(torch.arange(2, 5), 8, dtype=torch.bfloat16).dtype
     torch.bfloat16
     """
-    key = _compat.call_key(
-        (positions,), (dim, base, layout, convention, min_timescale, max_timescale, padding_idx, dtype, device, xp)
-    )
+    options = (dim, base, layout, convention, min_timescale, max_timescale, padding_idx, dtype, device, xp)
+    if type(positions) is int:
+        key = _compat.int_key(positions, options, xp, device, dtype)
+    else:
+        key = _compat.call_key((positions,), options)
     plan = _PLANS.get_or_make(
         key, _table_plan, positions, dim, base, layout, convention, min_timescale, max_timescale, padding_idx,
         dtype, device, xp, key is not None,
