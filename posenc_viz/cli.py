@@ -32,7 +32,7 @@ import posenc
 
 from . import _files, _mpl, figures
 from ._internals import TABLE_LAYOUTS
-from .similarity import grid_layout, table_2d
+from .grid_similarity import grid_layout, table_2d
 from .tables import KINDS, load_table
 
 PROG = "posenc-viz"

@@ -20,8 +20,9 @@ import posenc
 from . import _mpl
 from ._internals import TABLE_LAYOUTS, check_bool, check_int, show
 from .bias import plot_bias, plot_window_bias
+from .grid_similarity import cosine_maps, grid_figsize, plot_grid_similarity
 from .heatmap import plot_encoding
-from .similarity import cosine_maps, grid_figsize, plot_grid_similarity, plot_similarity, plot_similarity_by_offset
+from .similarity import plot_similarity, plot_similarity_by_offset
 from .spectrum import _scaling_label, plot_dimensions, plot_rope_scaling, plot_wavelengths
 from .style import paper_style
 
