@@ -101,6 +101,7 @@ __all__ = [
     "rope_kernel",
     "lane_turns",
     "freqs_array",
+    "turns_of",
     "matrix_sincos",
     "finish_f32",
     "finish_pair_f32",
@@ -271,15 +272,19 @@ def _host_turns(w: np.ndarray) -> Turns:
     return Turns(*_cache.readonly(vh, vl, vhh, vhl, v1, v2))
 
 
-@host_constant
-def turns_of(freqs_key: bytes) -> Turns:
-    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only)."""
+def _turns(freqs_key: bytes) -> Turns:
+    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only; host code:
+    other modules and traced code call :func:`turns_of`)."""
     key = ("turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
         got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
         _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
+
+
+#: :func:`_turns` as a host constant of torch's traced graphs
+turns_of = host_constant(_turns)
 
 
 def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]:
@@ -300,7 +305,7 @@ def range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.
     # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
     # and fine positions r, reduced in one pass
     p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
-    s, c = _host_sincos_turns(p, turns_of(freqs_key))
+    s, c = _host_sincos_turns(p, _turns(freqs_key))
     got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
@@ -330,7 +335,7 @@ def _digit_tables(freqs_key: bytes) -> DigitTables:
     got = _cache.HOST.get(key)
     if got is not None:
         return got
-    t = turns_of(freqs_key)
+    t = _turns(freqs_key)
     k = (np.arange(_DIGIT, dtype=np.float64)[None, :] * float(_DIGIT) ** np.arange(_LEVELS)[:, None]).reshape(-1)
     f = reduce_turns(k[:, None], t.vh, t.vl, t.vhh, t.vhl, np).reshape(_LEVELS, _DIGIT, -1)
     hi = f.astype(np.float32)
@@ -356,24 +361,24 @@ def _fixed(vh: float, vl: float) -> int:
     return n - 2**64 if n >= 2**63 else n
 
 
-@host_constant
 def fixed_turns(freqs_key: bytes) -> np.ndarray:
     """The frequencies in turns as int64 fixed point (``V = round(v *
     2**64)`` modulo 2**64): ``p * V`` in wrapping int64 arithmetic is the
     fractional part of ``p * v`` (the NumPy kernel of integer positions;
-    cached, read-only)."""
+    cached, read-only; eager code only: the kernels never run while torch
+    traces)."""
     key = ("fixed-turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
-        t = turns_of(freqs_key)
+        t = _turns(freqs_key)
         (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
         _cache.HOST.put(key, got, got.nbytes)
     return got
 
 
 def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(v1, v2, V)``: the host turns of the NumPy kernels."""
-    t = turns_of(freqs_key)
+    """``(v1, v2, V)``: the host turns of the NumPy kernels (eager code only)."""
+    t = _turns(freqs_key)
     return t.v1, t.v2, fixed_turns(freqs_key)
 
 
@@ -397,10 +402,11 @@ def freqs_array(freqs_key: bytes) -> np.ndarray:
     return np.frombuffer(freqs_key, dtype=np.float64).copy()
 
 
-def turn_array(freqs_key: bytes, name: str) -> np.ndarray:
-    """One of the :class:`Turns` arrays of :class:`Freqs` bytes (for
-    :func:`posenc._trace.graph_constant`)."""
-    return getattr(turns_of(freqs_key), name)
+def turn_arrays(freqs_key: bytes, names: tuple[str, ...]) -> np.ndarray:
+    """The :class:`Turns` arrays ``names`` of :class:`Freqs` bytes stacked,
+    shape ``(len(names), m)`` (one :func:`posenc._trace.graph_constant`)."""
+    t = _turns(freqs_key)
+    return np.stack([getattr(t, n) for n in names])
 
 
 def _max_position() -> np.ndarray:
@@ -579,7 +585,8 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound)
     dev = _device_turns(freqs, ctx, ("v1", "v2"))
-    return Angles(freqs, ctx, _sincos_turns, integer, kernel_turns(freqs.key), dev, bound)
+    host = None if ctx.traced else kernel_turns(freqs.key)  # the kernels' (never while torch traces)
+    return Angles(freqs, ctx, _sincos_turns, integer, host, dev, bound)
 
 
 @host_constant
@@ -591,7 +598,7 @@ def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.nda
     do not depend on the device's precision.
     """
     p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
-    s, c = _host_sincos_turns(np.array([p]), turns_of(as_freqs(freqs).key))
+    s, c = _host_sincos_turns(np.array([p]), _turns(as_freqs(freqs).key))
     return s[0], c[0]
 
 
@@ -599,8 +606,8 @@ def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[A
     """The :class:`Turns` arrays ``names`` on ``ctx``'s device in float64
     (graph constants: Python numbers while torch traces, device copies kept
     for eager NumPy and torch)."""
-    f64 = ctx.xp.float64
-    return tuple(graph_constant(turn_array, freqs.key, n, ctx=ctx, dtype=f64) for n in names)
+    stack = graph_constant(turn_arrays, freqs.key, names, ctx=ctx, dtype=ctx.xp.float64)
+    return tuple(stack[i, ...] for i in range(len(names)))
 
 
 def _clipped64(p: Array, a: Angles) -> Array:

@@ -46,14 +46,17 @@ def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
         out = xp.concat([s, c], axis=-1)
     if dim % 2:
         out = xp.concat([out, zeros(lead + (1,), out.dtype, ctx)], axis=-1)
-    return cast(out, ctx.dtype, xp)
+    return out if out.dtype == ctx.dtype else xp.astype(out, ctx.dtype)
 
 
 def rope_tables(c: Array, s: Array, layout: str, ctx: Context) -> tuple[Array, Array]:
     """Compact RoPE tables ``cos``, ``sin`` (..., m) laid out (:func:`lay_out`)
     in ``ctx.dtype``."""
     xp = ctx.xp
-    return cast(lay_out(c, layout, xp), ctx.dtype, xp), cast(lay_out(s, layout, xp), ctx.dtype, xp)
+    c, s = lay_out(c, layout, xp), lay_out(s, layout, xp)
+    if c.dtype != ctx.dtype:  # (posenc._angles.cast, without a call into it on the hot path)
+        c, s = xp.astype(c, ctx.dtype), xp.astype(s, ctx.dtype)
+    return c, s
 
 
 def lay_out(c: Array, layout: str, xp: Any) -> Array:
