@@ -564,8 +564,8 @@ class Angles:
     integer: bool
     #: the turns of the kernels that compute on the host, ``(v1, v2, V)``
     host: tuple[np.ndarray, ...] | None
-    #: the turns the path reads on the device, float64 (graph constants)
-    dev: tuple[Array, ...] | None
+    #: the turns the path reads on the device, float64 (graph constants; none for the digits)
+    dev: tuple[Array, ...]
     #: MAX_POSITION on the device (float positions are clipped to it), or None
     bound: Array | None
 
@@ -578,7 +578,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     the path, never its values)."""
     integer = is_integer_dtype(ctx.xp, p.dtype)
     if not ctx.float64:
-        return Angles(freqs, ctx, _sincos_digits, integer, None, None, None)
+        return Angles(freqs, ctx, _sincos_digits, integer, None, (), None)
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(_max_position, ctx=ctx, dtype=f64)
     if ctx.work == f64:
@@ -742,10 +742,10 @@ def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
             flat = xp.astype(flat, xp.int32)
         # abs() of the most negative integer stays negative: Python's floor
         # division and modulo still give the digits of its magnitude
-        a = xp.abs(flat)
-        digits = [xp.astype((a // _DIGIT**level) % _DIGIT, idx_t) for level in range(_LEVELS)]
+        mag = xp.abs(flat)
+        digits = [xp.astype((mag // _DIGIT**level) % _DIGIT, idx_t) for level in range(_LEVELS)]
         # |p| >= 2**32, and abs() of the most negative int64 (which stays negative)
-        overflow = ((a // _DIGIT**_LEVELS) > 0) | (a < 0) if bits > 32 else None
+        overflow = ((mag // _DIGIT**_LEVELS) > 0) | (mag < 0) if bits > 32 else None
     else:
         x = xp.abs(cast(flat, f32, xp))
         k = xp.floor(x)
@@ -863,7 +863,8 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     lead = tuple(ids.shape[:-1])
     m = int(freqs.shape[-2])
     f = cast(freqs, dt, xp)
-    s_hi = lo = None
+    s_hi: Any = None
+    lo: Any = None
     for k, parts in enumerate(_matrix_parts(ids, ctx, dt)):
         fk = xp.reshape(f[..., k], fl + (1,) * len(lead) + (m,))
         for p in parts:

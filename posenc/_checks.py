@@ -127,10 +127,10 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
 
 def largest(ctx: Any, *dtypes: Any) -> tuple[float, Any]:
     """The largest finite value of the narrowest of ``dtypes`` (and that dtype)."""
-    out = None
+    out: tuple[float, Any] = (math.inf, None)
     for t in dtypes:
         top = float(ctx.xp.finfo(t).max)
-        if out is None or top < out[0]:
+        if out[1] is None or top < out[0]:
             out = (top, t)
     return out
 
@@ -279,7 +279,7 @@ def check_positions(
     out_tail: tuple[int, ...] | None = None,
     what: str = "table",
     scan: bool = True,
-) -> int | Array:
+) -> Any:
     """``positions``: a non-negative int n (meaning 0..n-1) or a real array.
 
     Returns the Python int or the (validated) array.  Boolean and complex

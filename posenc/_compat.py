@@ -109,7 +109,7 @@ def _tracing() -> bool:
 def backend_of(xp: Any) -> Backend:
     """The one classifier of namespaces, by module name (plain string
     comparisons, which torch's compiler folds while tracing)."""
-    return _BACKENDS.get(getattr(xp, "__name__", None), Backend.OTHER)
+    return _BACKENDS.get(getattr(xp, "__name__", ""), Backend.OTHER)
 
 
 # --------------------------------------------------------------------------

@@ -98,14 +98,14 @@ def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
 def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) -> tuple[int, tuple[np.ndarray, ...]]:
     """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (a
     name; cached, read-only)."""
-    dtype = np.dtype(dtype)
+    np_dtype = np.dtype(dtype)
     block, nq = range_split(n)
-    key = ("pairs", start, nq, block, freqs_key, layout, dtype.str)
+    key = ("pairs", start, nq, block, freqs_key, layout, np_dtype.str)
     got = _cache.HOST.get(key)
     if got is None:
         sq, cq, sr, cr = range_tables(start, nq, block, freqs_key)
         got = tuple(
-            np.ascontiguousarray(_pair(a, b, layout), dtype=dtype)
+            np.ascontiguousarray(_pair(a, b, layout), dtype=np_dtype)
             for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr))
         )
         _cache.readonly(*got)

@@ -130,7 +130,7 @@ def _resample_axis(
     return out  # not None: every row's weights sum to 1
 
 
-def _scale_factor(value: Any) -> tuple[float, float]:
+def _scale_factor(value: Any) -> tuple[float, ...]:
     """``scale_factor`` as ``(s_h, s_w)``: a positive finite number or a pair of them."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, float, int)) or isinstance(value, bool):
         msg = f"`scale_factor` must be a positive number or a pair (s_h, s_w) of them, got {_checks.show(value)}"
@@ -270,7 +270,7 @@ def resample_grid(
                 "number: pass `old_grid_shape`"
             )
             raise ValueError(msg)
-        old = (side, side)
+        old: tuple[int, ...] = (side, side)
     else:
         old = tuple(map(operator.index, _checks.check_grid_shape(old_grid_shape, "old_grid_shape", max_ndim=2)))
         if old[0] * old[1] != n_grid:
@@ -279,7 +279,7 @@ def resample_grid(
                 f"{n_grid} grid rows after {prefix} prefix tokens"
             )
             raise ValueError(msg)
-    steps = (None, None)
+    steps: tuple[float | None, ...] = (None, None)
     if scale_factor is not None:
         factors = _scale_factor(scale_factor)
         # F.interpolate's output size: the product in float64, truncated
@@ -338,7 +338,7 @@ def _hf_axis_taps(old: int, new: int, method: str, align_corners: bool) -> tuple
     return idx, w
 
 
-def _new_shapes(value: Any) -> tuple[tuple[int, int, int], ...]:
+def _new_shapes(value: Any) -> tuple[tuple[int, ...], ...]:
     """``new_shape`` as ``((t, h, w), ...)``: one ``(h, w)`` / ``(t, h, w)`` or a sequence of them."""
     hint = "pass (h, w), (t, h, w) or a list of them (for a tensor `grid_thw`: `grid_thw.tolist()`)"
     if _compat.is_array(value) or isinstance(value, (str, bytes)) or not isinstance(value, Sequence):

@@ -278,27 +278,13 @@ def apply_rope(
 
     Notes
     -----
-    Validation depends only on types, dtypes, devices and shapes, and is done
-    once per combination (cached, the latest 2048 kept).  Below
-    :math:`2^{15}` elements (a decode step) NumPy arrays and torch tensors
-    take the formula as ``x * cos + swap(x) * signed(sin)``: three
-    operations on arrays of ``x``'s size, bit for bit the Array API
-    formula's values (``(-x2) * s`` and ``x2 * (-s)`` are the same float);
-    torch CPU tensors run them through their NumPy views, unless autograd,
-    forward-mode AD or a ``torch.func`` transform needs torch's own
-    operations.  From about :math:`2^{15}` elements, NumPy arrays and
-    torch CPU tensors (float32 / float64, no autograd) take a fast path that
-    computes the same products into one preallocated output, in cache-sized
-    blocks of three passes for the half layout and with a single complex
-    multiplication for the interleaved layout, where the textbook
-    ``x * cos + rotate_half(x) * sin`` makes five temporaries the size of
-    ``x``; it reads the first half (every other value, interleaved) of full
-    tables, whose pairs :func:`rope_cos_sin` fills with one value.  A torch
-    output of that path lives in memory NumPy allocated (huge pages, wrapped
-    by ``torch.from_numpy``).  The interleaved layout is the faster of the
-    two (see :ref:`performance`).  Every other case (JAX, CuPy, Dask, array-api-strict, autograd,
-    ``torch.compile``) uses the Array API formula; the fast paths are tested
-    equal to it.
+    Arguments are validated once per combination of types, dtypes, devices
+    and shapes (the latest 2048 are kept), so a repeated call (every decode
+    step) costs little beyond the rotation.  The result has the values of
+    the formula above on every backend, bit for bit, whichever path computes
+    it; the interleaved layout is the faster of the two on NumPy and torch
+    CPU tensors.  How the paths work and what they cost:
+    :ref:`performance-apply-rope`.
 
     References
     ----------

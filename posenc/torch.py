@@ -135,6 +135,10 @@ class RotaryEmbedding(nn.Module):
     RotaryEmbedding(dim=16, base=500000.0, scaling=Linear(factor=2.0), layout='half', cached=2048)
     """
 
+    #: the cached tables (non-persistent buffers)
+    cos_cached: torch.Tensor
+    sin_cached: torch.Tensor
+
     def __init__(
         self,
         dim: int,
@@ -325,6 +329,9 @@ class SinusoidalEmbedding(nn.Module):
     True
     """
 
+    #: the cached table (a non-persistent buffer)
+    table: torch.Tensor
+
     def __init__(
         self,
         dim: int,
@@ -341,7 +348,7 @@ class SinusoidalEmbedding(nn.Module):
         device: Any = None,
     ) -> None:
         super().__init__()
-        self.options = {
+        self.options: dict[str, Any] = {
             "base": base,
             "layout": layout,
             "convention": convention,

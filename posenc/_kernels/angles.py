@@ -147,8 +147,8 @@ def turns_numpy(
         # out already (``turns[3]``: ``V`` in the table's columns, when given)
         q = int(p.reshape(()))
         if -(2**62) < q < 2**62:
-            a = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
-            s, c = np.sin(a).astype(np.float32), np.cos(a).astype(np.float32)
+            angle = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
+            s, c = np.sin(angle).astype(np.float32), np.cos(angle).astype(np.float32)
             if layout is not None and len(turns) <= 3:
                 s, c = _laid_out(s, layout), _laid_out(c, layout)
             if scale != 1.0:

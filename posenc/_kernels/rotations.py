@@ -58,7 +58,8 @@ def _signs(layout: str, d: int) -> np.ndarray:
     sign = _SIGNS.get((layout, d))
     if sign is None:
         h = d // 2
-        sign = np.repeat(np.float32([-1.0, 1.0]), h) if layout == "half" else np.tile(np.float32([-1.0, 1.0]), h)
+        pm = np.array([-1.0, 1.0], dtype=np.float32)
+        sign = np.repeat(pm, h) if layout == "half" else np.tile(pm, h)
         sign.flags.writeable = False
         _SIGNS.put((layout, d), sign)
     return sign
@@ -100,7 +101,8 @@ def rotate_small_torch_cpu(x: Array, c: Array, s: Array, layout: str) -> Array:
     views = torch_numpy_views(x, c, s)
     if views is None:
         return rotate_small_torch(x, c, s, layout)
-    return torch.from_numpy(rotate_small_numpy(*views, layout))
+    xv, cv, sv = views
+    return torch.from_numpy(rotate_small_numpy(xv, cv, sv, layout))
 
 
 # --------------------------------------------------------------------------

@@ -540,7 +540,8 @@ class LongRoPE(Scaling):
         seq_len = check_seq_len(seq_len)
         if self.short_mscale is not None:
             long = seq_len is not None and seq_len > self.original_max_positions
-            return self.long_mscale if long else self.short_mscale
+            # both given (checked when made): the float of the length's side
+            return float(self.long_mscale if long else self.short_mscale)  # type: ignore[arg-type]
         if self.attention_factor is not None:
             return self.attention_factor
         s = 1.0 if self.factor is None else self.factor

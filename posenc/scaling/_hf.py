@@ -54,6 +54,8 @@ class _HFConfig:
     def __init__(self, config: Any) -> None:
         self._stored: Mapping[str, Any] | None = None
         self.aliases: dict[str, str] = {}
+        self._obj: Any = None
+        self._dict: Any = None
         if isinstance(config, Mapping):
             self._obj, self._dict = None, config
         else:
@@ -359,8 +361,9 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
         if size is not None:
             return _checks.check_int(size, "head_dim", minimum=1)
     for key in keys:
-        if cfg.get(key) is not None:
-            return cfg.get_int(key)
+        value = cfg.get_int(key)
+        if value is not None:
+            return value
     hidden = next(((k, cfg.get(k)) for k in hidden_keys if cfg.get(k) is not None), None)
     heads = next(((k, cfg.get(k)) for k in head_keys if cfg.get(k) is not None), None)
     if hidden is None or heads is None:
