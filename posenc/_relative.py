@@ -1,5 +1,7 @@
 """Shared helpers of the relative-position and attention-bias functions
-(:mod:`posenc.bias`): query and key lengths, head counts and offsets; the
+(:mod:`posenc.bias`, :mod:`posenc.alibi`, :mod:`posenc.windows`): query and
+key lengths, head counts and offsets (through the one check of offsets,
+:func:`posenc._checks.check_offset`); the
 integer output dtype and the span it must hold; the relative positions
 ``j - (i + offset)`` as a matrix, a range or the vector of distinct
 distances, and the gather of a vector over distances into a Toeplitz

@@ -83,7 +83,7 @@ def lay_out(c: Array, layout: str, xp: Any) -> Array:
 # cos(a+b) = cos a cos b - sin a sin b, written so that the output is produced
 # in its final layout by two products and one sum of contiguous rows (no
 # stack, no strided writes).  Every path -- the portable Array API path below,
-# the NumPy / torch-CPU kernel (posenc._kernels.numpy_table) and the Dask
+# the NumPy / torch-CPU kernel (posenc._kernels.tables.numpy_table) and the Dask
 # blocks -- evaluates exactly these operations in the same order, so they
 # agree bit for bit.
 
@@ -227,7 +227,7 @@ def _numpy_table(
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
-    NumPy kernel (:func:`posenc._kernels.numpy_table`) on the cached host
+    NumPy kernel (:func:`posenc._kernels.tables.numpy_table`) on the cached host
     tables of the whole range, so a slice of rows is bit-identical to the
     same rows of the full table."""
     block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)

@@ -300,8 +300,9 @@ def sinusoidal(
     For an int ``positions`` the table depends only on the arguments, so it
     is built once and cached per namespace, device and dtype (a
     least-recently-used cache of at most 256 MiB; tables above 64 MiB are not
-    kept).  A repeated call is then a lookup, and no caller can change what
-    a later call returns:
+    kept; :func:`posenc.cache_limits` sets the budget and
+    :func:`posenc.clear_caches` empties it).  A repeated call is then a
+    lookup, and no caller can change what a later call returns:
 
     * NumPy: the table is **read-only**, on the first call as on later ones
       (``pe.copy()`` gives a writable one);

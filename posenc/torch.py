@@ -639,7 +639,7 @@ class AxesRotaryEmbedding(nn.Module):
         device: Any = None,
     ) -> None:
         super().__init__()
-        from .axes import check_axes_dim
+        from .axes._rope_axes import check_axes_dim
 
         self.axes_dim = check_axes_dim(axes_dim)
         self.base = tuple(base) if isinstance(base, list) else base
@@ -666,7 +666,7 @@ class AxesRotaryEmbedding(nn.Module):
     def _host_freqs(self, dtype: Any, device: Any) -> torch.Tensor:
         import numpy as np
 
-        from .axes import axes_freqs, check_scalings, per_axis
+        from .axes._rope_axes import axes_freqs, check_scalings, per_axis
 
         n = len(self.axes_dim)
         bases = tuple(float(b) for b in per_axis(self.base, "base", n))

@@ -4,7 +4,7 @@ step) and its blocked fast paths on large ones, and ``rope``'s decode step
 torch CPU tensors through their NumPy views.
 
 Chosen by :func:`posenc._kernels.rotation` and :func:`posenc._kernels.turns`;
-tested equal to the portable formula (:func:`posenc.rotary.rotate_portable`)
+tested equal to the portable formula (:func:`posenc._rope.rotate_portable`)
 in ``tests/posenc/test_kernels.py``.
 """
 
@@ -38,7 +38,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# small rotations (posenc.rotary.rotate_portable, full tables, all features)
+# small rotations (posenc._rope.rotate_portable, full tables, all features)
 # --------------------------------------------------------------------------
 # Below posenc._kernels.ROTATE_MIN elements (a decode step) per-operation
 # overhead is the cost.  ``x * c + rotate(x) * s`` as ``x * c + swap(x) *
@@ -145,7 +145,7 @@ def rope_small_torch_cpu(
 
 
 # --------------------------------------------------------------------------
-# large rotations (posenc.rotary.rotate_portable, from posenc._kernels.ROTATE_MIN)
+# large rotations (posenc._rope.rotate_portable, from posenc._kernels.ROTATE_MIN)
 # --------------------------------------------------------------------------
 # The same products as the portable path without its temporaries the size of
 # x: NumPy arrays and torch CPU tensors of float32 / float64 that need no

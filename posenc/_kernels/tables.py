@@ -1,4 +1,4 @@
-"""Kernels of tables of ranges of positions (:func:`posenc._angles.range_table`
+"""Kernels of tables of ranges of positions (:func:`posenc._tables.range_table`
 and :func:`posenc._angles.sincos_range`): the rows written into one
 preallocated output in cache-sized steps (NumPy, torch CPU tensors through
 their memory, each chunk of a Dask table), by several threads for large
@@ -36,10 +36,10 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------
-# tables of ranges (posenc._angles.range_table and sincos_range)
+# tables of ranges (posenc._tables.range_table, posenc._angles.sincos_range)
 # --------------------------------------------------------------------------
 # ``T[q*block + r] = U[q] * X[r] + V[q] * Y[r]`` (see the comment above
-# posenc._angles.range_table) written row by row into one preallocated
+# posenc._tables.range_table) written row by row into one preallocated
 # output, in cache-sized steps: the portable path's products and sum, bit for
 # bit.  Used for NumPy, for torch CPU tensors through their NumPy view and
 # for each chunk of a Dask table.
