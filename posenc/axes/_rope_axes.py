@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from posenc import _angles, _cache, _checks, _compat, _rope, _tables
+from posenc import _angles, _cache, _checks, _compat, _matrix, _rope, _tables
 from posenc._compat import Array, Context
 from posenc._trace import host_constant
 from posenc.rotary import apply_rope
@@ -212,7 +212,7 @@ def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
 
 
 # --------------------------------------------------------------------------
-# frequency matrices: angles = ids . F^T (posenc._angles.matrix_sincos)
+# frequency matrices: angles = ids . F^T (posenc._matrix.matrix_sincos)
 # --------------------------------------------------------------------------
 def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
     if not _compat.is_array(freqs):
@@ -283,7 +283,7 @@ def _compact(
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
         _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
         _checks.check_all_finite(freqs, "freqs", ctx)
-        s, c = _angles.matrix_sincos(ids, freqs, turns, ctx)
+        s, c = _matrix.matrix_sincos(ids, freqs, turns, ctx)
         return c, s, layout, ctx
     if axes_dim is None:
         msg = "`axes_dim` (one rotary width per axis) or `freqs` (a frequency matrix) is required"
