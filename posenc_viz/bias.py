@@ -194,7 +194,7 @@ def plot_window_bias(
     """
     from . import _mpl
     from .grid_similarity import CBAR_PAD, CBAR_WIDTH, GAP, grid_figure, margins
-    from .heatmap import _real_or_none, colormap
+    from .heatmap import colormap, real_or_none
 
     arr = to_numpy(bias, name="bias")
     if isinstance(window, bool) or not isinstance(window, (numbers.Integral, tuple, list)):
@@ -236,8 +236,8 @@ def plot_window_bias(
     grid = np.asarray(arr[1:, 1:] if class_token else arr, dtype=np.float64)
     mcolors = _mpl.require("matplotlib.colors")
     opts = dict(kwargs)
-    vmin = _real_or_none(opts.pop("vmin", None), "vmin")
-    vmax = _real_or_none(opts.pop("vmax", None), "vmax")
+    vmin = real_or_none(opts.pop("vmin", None), "vmin")
+    vmax = real_or_none(opts.pop("vmax", None), "vmax")
     finite = grid[np.isfinite(grid)]
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 1.0

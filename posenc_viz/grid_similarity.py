@@ -15,7 +15,7 @@ import numpy as np
 from . import _mpl
 from ._convert import to_numpy
 from ._internals import check_bool, show
-from .heatmap import _real_or_none, colormap
+from .heatmap import colormap, real_or_none
 from .similarity import cosine_maps
 
 __all__ = ["plot_grid_similarity"]
@@ -259,8 +259,8 @@ def plot_grid_similarity(
     opts = dict(kwargs)
     cmap = colormap(opts.pop("cmap", None), "viridis")
     norm = opts.pop("norm", None)
-    vmin = _real_or_none(opts.pop("vmin", None), "vmin")
-    vmax = _real_or_none(opts.pop("vmax", None), "vmax")
+    vmin = real_or_none(opts.pop("vmin", None), "vmin")
+    vmax = real_or_none(opts.pop("vmax", None), "vmax")
     if norm is not None:
         if vmin is not None or vmax is not None:
             msg = "pass `norm` or `vmin` / `vmax`, not both"
