@@ -586,14 +586,16 @@ class Context:
         (float32 or float64: the tables of an input's working dtype)."""
         return dataclasses.replace(self, dtype=dtype, work=dtype)
 
-    def from_host(self, array: np.ndarray, dtype: Any = None) -> Array:
+    def from_host(self, array: np.ndarray, dtype: Any = None, *, kept: bool = False) -> Array:
         """Move a host NumPy array to this context's namespace and device, in
         ``dtype`` (default: the working dtype).
 
         Under ``jax.jit`` the array becomes a constant; on Dask a single-chunk
         array; a torch tensor never aliases the host array (posenc may reuse
         it), except while torch's compiler traces, which copies it into the
-        graph.
+        graph.  ``kept``: the array outlives the call (a cached constant), so
+        a torch tensor is never an inference tensor, which a later call under
+        autograd could not save for backward.
         """
         dtype = self.work if dtype is None else dtype
         if self.backend is Backend.NUMPY:
@@ -604,7 +606,11 @@ class Context:
             if torch.compiler.is_dynamo_compiling():
                 return torch.as_tensor(array, dtype=dtype, device=self.device)
             # a copy: torch cannot wrap a read-only NumPy buffer without a warning
-            return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=self.device)
+            host = np.array(array, copy=True)
+            if kept and torch.is_inference_mode_enabled():
+                with torch.inference_mode(False):
+                    return torch.as_tensor(host, dtype=dtype, device=self.device)
+            return torch.as_tensor(host, dtype=dtype, device=self.device)
         return self.xp.asarray(array, dtype=dtype, device=self.device)
 
 

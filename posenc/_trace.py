@@ -135,6 +135,6 @@ def graph_constant(make: Callable[..., Any], *args: Any, ctx: Any, dtype: Any = 
     key = (make, args, ctx.xp, ctx.device, dtype)
     got = CONSTANTS.get(key)
     if got is None:
-        got = ctx.from_host(make(*args), dtype)
+        got = ctx.from_host(make(*args), dtype, kept=True)
         CONSTANTS.put(key, got)
     return got

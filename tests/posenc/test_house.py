@@ -223,3 +223,20 @@ def test_memoize_keeps_results_per_arguments():
         assert len(square.memo) == 2
     finally:
         del _cache.CACHES[square.memo.name]
+
+
+def test_constants_kept_under_inference_mode_serve_autograd():
+    """A device constant first made under ``torch.inference_mode`` is kept
+    as a normal tensor: a later call whose positions need grad can save it
+    for backward."""
+    torch = pytest.importorskip("torch")
+    posenc.clear_caches()
+    p = torch.linspace(0.0, 10.0, 5)
+    with torch.inference_mode():
+        first = posenc.sinusoidal(p, 8)
+    q = p.clone().requires_grad_(True)
+    table = posenc.sinusoidal(q, 8)
+    table[:, 0].sum().backward()  # d/dp sin(p * 1) = cos(p)
+    torch.testing.assert_close(q.grad, torch.cos(p), rtol=0, atol=1e-6)
+    # the eager kernel (NumPy's float32 sin / cos) and torch's own operations: within an ulp
+    torch.testing.assert_close(table.detach(), first, rtol=0, atol=2.0**-24)
