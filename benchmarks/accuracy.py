@@ -204,7 +204,14 @@ def paths(backends: tuple[str, ...] = ("numpy", "strict", "torch", "jax")) -> di
                                                                    rope=True)
         out["RoPE cos/sin of array positions, half"] = Path("numpy", ("int", "float"), rope("half"), rope=True)
         out["RoPE decode step (one position per call)"] = Path("numpy", ("few",), decode, rope=True)
+        def rope_dense(p: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+            rows = [posenc.rope_cos_sin(q + np.arange(WINDOW)[None], d, dtype="float32") for q in p]
+            return _rope_columns(np.concatenate([c[0, ::STRIDE] for c, _ in rows]),
+                                 np.concatenate([s[0, ::STRIDE] for _, s in rows]), "half")
+
         out["dense array positions (rows of a range table)"] = Path("numpy", ("window",), dense, _windows)
+        out["RoPE of dense position ids (rows of a range table)"] = Path("numpy", ("window",), rope_dense, _windows,
+                                                                         rope=True)
     if "strict" in backends:
         try:
             import array_api_strict as xps

@@ -6,18 +6,25 @@ numbers with posenc (the ``posenc-exec`` directive of ``_ext/posenc_docs.py``),
 matplotlib's ``plot`` directive draws their figures, and sphinx-gallery runs
 ``examples/plot_*.py``, all with the Agg backend.
 
-Cross-links to other projects (intersphinx) need their ``objects.inv``
-inventories.  They are used when
+Cross-links to other projects (intersphinx) read the inventories committed
+under ``docs/_intersphinx/`` (``<name>.inv``, written by
+``docs/_intersphinx/make_inventories.py`` with the names the pages link), so
+the build needs no network; ``POSENC_DOCS_INTERSPHINX=1`` downloads the
+projects' full inventories instead.
 
-* ``POSENC_DOCS_INTERSPHINX=1`` is set (they are then downloaded), or
-* an inventory was saved as ``docs/_intersphinx/<name>.inv`` (offline use).
+The built site reads offline too: no page loads a script, style sheet or font
+from elsewhere (``tests/test_docs.py`` checks every built page).  MathJax comes
+from the copy that the ``sphinx-mathjax-offline`` package (the ``docs`` extra)
+ships, copied into ``_static/mathjax``; without it the build fails rather than
+point the pages at a CDN.  sphinx-gallery's table of execution times, which
+loads its scripts from CDNs, is not written.  The search shows excerpts from
+``file://`` pages (``_static/posenc_search.js``).
 
-Otherwise intersphinx is configured with no inventories and the names of
-other projects render as plain code, so that an offline ``-W`` build passes.
-
-The built site reads offline too: MathJax comes from the copy that the
-``sphinx-mathjax-offline`` package ships (copied into ``_static/mathjax``),
-and the search shows excerpts from ``file://`` pages (``_static/posenc_search.js``).
+Every code block a page shows runs as shown: the build runs the shown blocks
+of a page, top to bottom, in a namespace of their own (hidden blocks read it
+but add nothing to it), and each ``.. plot::`` block with its own imports
+(``plot_pre_code`` is empty); ``tests/test_docs.py`` runs them again from the
+built pages.
 The accuracy numbers quoted across the pages (``|accuracy|``, ``|naive-1e6|``,
 ...) are measured when the site is built (``posenc_docs.accuracy_prolog``).
 """
@@ -57,12 +64,13 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "matplotlib.sphinxext.plot_directive",
-    # Markdown: the benchmark report (benchmarks/RESULTS.md) on the performance page
+    # Markdown: the benchmark report (benchmarks/RESULTS.md) on the performance page, the changelog
     "myst_parser",
+    "sphinx_copybutton",
     "posenc_docs",
 ]
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "examples", "_intersphinx", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "examples", "_intersphinx", "**.ipynb_checkpoints", "sg_execution_times.rst"]
 default_role = "autolink"
 pygments_style = "sphinx"
 posenc_repo_root = str(ROOT)
@@ -118,11 +126,14 @@ sphinx_gallery_conf = {
     "doc_module": ("posenc", "posenc_viz"),
     "backreferences_dir": "api/generated/backreferences",
     "reference_url": {"posenc": None, "posenc_viz": None},
-    "image_scrapers": ("matplotlib",),
+    # matplotlib's scraper, with alt texts that describe each figure
+    "image_scrapers": (posenc_docs.GalleryScraper(),),
     # examples print what they mean to show; the value of a last expression
     # (an Axes, a Line2D) is not output
     "capture_repr": (),
     "min_reported_time": 2,
+    # the execution-time page loads jQuery and DataTables from CDNs: not written
+    "write_computation_times": False,
     "show_memory": False,
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
@@ -136,14 +147,16 @@ plot_include_source = True
 plot_html_show_source_link = False
 plot_html_show_formats = False
 plot_formats = [("png", 110)]
-plot_pre_code = "import numpy as np\nimport matplotlib.pyplot as plt\nimport posenc\n"
+# every plot block shows its own imports (a reader copies it as it is)
+plot_pre_code = ""
 plot_rcparams = {"figure.figsize": (6.4, 3.2), "figure.constrained_layout.use": True, "font.size": 10}
 plot_apply_rcparams = True
 
 # -- math -------------------------------------------------------------------------
-# MathJax 3 from a local copy (TeX to SVG: no web fonts, works from file://)
-# when a package ships one; POSENC_DOCS_MATHJAX points the pages at another
-# copy.  Without either, the browser loads MathJax from Sphinx's default URL.
+# MathJax 3 from the local copy of sphinx-mathjax-offline (TeX to SVG: no web
+# fonts, works from file://); POSENC_DOCS_MATHJAX points the pages at another
+# copy.  Without either the build stops: Sphinx's default would load MathJax
+# from a CDN, and the site would show raw TeX offline.
 _mathjax = posenc_docs.local_mathjax()
 posenc_mathjax_dir = str(_mathjax) if _mathjax else ""
 if os.environ.get("POSENC_DOCS_MATHJAX"):
@@ -151,6 +164,18 @@ if os.environ.get("POSENC_DOCS_MATHJAX"):
     posenc_mathjax_dir = ""
 elif _mathjax:
     mathjax_path = "mathjax/tex-svg.js"
+else:
+    raise RuntimeError(
+        "no local MathJax: install the docs extra (pip install -e '.[docs]', which has "
+        "sphinx-mathjax-offline), or set POSENC_DOCS_MATHJAX to the address of a MathJax 3 copy"
+    )
+
+# -- copy button ------------------------------------------------------------------
+# on the code, not on what it printed; the prompts of doctest and shell blocks
+# are left out of the copy
+copybutton_selector = "div:not(.posenc-exec-output) > div.highlight pre"
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
 
 # -- HTML ---------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -162,8 +187,10 @@ html_theme_options = {
     "logo": {"text": "posenc"},
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "header_links_before_dropdown": 8,
-    "secondary_sidebar_items": ["page-toc"],
+    # the first seven entries of the toctree of index.rst (up to the API reference), then "More"
+    "header_links_before_dropdown": 7,
+    # the page's contents on the right; the comparison's eight columns take the whole width
+    "secondary_sidebar_items": {"**": ["page-toc"], "comparison": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
@@ -172,12 +199,18 @@ html_sidebars = {
     page: []
     for page in (
         "index",
+        "install",
         "getting_started",
+        "which_function",
         "conventions",
+        "models",
+        "migration",
+        "faq",
         "backends",
         "cli",
         "performance",
         "comparison",
+        "changelog",
         "bibliography",
         "citing",
     )

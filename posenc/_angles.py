@@ -83,7 +83,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _cache, _kernels
-from ._compat import Array, Context, default_dtype, is_integer_dtype
+from ._compat import Array, Context, default_dtype, is_concrete, is_integer_dtype
 from ._trace import graph_constant, host_constant, is_symbolic
 
 __all__ = [
@@ -97,6 +97,7 @@ __all__ = [
     "traced_length",
     "host_sincos",
     "prepare",
+    "dense_span",
     "table_kernel",
     "rope_kernel",
     "lane_turns",
@@ -567,8 +568,15 @@ class Angles:
     dev: tuple[Array, ...]
     #: MAX_POSITION on the device (float positions are clipped to it), or None
     bound: Array | None
+    #: how rows of a range's sin/cos are gathered for dense integer positions
+    #: like these (:func:`posenc._kernels.gather`), or None
+    rows: _kernels.Gather | None = None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
+        if self.rows is not None:
+            got = _gathered_sincos(p, self)
+            if got is not None:
+                return got
         return self.path(p, self)
 
 
@@ -576,16 +584,53 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     """The :class:`Angles` of array positions like ``p`` (its dtype decides
     the path, never its values)."""
     integer = is_integer_dtype(ctx.xp, p.dtype)
+    # dense integer positions (an arange, a window, position ids): rows of the
+    # range path's exact sin/cos, no sine per element (decided per call)
+    rows = _kernels.gather(p, ctx, math.prod(p.shape) * freqs.m) if integer else None
     if not ctx.float64:
-        return Angles(freqs, ctx, _sincos_digits, integer, None, (), None)
+        return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(_max_position, ctx=ctx, dtype=f64)
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
-        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound)
+        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows)
     dev = _device_turns(freqs, ctx, ("v1", "v2"))
     host = None if ctx.traced else kernel_turns(freqs.key)  # the kernels' (never while torch traces)
-    return Angles(freqs, ctx, _sincos_turns, integer, host, dev, bound)
+    return Angles(freqs, ctx, _sincos_turns, integer, host, dev, bound, rows)
+
+
+def dense_span(p: Array) -> tuple[int, int] | None:
+    """``(lo, span)`` where the concrete integer positions ``p`` are dense
+    enough that rows of the range ``lo .. lo+span-1`` beat computing every
+    angle: ``span = max - min + 1`` at most twice their number (an
+    ``arange``, a window of a cache, batches of nearby sequences), and
+    within 2**53.  Two reductions over the positions decide it; else None."""
+    if not is_concrete(p):
+        return None
+    size = math.prod(p.shape)
+    lo, hi = int(p.min()), int(p.max())
+    span = hi - lo + 1
+    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
+        return None
+    return lo, span
+
+
+def _gathered_sincos(p: Array, a: Angles) -> tuple[Array, Array] | None:
+    """:func:`sincos` of dense integer positions as rows of
+    :func:`sincos_range` (two products and a sum per element, within the
+    range path's bound), or None (:func:`dense_span`)."""
+    dense = dense_span(p)
+    if dense is None:
+        return None
+    lo, span = dense
+    s, c = sincos_range(lo, span, a.freqs, a.ctx)
+    rows = a.rows
+    assert rows is not None
+    if rows.consecutive is not None and span == math.prod(p.shape) and rows.consecutive(p):
+        shape = tuple(p.shape) + (a.freqs.m,)  # an arange in any shape: the rows in order
+        xp = a.ctx.xp
+        return xp.reshape(s, shape), xp.reshape(c, shape)
+    return rows.take(s, p, lo), rows.take(c, p, lo)
 
 
 @host_constant

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _cache, _kernels
-from ._angles import Freqs, as_freqs, cast, range_split, range_tables, sincos_range, zeros
+from ._angles import Freqs, as_freqs, cast, dense_span, range_split, range_tables, sincos_range, zeros
 from ._compat import Array, Context, is_concrete, is_integer_dtype, numpy_dtype
 from ._trace import host_constant, is_symbolic
 
@@ -268,14 +268,11 @@ def gathered_table(
     pass over the positions), the range table itself as
     ``sinusoidal(n)`` hands it out.
     """
-    if not is_concrete(p):
+    dense = dense_span(p)
+    if dense is None:
         return None
-    size = math.prod(p.shape)
-    lo, hi = int(p.min()), int(p.max())
-    span = hi - lo + 1
-    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
-        return None
-    if rows.consecutive is not None and span == size and rows.consecutive(p):
+    lo, span = dense
+    if rows.consecutive is not None and span == math.prod(p.shape) and rows.consecutive(p):
         # an arange in any shape: the range table itself, handed out as
         # sinusoidal(n)'s is (torch's copy-on-write clone: no copy is made)
         return ctx.xp.reshape(range_table(lo, span, freqs, dim, layout, ctx), tuple(p.shape) + (dim,))

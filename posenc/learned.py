@@ -37,11 +37,15 @@ def learned_table(
     num_positions, dim : int
         Table shape ``(num_positions, dim)``.
     std : float, default 0.02
-        Standard deviation (BERT and GPT-2 use 0.02).
+        Standard deviation: 0.02 is the ``initializer_range`` of Hugging
+        Face's BERT and GPT-2 and ViT's; GPT-2's released code draws its
+        position table with 0.01.
     truncate : float, optional
         Draw from the normal distribution truncated to ``±truncate * std``
-        (timm's ``trunc_normal_`` with bounds ``±2 * std`` is
-        ``truncate=2``).  Values beyond the bounds are redrawn; below
+        (BERT's original code, TensorFlow's truncated normal, and timm's
+        ``trunc_normal_tf_`` cut at two standard deviations: ``truncate=2``;
+        timm's ``trunc_normal_`` cuts at ±2 in absolute terms, which at
+        ``std=0.02`` cuts nothing).  Values beyond the bounds are redrawn; below
         ``truncate=0.5`` the draws come from a uniform proposal accepted with
         the normal density's weight, so any positive ``truncate`` is fast.
     seed : int or numpy.random.Generator, optional

@@ -7,6 +7,7 @@ properties in :mod:`posenc.properties`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -415,8 +416,10 @@ def _table_plan(
     if is_symbolic(checked):  # a traced length (torch.compile): the positions of an arange
         checked = ctx.xp.arange(checked, device=ctx.device)
     if not isinstance(checked, int):
-        angles = _angles.prepare(checked, freqs, ctx)
         rows = _tables.gather_rows(checked, dim, ctx)
+        angles = _angles.prepare(checked, freqs, ctx)
+        if rows is not None:  # dense positions take the table's rows: the angles need not look again
+            angles = dataclasses.replace(angles, rows=None)
         scan = _compat.is_real_float_dtype(ctx.xp, checked.dtype) and _compat.is_concrete(checked)
     return _TablePlan(
         ctx=ctx, dim=dim, layout=layout, freqs=freqs, padding_idx=padding_idx, angles=angles, rows=rows,

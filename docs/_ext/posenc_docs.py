@@ -4,8 +4,12 @@
     Runs Python code at build time and shows the code and what it printed, or
     inserts what it printed as reStructuredText (``:output: rst``), so that
     the numbers on the theory pages are computed by the library itself every
-    time the site is built.  Blocks of one page share a namespace, top to
-    bottom.  An exception fails the build (it is reported as an error, and
+    time the site is built.  The shown blocks of one page share a namespace,
+    top to bottom, that holds only what they define (so that each runs as
+    shown after the ones above it); a hidden block (``:hide-code:``) reads
+    that namespace and the helpers below, and what it defines stays with the
+    page's hidden blocks.  Every block runs with matplotlib's default
+    settings.  An exception fails the build (it is reported as an error, and
     ``-W`` turns every problem into a failure)::
 
         .. posenc-exec::
@@ -14,8 +18,8 @@
            print(posenc.sinusoidal(6, 4).round(4))
 
     Options: ``:output: literal | rst | none`` (default ``literal``),
-    ``:hide-code:`` (run without showing the source).  The namespace starts
-    with ``rst_table``, ``REPO_ROOT`` and ``benchmark_rows()`` (the rows of
+    ``:hide-code:`` (run without showing the source).  The hidden blocks also
+    see ``rst_table``, ``REPO_ROOT`` and ``benchmark_rows()`` (the rows of
     ``benchmarks/results.json``).
 
 It also measures the numbers of the site's one accuracy statement
@@ -44,14 +48,17 @@ __all__ = [
     "setup",
     "rst_table",
     "GalleryOrder",
+    "GalleryScraper",
+    "describe_figure",
     "ACCURACY_BOUND",
     "accuracy_facts",
     "accuracy_prolog",
     "SEE_ALSO",
 ]
 
-#: one namespace per document, created when the document is read
-_NAMESPACES: dict[str, dict[str, Any]] = {}
+#: per document, the namespace of its shown blocks and that of its hidden
+#: blocks, created when the document is read
+_NAMESPACES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
 def rst_table(
@@ -61,13 +68,15 @@ def rst_table(
     fmt: str = "{:.4f}",
     title: str = "",
     widths: str = "auto",
+    cls: str = "posenc-numbers",
 ) -> str:
-    """An rst ``list-table`` of numbers (``fmt`` for floats), for ``:output: rst`` blocks."""
+    """An rst ``list-table`` (``fmt`` for floats), for ``:output: rst`` blocks;
+    ``cls="posenc-numbers"`` right-aligns the cells, ``cls="posenc-text"`` not."""
     lines = [
         f".. list-table:: {title}".rstrip(),
         "   :header-rows: 1",
         f"   :widths: {widths}",
-        "   :class: posenc-numbers",
+        f"   :class: {cls}",
         "",
     ]
 
@@ -121,6 +130,69 @@ class GalleryOrder:
             return (GALLERY_ORDER.index(filename), filename)
         except ValueError:
             return (len(GALLERY_ORDER), filename)
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+
+def describe_figure(fig: Any) -> str:
+    """A text alternative of a matplotlib figure, read from its artists: per
+    panel the kind of plot, its title, what it plots against what, and the
+    labels of its curves (the alt text of the gallery's images)."""
+    parts = []
+    for ax in fig.axes:
+        if not ax.get_visible() or ax.get_label() == "<colorbar>":
+            continue
+        if ax.images or any(type(c).__name__ == "QuadMesh" for c in ax.collections):
+            kind = "heatmap"
+        elif ax.lines:
+            kind = "line plot"
+        elif ax.patches:
+            kind = "bar chart"
+        elif ax.texts and not ax.axison:
+            kind = "text panel"
+        else:
+            kind = "plot"
+        text = kind
+        if ax.get_title():
+            text += f" “{ax.get_title()}”"
+        x, y = ax.get_xlabel(), ax.get_ylabel()
+        if x and y:
+            text += f", {y} against {x}"
+        elif x or y:
+            text += f", {x or y}"
+        labels = [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")]
+        if labels:
+            shown = ", ".join(labels[:6]) + (", ..." if len(labels) > 6 else "")
+            text += f" ({len(labels)} curve{'s' if len(labels) > 1 else ''}: {shown})"
+        parts.append(text)
+    suptitle = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    head = f"{suptitle}: " if suptitle else ""
+    if len(parts) > 1:
+        head += f"{len(parts)} panels: "
+    grouped: list[list[Any]] = []  # runs of equal panels: "25 x heatmap"
+    for part in parts:
+        if grouped and grouped[-1][0] == part:
+            grouped[-1][1] += 1
+        else:
+            grouped.append([part, 1])
+    parts = [text if n == 1 else f"{n} × {text}" for text, n in grouped]
+    return " ".join((head + "; ".join(parts) or "a figure").split()).replace('"', "'").replace("$", "")
+
+
+class GalleryScraper:
+    """sphinx-gallery's matplotlib scraper, with :func:`describe_figure` as the
+    alt text of each figure instead of its titles or its file name."""
+
+    def __call__(self, block: Any, block_vars: dict[str, Any], gallery_conf: dict[str, Any]) -> str:
+        import re
+
+        import matplotlib.pyplot as plt
+        from sphinx_gallery.scrapers import matplotlib_scraper
+
+        alts = iter([describe_figure(plt.figure(num)) for num in plt.get_fignums()])
+        rst = matplotlib_scraper(block, block_vars, gallery_conf)
+        return re.sub(r"(:alt: )[^\n]*", lambda m: m.group(1) + next(alts, "a figure"), rst)
 
     def __repr__(self) -> str:
         return f"<{self.__class__.__name__}>"
@@ -377,24 +449,32 @@ class PosencExec(SphinxDirective):
     option_spec = {"output": _output_choice, "hide-code": directives.flag}
 
     def run(self) -> list[nodes.Node]:
+        import matplotlib
         import numpy as np
 
         code = "\n".join(self.content)
         docname = self.env.docname
         root = Path(self.config.posenc_repo_root or Path(self.env.srcdir).parent)
-        ns = _NAMESPACES.setdefault(
+        name = f"posenc_docs_{docname.replace('/', '_')}"
+        shown, hidden = _NAMESPACES.setdefault(
             docname,
-            {
-                "__name__": f"posenc_docs_{docname.replace('/', '_')}",
-                "rst_table": rst_table,
-                "REPO_ROOT": root,
-                "benchmark_rows": lambda: benchmark_rows(root),
-            },
+            (
+                {"__name__": name},
+                {"__name__": name, "rst_table": rst_table, "REPO_ROOT": root},
+            ),
         )
+        if "hide-code" in self.options:
+            hidden.update(shown)
+            hidden["benchmark_rows"] = lambda: benchmark_rows(root)
+            ns = hidden
+        else:
+            ns = shown
         buf = io.StringIO()
         filename = f"<{docname}.rst, line {self.lineno}>"
         try:
-            with contextlib.redirect_stdout(buf), np.printoptions(legacy=False):
+            with contextlib.redirect_stdout(buf), np.printoptions(legacy=False), matplotlib.rc_context():
+                # the defaults a reader's fresh session has (the plot directive sets its own)
+                matplotlib.rcdefaults()
                 exec(compile(code, filename, "exec"), ns)  # noqa: S102 - our own pages
         except Exception:
             tb = traceback.format_exc(limit=-3)

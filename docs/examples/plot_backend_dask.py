@@ -5,6 +5,8 @@ Dask: a table larger than memory
 With Dask positions posenc builds a lazy graph: nothing is computed until you
 ask, and only the chunks you read are computed.  Chunk the positions; the
 chunks of the table follow them.
+
+*Needs:* posenc, NumPy, Dask, matplotlib.
 """
 
 import dask.array as da

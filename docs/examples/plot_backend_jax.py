@@ -6,6 +6,8 @@ posenc never branches on array values, so its functions trace.  Python
 arguments (``dim``, ``base``, ``layout``) are static; positions may be traced.
 Without ``jax_enable_x64`` posenc computes exact float32 angles with a digit
 decomposition.
+
+*Needs:* posenc, NumPy, JAX, matplotlib.
 """
 
 import functools

@@ -5,6 +5,8 @@ NumPy: a table, its heatmap and its columns
 With no arrays among the arguments posenc returns NumPy arrays in float64
 (``dtype=`` asks for another precision).  This draws the table of the
 tutorials, 100 positions and 512 dimensions, with plain matplotlib.
+
+*Needs:* posenc, NumPy, matplotlib.
 """
 
 import matplotlib.pyplot as plt

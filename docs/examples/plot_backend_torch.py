@@ -5,6 +5,8 @@ PyTorch: devices, bfloat16 and gradients
 Pass tensors and posenc returns tensors on their device.  Request a dtype
 with torch's own objects; bfloat16 tables are computed in float32 and cast
 once.
+
+*Needs:* posenc, NumPy, torch, matplotlib.
 """
 
 import matplotlib.pyplot as plt

@@ -5,6 +5,8 @@ Attention biases: ALiBi, T5 buckets, KERPLE
 :func:`posenc_viz.plot_bias` draws a ``(query, key)`` bias map of one head,
 masked cells (a causal ``-inf``) in light grey.  Relative schemes add such a
 matrix to the attention logits instead of adding a table to the inputs.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import matplotlib.pyplot as plt

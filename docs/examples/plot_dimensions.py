@@ -5,6 +5,8 @@ Columns against position: the clock hands
 :func:`posenc_viz.plot_dimensions` draws chosen columns of a table against
 the position.  Each column is a sinusoid; the low ones turn fast and the high
 ones slowly, like the second, minute and hour hands of a clock.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import matplotlib.pyplot as plt

@@ -6,6 +6,8 @@ The encoding table as a heatmap
 dimensions across, colour limits symmetric around zero.  This is the
 figure of the tutorials: 100 positions of a 512-dimensional table, the fast
 low dimensions on the left, the slow high dimensions on the right.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

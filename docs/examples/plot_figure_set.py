@@ -7,6 +7,8 @@ The standard figure set
 :func:`~posenc_viz.paper_style`.  It is what ``make figures`` and the
 ``posenc-viz all`` command run.  Here it writes small PNGs into a temporary
 folder, shown below as thumbnails.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import tempfile

@@ -15,6 +15,8 @@ the 2-D layout from 1-D positions.
 ViT-B/16 at 224 px has a ``(1, 197, 768)`` ``pos_embed``: one cls row, then
 14 x 14 patches.  This example makes a stand-in for one, saves it as a
 checkpoint would hold it, and reads it back.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import os

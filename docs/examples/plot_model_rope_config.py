@@ -12,6 +12,8 @@ Here the entries of two released configs are written as JSON, as they ship
 with the weights: Llama 3.1 8B (Llama 3 scaling, factor 8 over an 8192-token
 original context) and Qwen2.5 7B Instruct with the YaRN entry its model card
 adds for long inputs (factor 4 over 32768).
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import contextlib

@@ -6,6 +6,8 @@ Figures for papers: ``paper_style``
 :func:`matplotlib.rc_context`): inside the ``with`` block new figures are one
 column (3.3 in) or the full text width (7 in) wide, with fonts sized for
 print and TrueType fonts embedded in PDF files.  Outside it nothing changes.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

@@ -9,6 +9,8 @@ dashed line: planes above the line turn less than once over the grid.  Flux
 gives 8 planes to its text axis (all its text tokens share id 0) and 28 to
 rows and columns; Wan 2.1 gives its frames a little more than a third of a
 128-wide head, over a 21-frame latent.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

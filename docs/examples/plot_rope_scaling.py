@@ -7,6 +7,8 @@ more context-extension scalings of :mod:`posenc.scaling` against the
 original ones, with the original context marked.  Linear interpolation
 shifts every wavelength; NTK stretches the slow end; YaRN and Llama 3 keep
 the fast pairs and interpolate only the slow ones.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

@@ -6,6 +6,8 @@ The similarity matrix
 pairs of positions.  For the sinusoidal table it is constant along every
 diagonal: the product depends on :math:`s - t` only.  A random (untrained)
 learned table, for contrast, has no such structure.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

@@ -6,6 +6,8 @@ Similarity against the offset
 :math:`PE_t \\cdot PE_{t+k} = \\sum_i \\cos(k\\,\\omega_i)` against :math:`k`: an even
 curve, the same for :math:`k` and :math:`-k`.  The sinusoidal table encodes
 distance, not direction.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import matplotlib.pyplot as plt

@@ -7,6 +7,8 @@ drawn with :func:`posenc_viz.plot_encoding`: the Stable Diffusion UNet's
 320 channels (``[cos | sin]``, ``downscale_freq_shift=0``).  The first
 channels of each half turn fast with the timestep, the last ones barely
 move; the cosine half starts at 1 for ``t = 0``.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import matplotlib.pyplot as plt

@@ -6,6 +6,8 @@ The wavelength spectrum
 :math:`2\\pi / \\omega_i` of each sin/cos pair on a log scale, with the bounds
 :math:`2\\pi` and :math:`\\mathrm{base} \\cdot 2\\pi` marked: a straight line, since
 the wavelengths form a geometric progression.
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
 import matplotlib.pyplot as plt

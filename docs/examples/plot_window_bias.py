@@ -9,6 +9,8 @@ values, indexed by :func:`posenc.relative_position_index`.
 grid of maps, one per query patch, each showing the bias that query adds to
 every key of the window.  Because the bias depends on the offset only, every
 map is the same picture moved with its query (outlined).
+
+*Needs:* posenc, posenc_viz (the ``viz`` extra), NumPy.
 """
 
 import matplotlib.pyplot as plt

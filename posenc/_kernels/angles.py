@@ -97,11 +97,15 @@ def _reduce_rows(p: np.ndarray, turns: tuple[np.ndarray, ...], f: np.ndarray, t:
     np.multiply(f, _TWO_PI, out=f)
 
 
-def _finish_rows(f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray) -> None:
+def _finish_rows(
+    f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray, t: np.ndarray
+) -> None:
     """float32 ``(sin, cos)`` of float64 angles ``f`` into ``s``, ``c``
-    (``f`` is overwritten): posenc._angles.finish_f32, bit for bit."""
+    (``f`` and the float64 buffer ``t`` are overwritten):
+    posenc._angles.finish_f32, bit for bit."""
     np.copyto(ah, f, casting="same_kind")
-    np.subtract(f, ah, out=f)
+    np.copyto(t, ah)  # float64(ah): exact; a separate pass beats a mixed-type subtract
+    np.subtract(f, t, out=f)
     np.copyto(al, f, casting="same_kind")
     np.sin(ah, out=s)
     np.cos(ah, out=c)
@@ -131,14 +135,48 @@ def _laid_out(x: np.ndarray, layout: str) -> np.ndarray:
     return np.concatenate([x, x]) if layout == "half" else np.repeat(x, 2)
 
 
+def _turns_rows_range(
+    pf: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    s: np.ndarray,
+    c: np.ndarray,
+    layout: str | None,
+    rows: int,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo .. hi-1`` of :func:`turns_numpy`'s blocked path, ``rows`` at a time."""
+    m = turns[0].shape[-1]
+    f, t = np.empty((rows, m)), np.empty((rows, m))
+    ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
+    sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
+    for a in range(lo, hi, rows):
+        b = min(hi, a + rows)
+        k = b - a
+        _reduce_rows(pf[a:b], turns, f[:k], t[:k])
+        if layout is None:
+            _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k], t[:k])
+        else:
+            _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k], t[:k])
+            _lay_out(s[a:b], sb[:k], layout)
+            _lay_out(c[a:b], cb[:k], layout)
+
+
 def turns_numpy(
-    p: np.ndarray, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+    p: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    scale: float = 1.0,
+    clip: bool = False,
+    layout: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """float32 ``(sin, cos)`` of ``p[..., None] * v`` in NumPy, times
     ``scale`` (RoPE's attention factor) when it is not 1, laid out as a RoPE
     table when ``layout`` is given (``(..., 2m)``).  ``turns`` is ``(v1, v2,
     V)`` (:func:`posenc._angles.kernel_turns`), optionally with ``V`` laid out
-    in the table's columns as a fourth entry (decode steps)."""
+    in the table's columns as a fourth entry (decode steps).  One thread: the
+    blocks are a few microseconds each, and two Python threads stepping
+    through them contend for the GIL more than they gain (measured: 2.6x
+    slower at two threads)."""
     m = turns[0].shape[-1]
     width = m if layout is None else 2 * m
     shape = p.shape + (width,)
@@ -147,8 +185,8 @@ def turns_numpy(
         # out already (``turns[3]``: ``V`` in the table's columns, when given)
         q = int(p.reshape(()))
         if -(2**62) < q < 2**62:
-            angle = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
-            s, c = np.sin(angle).astype(np.float32), np.cos(angle).astype(np.float32)
+            a = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
+            s, c = np.sin(a).astype(np.float32), np.cos(a).astype(np.float32)
             if layout is not None and len(turns) <= 3:
                 s, c = _laid_out(s, layout), _laid_out(c, layout)
             if scale != 1.0:
@@ -170,20 +208,7 @@ def turns_numpy(
         _lay_out(s, np.sin(f), layout)
         _lay_out(c, np.cos(f), layout)
     else:
-        rows = max(1, min(n, TURNS_BLOCK // max(m, 1)))
-        f, t = np.empty((rows, m)), np.empty((rows, m))
-        ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
-        sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
-        for a in range(0, n, rows):
-            b = min(n, a + rows)
-            k = b - a
-            _reduce_rows(pf[a:b], turns, f[:k], t[:k])
-            if layout is None:
-                _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k])
-            else:
-                _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k])
-                _lay_out(s[a:b], sb[:k], layout)
-                _lay_out(c[a:b], cb[:k], layout)
+        _turns_rows_range(pf, turns, s, c, layout, max(1, min(n, TURNS_BLOCK // max(m, 1))), 0, n)
     if scale != 1.0:
         s *= scale
         c *= scale

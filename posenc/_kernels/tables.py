@@ -23,6 +23,7 @@ __all__ = [
     "dask_by_rows",
     "dask_rows",
     "fill_parallel",
+    "in_threads",
     "fill_rows",
     "is_consecutive_torch",
     "numpy_fill_table",
@@ -185,6 +186,38 @@ def torch_cpu_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any,
 PARALLEL_MIN = 1 << 24
 
 
+def in_threads(fn: Any, calls: list[tuple[Any, ...]]) -> None:
+    """``fn(*args)`` for each ``args`` of ``calls``, the first in the calling
+    thread and the others in threads started and joined here (NumPy releases
+    the GIL inside its loops).  No thread outlives the call, so a process that
+    forks afterwards (a DataLoader worker) inherits none; an exception of any
+    call is raised here."""
+    if len(calls) <= 1:
+        for args in calls:
+            fn(*args)
+        return
+    import threading
+
+    errors: list[BaseException] = []
+
+    def run(args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(args,), name="posenc-worker", daemon=True) for args in calls[1:]]
+    for w in workers:
+        w.start()
+    try:
+        fn(*calls[0])
+    finally:
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
+
+
 def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
     """``fill(dtype, out[a:b], a)`` over ``threads`` row ranges at once
     (NumPy releases the GIL inside its loops; every row is computed as when
@@ -202,31 +235,9 @@ def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
     if threads == 1 or out.size < PARALLEL_MIN:
         fill(dtype, out, 0)
         return
-    import threading
-
     fill(dtype, out[:0], 0)  # the host tables, once, before the threads read them
     bounds = [n * i // threads for i in range(threads + 1)]
-    errors: list[BaseException] = []
-
-    def part(a: int, b: int) -> None:
-        try:
-            fill(dtype, out[a:b], a)
-        except BaseException as exc:  # re-raised in the calling thread
-            errors.append(exc)
-
-    workers = [
-        threading.Thread(target=part, args=(a, b), name="posenc-fill", daemon=True)
-        for a, b in zip(bounds[1:-1], bounds[2:])
-    ]
-    for w in workers:
-        w.start()
-    try:
-        fill(dtype, out[: bounds[1]], 0)
-    finally:
-        for w in workers:
-            w.join()
-    if errors:
-        raise errors[0]
+    in_threads(lambda a, b: fill(dtype, out[a:b], a), list(zip(bounds, bounds[1:])))
 
 
 def dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:

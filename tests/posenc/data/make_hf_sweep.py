@@ -12,6 +12,12 @@ case is silent)::
 
     python tests/posenc/data/make_hf_sweep.py --compare
 
+Rewrite ``docs/models.rst`` from the recorded ``hf_sweep.json`` alone (no
+sweep, no transformers needed; ``tests/test_docs.py`` checks that the page
+is this function of the record)::
+
+    python tests/posenc/data/make_hf_sweep.py --page
+
 How the sweep works (``sweep()`` is also what the test suite runs):
 
 1. Discovery: every ``transformers.models.<type>.modeling_*`` module whose
@@ -853,24 +859,90 @@ def record(res: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------
 # the models page
 # --------------------------------------------------------------------------
+#: the sections of the models page: a family's title and the pattern its
+#: module directories match at their start (``transformers.models.<name>``);
+#: the modules of no family are listed under "Other models"
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("Apertus", r"apertus"),
+    ("AXK", r"axk\d"),
+    ("Cohere", r"cohere"),
+    ("DeepSeek", r"deepseek"),
+    ("dots", r"dots\d"),
+    ("ERNIE", r"ernie"),
+    ("ESM", r"esm"),
+    ("EXAONE", r"exaone"),
+    ("Falcon", r"falcon"),
+    ("Gemma", r"(t5|recurrent_|embedding_|diffusion_|vault)?gemma"),
+    ("GLM", r"glm"),
+    ("GPT-NeoX", r"gpt_neox"),
+    ("Granite", r"granite"),
+    ("Hunyuan", r"hunyuan"),
+    ("HY", r"hy_v\d"),
+    ("LFM", r"lfm\d"),
+    ("Llama", r"(diff|m)?llama\d*$"),
+    ("MiniMax", r"minimax"),
+    ("Mistral", r"mistral|ministral|mixtral|pixtral|voxtral"),
+    ("ModernBERT", r"modernbert"),
+    ("Moonshine", r"moonshine"),
+    ("Muse", r"muse_"),
+    ("Nemotron", r"nemotron"),
+    ("OLMo", r"(flex_)?olmo"),
+    ("Perception Encoder", r"pe_(audio|video)"),
+    ("Phi", r"phi"),
+    ("Pocket TTS", r"pocket_tts"),
+    ("Qwen", r"qwen"),
+    ("SAM", r"sam\d|edgetam"),
+)
+OTHER = "Other models"
+
+
+def family(module: str) -> str:
+    """The section of the models page of a module directory (``qwen2_vl`` -> ``Qwen``)."""
+    for title, pattern in FAMILIES:
+        if re.match(pattern, module):
+            return title
+    return OTHER
+
+
 def _class_of(name: str) -> str:
     return name.split(" ")[0]
 
 
-def _rst(res: dict[str, Any]) -> str:
-    rows = res["results"]
-    c = counts(res)
+def _labels(joined: str) -> list[str]:
+    """The variant labels of a ``not_accepted`` entry of the record (``"linear (why), dynamic"``)."""
+    return [part.split(" (")[0] for part in re.split(r", (?![^()]*\))", joined) if part]
+
+
+def _variant_order(label: str) -> tuple[int, str]:
+    """Variants in the order of :data:`SCALINGS` (the order the sweep runs them), then by name."""
+    order = list(SCALINGS)
+    return (order.index(label), "") if label in order else (len(order), label)
+
+
+def _rst_text(text: str) -> str:
+    return text.replace("`", "'").replace("*", "\\*")
+
+
+def _rst(recorded: dict[str, Any]) -> str:
+    """``docs/models.rst`` from the record of a sweep (``hf_sweep.json``, :func:`record`),
+    one section per model family, so that the page and the tests read the same data."""
+    rows = recorded["results"]
+    c = counts(recorded)
+    rotation = recorded.get("rotation", {})
+    not_accepted = {k: _labels(v) for k, v in recorded.get("not_accepted", {}).items()}
     by_class: dict[str, dict[str, Any]] = {}
-    for k, v in rows.items():
+    for k, v in sorted(rows.items()):
         by_class.setdefault(_class_of(k), {})[k] = v
     lines = [
-        ".. This page is written by tests/posenc/data/make_hf_sweep.py; do not edit by hand.",
+        ".. This page is written by tests/posenc/data/make_hf_sweep.py from hf_sweep.json; do not edit by hand.",
+        "",
+        ".. _models:",
         "",
         "Models covered by from_hf",
         "=========================",
         "",
-        f"Every rotary-embedding module of transformers {res['transformers']} (the version the tests run; found",
-        "by walking ``transformers.models.*.modeling_*`` for classes named ``*RotaryEmbedding*``)",
+        f"Every rotary-embedding module of transformers {recorded['transformers']} (the version the tests run;",
+        "found by walking ``transformers.models.*.modeling_*`` for classes named ``*RotaryEmbedding*``)",
         "was built from its configuration class, with its defaults and in every scaling its",
         "configuration accepts (linear, dynamic, YaRN with and without truncation and with",
         "DeepSeek's ``mscale`` keys, Llama 3, LongRoPE, the legacy ``rope_scaling`` / ``type``",
@@ -886,30 +958,26 @@ def _rst(res: dict[str, Any]) -> str:
             f"**{c['match']} matched, {c['refused']} refused, {c['mismatch']} silent: {c['cases']} cases**"
             f" over {c['classes'] - c['not a config RoPE']} modules ({c['not a config RoPE']} more take no"
         ),
-        "text-model configuration and are listed at the end).  Regenerate with",
-        "``python tests/posenc/data/make_hf_sweep.py``; ``tests/posenc/test_hf_models.py`` runs",
-        "the sweep, and ``make test-latest`` compares the newest transformers with this list.",
+        "text-model configuration and are listed at the end).  The page is written from the",
+        "record of the sweep, ``tests/posenc/data/hf_sweep.json``, which the tests read too:",
+        "``python tests/posenc/data/make_hf_sweep.py`` runs the sweep and writes both (``--page``",
+        "rewrites this page from the record alone); ``tests/posenc/test_hf_models.py`` runs the",
+        "sweep, and ``make test-latest`` compares the newest transformers with the record.",
         "",
         "Column *rotates*: the ``layout=`` to pass to :func:`posenc.apply_rope` (and",
         ":func:`posenc.rope_cos_sin`), found by running the model's own",
         "``apply_rotary_pos_emb`` and comparing the attention scores with both layouts:",
         "``half`` pairs feature *i* with *i + d/2* (``rotate_half``), ``interleaved`` pairs",
-        "neighbours (GLM, GLM-4, Helium, ERNIE 4.5, GPT-J, CodeGen, DeepSeek with",
+        "neighbours (GLM, GLM-4, Helium, ERNIE 4.5, Moonshine, GPT-J, CodeGen, DeepSeek with",
         "``rope_interleave``, ...; some of them call their function ``rotate_half`` too);",
         "``?`` where the function takes another calling convention.  Column *table*: how the",
         "module returns its table (``half``, ``interleaved``, ``compact`` = one column per",
         "frequency, ``compact (sin, cos)`` = GPT-J's and CodeGen's order).",
         "",
-        ".. list-table::",
-        "   :header-rows: 1",
-        "   :widths: 26 30 8 8 28",
-        "",
-        "   * - module [layer type]",
-        "     - defaults: from_hf",
-        "     - rotates",
-        "     - table",
-        "     - variants",
+        "The modules are grouped by model family (the sections are listed in the page's",
+        "table of contents); families with a single module are under :ref:`models-other`.",
     ]
+    sections: dict[str, list[str]] = {}
     other = []
     refusals = []
     for cls_name, cases in by_class.items():
@@ -930,13 +998,14 @@ def _rst(res: dict[str, Any]) -> str:
             d = variants.get("default")
             if d is None:
                 continue
+            variants = dict(sorted(variants.items(), key=lambda kv: _variant_order(kv[0])))
             k0, v0 = d
             if v0["status"] == "match":
-                extra = f"dim {v0['dim']}, base {v0['base']:g}, {_short(v0['scaling'])}"
+                extra = v0["read"]
                 if v0.get("mrope"):
                     extra += f", mrope {v0['mrope']}"
                 table = v0["form"]
-                rot = res.get("rotation", {}).get(k0, "?")
+                rot = rotation.get(k0, "?")
             else:
                 extra, table, rot = f"{v0['status']}: {v0.get('reason', '')}", "", ""
             matched = [lb for lb, (_, v) in variants.items() if lb != "default" and v["status"] == "match"]
@@ -953,26 +1022,45 @@ def _rst(res: dict[str, Any]) -> str:
                     refusals.append((name, lb, variants[lb][1]["reason"]))
             if silent:
                 var.append("SILENT: " + ", ".join(silent))
-            skipped = [lb.split(" (")[0] for lb in res.get("not_accepted", {}).get(cls_name, [])]
+            skipped = not_accepted.get(cls_name, [])
             if skipped and v0["status"] == "match":
                 skipped = ["every scaling"] if all(n in skipped for n in SCALINGS) else skipped
                 var.append("not taken by the model: " + ", ".join(dict.fromkeys(skipped)))
-            extra = extra.replace("`", "'").replace("*", "\\*")
-            lines += [
-                f"   * - ``{name}``",
-                f"     - {extra}",
-                f"     - {rot}",
-                f"     - {table}",
-                f"     - {'; '.join(var) or '-'}",
-            ]
+            sections.setdefault(family(cls_name.split(".")[0]), []).extend(
+                [
+                    f"   * - ``{name}``",
+                    f"     - {_rst_text(extra)}",
+                    f"     - {rot}",
+                    f"     - {table}",
+                    f"     - {'; '.join(var) or '–'}",
+                ]
+            )
+    titles = sorted((t for t in sections if t != OTHER), key=str.lower) + ([OTHER] if OTHER in sections else [])
+    lines += ["", "Families", "--------"]
+    for title in titles:
+        label = "models-other" if title == OTHER else "models-" + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        lines += ["", f".. _{label}:", "", title, "^" * len(title), ""]
+        lines += [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :widths: 26 30 8 8 28",
+            "   :class: posenc-models",
+            "",
+            "   * - module [layer type]",
+            "     - defaults: from_hf",
+            "     - rotates",
+            "     - table",
+            "     - variants",
+            *sections[title],
+        ]
     grouped: dict[tuple[str, str], list[str]] = {}
     for name, label, reason in refusals:
         grouped.setdefault((name, reason), []).append(label)
-    lines += ["", "Why the refused variants are refused:", ""]
+    lines += ["", "Why the refused variants are refused", "------------------------------------", ""]
     for (name, reason), labels in grouped.items():
-        reason = reason.replace("`", "'").replace("*", "\\*")
-        lines.append(f"* ``{name}`` ({', '.join(labels)}): {reason}")
-    lines += ["", "Not a configuration RoPE (2-D vision grids, audio time stamps, other signatures):", ""]
+        lines.append(f"* ``{name}`` ({', '.join(labels)}): {_rst_text(reason)}")
+    lines += ["", "Not a configuration RoPE", "------------------------", ""]
+    lines += ["2-D vision grids, audio time stamps, other signatures:", ""]
     lines += [f"* {o}" for o in other]
     return "\n".join(lines) + "\n"
 
@@ -1002,7 +1090,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare the installed transformers with the recorded hf_sweep.json (writes nothing)",
     )
+    parser.add_argument(
+        "--page",
+        action="store_true",
+        help="rewrite docs/models.rst from the recorded hf_sweep.json (runs no sweep)",
+    )
     args = parser.parse_args(argv)
+    if args.page:
+        DOCS.write_text(_rst(json.loads(OUT.read_text())))
+        return 0
     res = sweep()
     bad = {k: v for k, v in res["results"].items() if v["status"] == "mismatch"}
     if args.compare:
@@ -1013,7 +1109,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in res["results"].items():
             print(f"{v['status']:18s} {k}  {v.get('reason', '')[:150]}")
         OUT.write_text(record(res))
-        DOCS.write_text(_rst(res))
+        DOCS.write_text(_rst(json.loads(record(res))))
     print(json.dumps(counts(res)))
     for k, v in bad.items():
         print(f"SILENT {k}: {v['reason']}")
