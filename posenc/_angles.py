@@ -294,8 +294,7 @@ def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]
     return np.sin(a), np.cos(a)
 
 
-@host_constant
-def range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
+def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
     """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
     the fine angles ``r * w`` (cached, read-only)."""
     key = ("range", start, nq, block, freqs_key)
@@ -309,6 +308,10 @@ def range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.
     got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
+
+
+#: :func:`_range_tables` as a host constant of torch's traced graphs
+range_tables = host_constant(_range_tables)
 
 
 class DigitTables(NamedTuple):
@@ -453,19 +456,11 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
         z = zeros((n, m), ctx.work, ctx)
         return z, z
     fkey = freqs.key
-    lazy = _kernels.lazy(ctx)
-    if lazy is not None:
-        work = np.dtype(ctx.work)
-
-        def chunk(lo: int, k: int) -> np.ndarray:
-            return np.stack(_numpy_sincos(start, n, fkey, lo, k, work), axis=-1)
-
-        sc = lazy(chunk, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (start, n, fkey, work.str))
-        return sc[..., 0], sc[..., 1]
+    tables = _range_tables(start, nq, block, fkey)  # eager here: the host function itself
     kernel = _kernels.range_sincos(ctx)
     if kernel is not None:
-        return kernel(lambda lo, k, dtype: _numpy_sincos(start, n, fkey, lo, k, dtype), n, ctx)
-    sq, cq, sr, cr = (ctx.from_host(t) for t in range_tables(start, nq, block, fkey))
+        return kernel(tables, block, n, (start, n, fkey), ctx)
+    sq, cq, sr, cr = (ctx.from_host(t) for t in tables)
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
     s = sq * cr + cq * sr
@@ -475,16 +470,6 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     if nq * block != n:
         s, c = s[:n, ...], c[:n, ...]
     return s, c
-
-
-def _numpy_sincos(
-    start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)``: the NumPy
-    kernel (:func:`posenc._kernels.tables.numpy_sincos`) on the cached host
-    tables, the portable path's operations."""
-    block, nq = range_split(n)
-    return _kernels.tables.numpy_sincos(block, range_tables(start, nq, block, fkey), lo, rows, dtype)
 
 
 # --------------------------------------------------------------------------
@@ -586,7 +571,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     integer = is_integer_dtype(ctx.xp, p.dtype)
     # dense integer positions (an arange, a window, position ids): rows of the
     # range path's exact sin/cos, no sine per element (decided per call)
-    rows = _kernels.gather(p, ctx, math.prod(p.shape) * freqs.m) if integer else None
+    rows = _kernels.gather(p, ctx, math.prod(p.shape) * freqs.m) if integer and is_concrete(p) else None
     if not ctx.float64:
         return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
     f64 = ctx.xp.float64
@@ -600,13 +585,12 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
 
 
 def dense_span(p: Array) -> tuple[int, int] | None:
-    """``(lo, span)`` where the concrete integer positions ``p`` are dense
-    enough that rows of the range ``lo .. lo+span-1`` beat computing every
-    angle: ``span = max - min + 1`` at most twice their number (an
-    ``arange``, a window of a cache, batches of nearby sequences), and
-    within 2**53.  Two reductions over the positions decide it; else None."""
-    if not is_concrete(p):
-        return None
+    """``(lo, span)`` where the concrete integer positions ``p`` (a gather
+    kernel was chosen for them) are dense enough that rows of the range ``lo
+    .. lo+span-1`` beat computing every angle: ``span = max - min + 1`` at
+    most twice their number (an ``arange``, a window of a cache, batches of
+    nearby sequences), and within 2**53.  Two reductions over the positions
+    decide it; else None."""
     size = math.prod(p.shape)
     lo, hi = int(p.min()), int(p.max())
     span = hi - lo + 1
@@ -630,7 +614,7 @@ def _gathered_sincos(p: Array, a: Angles) -> tuple[Array, Array] | None:
         shape = tuple(p.shape) + (a.freqs.m,)  # an arange in any shape: the rows in order
         xp = a.ctx.xp
         return xp.reshape(s, shape), xp.reshape(c, shape)
-    return rows.take(s, p, lo), rows.take(c, p, lo)
+    return rows.take_pair(s, c, p, lo)
 
 
 @host_constant

@@ -285,6 +285,6 @@ def gather_rows(p: Array, dim: int, ctx: Context) -> _kernels.Gather | None:
     columns for integer positions like ``p`` (type, dtype, device and shape
     decide it), or None: output in the working dtype and a kernel of
     :func:`posenc._kernels.gather`."""
-    if ctx.dtype != ctx.work or not is_integer_dtype(ctx.xp, p.dtype):
+    if ctx.dtype != ctx.work or not is_integer_dtype(ctx.xp, p.dtype) or not is_concrete(p):
         return None
     return _kernels.gather(p, ctx, math.prod(p.shape) * dim)

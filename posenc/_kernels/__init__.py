@@ -25,7 +25,7 @@ rope's decode step       :func:`rope_step`     the lane of the positions and ``x
 rotation                 :func:`rotation`      small: the lane's formula; large: blocked
                                                NumPy / torch CPU (:mod:`.rotations`)
 table of a range         :func:`range_table`   NumPy, torch CPU (:mod:`.tables`)
-sin/cos of a range       :func:`range_sincos`  torch CPU through NumPy
+sin/cos of a range       :func:`range_sincos`  NumPy, torch CPU through NumPy; Dask, lazily
 lazy tables              :func:`lazy`          Dask, chunked along the rows
 rows of a range table    :func:`gather`        NumPy ``take``, torch ``index_select``
 hand-out of a table      :func:`handout`       the :class:`posenc._cache.Share` mode
@@ -69,8 +69,12 @@ from .rotations import (
 )
 from .tables import (
     dask_by_rows,
+    dask_range_sincos,
     is_consecutive_torch,
     numpy_fill_table,
+    numpy_range_sincos,
+    take_pair_numpy,
+    take_pair_torch,
     take_rows_numpy,
     take_rows_torch,
     torch_cpu_table,
@@ -290,10 +294,19 @@ def range_table(ctx: Context) -> Callable[..., Array | None] | None:
 
 
 def range_sincos(ctx: Context) -> Callable[..., tuple[Array, Array]] | None:
-    """The kernel of ``(sin, cos)`` of a range: ``kernel(rows, n, ctx)``
-    wraps the NumPy rows ``rows(lo, k, dtype)`` (torch CPU)."""
-    if not _enabled or ctx.traced:
+    """The kernel of ``(sin, cos)`` of a range of ``n`` positions from its
+    coarse and fine host tables: ``kernel(tables, block, n, token, ctx)``.
+    NumPy and torch CPU (NumPy's operations on the host tables, the portable
+    path's, bit for bit); Dask lazily, chunked along the rows and named after
+    ``token`` (not a fast path: :func:`disabled` keeps it)."""
+    if ctx.traced:
         return None
+    if ctx.backend is Backend.DASK:
+        return dask_range_sincos
+    if not _enabled:
+        return None
+    if ctx.backend is Backend.NUMPY:
+        return numpy_range_sincos
     if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):
         return torch_range_sincos
     return None
@@ -311,15 +324,17 @@ def lazy(ctx: Context) -> Callable[..., Array] | None:
 
 class Gather(NamedTuple):
     """Rows of a range table for integer positions ``p``: ``take(table, p,
-    lo)``, and ``consecutive(p)`` (positions that count up by one in memory
-    order, whose rows are the range table itself) or None."""
+    lo)``, ``take_pair(sin, cos, p, lo)`` (two tables, one index), and
+    ``consecutive(p)`` (positions that count up by one in memory order, whose
+    rows are the range table itself) or None."""
 
     take: Callable[..., Array]
+    take_pair: Callable[..., tuple[Array, Array]]
     consecutive: Callable[[Array], bool] | None
 
 
-_GATHER_NUMPY = Gather(take_rows_numpy, None)
-_GATHER_TORCH = Gather(take_rows_torch, is_consecutive_torch)
+_GATHER_NUMPY = Gather(take_rows_numpy, take_pair_numpy, None)
+_GATHER_TORCH = Gather(take_rows_torch, take_pair_torch, is_consecutive_torch)
 
 
 def gather(p: Array, ctx: Context, size: int) -> Gather | None:

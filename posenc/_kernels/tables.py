@@ -29,10 +29,14 @@ __all__ = [
     "numpy_fill_table",
     "numpy_sincos",
     "numpy_table",
+    "take_pair_numpy",
+    "take_pair_torch",
     "take_rows_numpy",
     "take_rows_torch",
     "torch_cpu_table",
     "torch_range_sincos",
+    "numpy_range_sincos",
+    "dask_range_sincos",
 ]
 
 
@@ -139,6 +143,20 @@ def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
     """:func:`take_rows_numpy` in torch (one ``index_select``)."""
     idx = (p - lo).reshape(-1)
     return table.index_select(0, idx).reshape(tuple(p.shape) + (table.shape[1],))
+
+
+def take_pair_numpy(s: np.ndarray, c: np.ndarray, p: np.ndarray, lo: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`take_rows_numpy` of two tables (sin and cos), the indices made once."""
+    idx = np.subtract(p, lo).reshape(-1)
+    shape = tuple(p.shape) + (s.shape[1],)
+    return np.take(s, idx, axis=0).reshape(shape), np.take(c, idx, axis=0).reshape(shape)
+
+
+def take_pair_torch(s: Array, c: Array, p: Array, lo: int) -> tuple[Array, Array]:
+    """:func:`take_pair_numpy` in torch."""
+    idx = (p - lo).reshape(-1)
+    shape = tuple(p.shape) + (s.shape[1],)
+    return s.index_select(0, idx).reshape(shape), c.index_select(0, idx).reshape(shape)
 
 
 def is_consecutive_torch(p: Array) -> bool:
@@ -297,11 +315,37 @@ def numpy_fill_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any
     return out
 
 
-def torch_range_sincos(rows: Callable[..., tuple[np.ndarray, np.ndarray]], n: int, ctx: Any) -> tuple[Array, Array]:
-    """``(sin, cos)`` of a range on torch CPU: the NumPy kernel's rows
-    ``rows(lo, k, dtype)`` wrapped without a copy (single-threaded: torch's
-    intra-op threads cost more than they save on tables this small)."""
+def numpy_range_sincos(
+    tables: tuple[np.ndarray, ...], block: int, n: int, token: tuple[Any, ...], ctx: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sin, cos)`` of a range of ``n`` positions from its coarse and fine
+    host tables (:func:`numpy_sincos`, the portable path's operations)."""
+    return numpy_sincos(block, tables, 0, n, np.dtype(ctx.work))
+
+
+def torch_range_sincos(
+    tables: tuple[np.ndarray, ...], block: int, n: int, token: tuple[Any, ...], ctx: Any
+) -> tuple[Array, Array]:
+    """:func:`numpy_range_sincos` on torch CPU, wrapped without a copy
+    (single-threaded: torch's intra-op threads cost more than they save on
+    tables this small)."""
     import torch
 
-    s, c = rows(0, n, numpy_dtype(ctx.work))
+    s, c = numpy_sincos(block, tables, 0, n, numpy_dtype(ctx.work))
     return torch.from_numpy(s), torch.from_numpy(c)
+
+
+def dask_range_sincos(
+    tables: tuple[np.ndarray, ...], block: int, n: int, token: tuple[Any, ...], ctx: Any
+) -> tuple[Array, Array]:
+    """:func:`numpy_range_sincos` as a lazy Dask array chunked along the
+    rows (:func:`dask_by_rows`, named after ``token`` and the dtype); each
+    chunk is computed when the graph is."""
+    work = np.dtype(ctx.work)
+    m = int(tables[0].shape[1])
+
+    def chunk(lo: int, k: int) -> np.ndarray:
+        return np.stack(numpy_sincos(block, tables, lo, k, work), axis=-1)
+
+    sc = dask_by_rows(chunk, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (*token, work.str))
+    return sc[..., 0], sc[..., 1]
