@@ -441,8 +441,8 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     length (no recompile per length).  Otherwise the host tables of the
     coarse and fine angles are combined on the device (two products and a
     sum per element), by the portable path or a kernel of
-    :func:`posenc._kernels.range_sincos` (the same operations); Dask builds
-    them lazily, chunked along the rows (:func:`posenc._kernels.lazy`).
+    :func:`posenc._kernels.range_sincos` (the same operations; on Dask a
+    lazy array chunked along the rows).
     """
     xp = ctx.xp
     freqs = as_freqs(freqs)
@@ -533,7 +533,7 @@ def lane_turns(lane: _kernels.Lane, freqs: Freqs, ctx: Context, layout: str | No
     return _device_turns(freqs, ctx, ("v1", "v2"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Angles:
     """How :func:`sincos` computes the angles of array positions of one type,
     dtype and device (:func:`prepare`): a plan of the hot paths keeps one, so
@@ -547,7 +547,8 @@ class Angles:
     #: _sincos_f64, _sincos_turns or _sincos_digits
     path: Callable[..., tuple[Array, Array]]
     integer: bool
-    #: the turns of the kernels that compute on the host, ``(v1, v2, V)``
+    #: the turns of the kernels that compute on the host, ``(v1, v2, V)``,
+    #: made when a kernel first needs them (V's exact rounding costs)
     host: tuple[np.ndarray, ...] | None
     #: the turns the path reads on the device, float64 (graph constants; none for the digits)
     dev: tuple[Array, ...]
@@ -580,8 +581,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows)
     dev = _device_turns(freqs, ctx, ("v1", "v2"))
-    host = None if ctx.traced else kernel_turns(freqs.key)  # the kernels' (never while torch traces)
-    return Angles(freqs, ctx, _sincos_turns, integer, host, dev, bound, rows)
+    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows)
 
 
 def dense_span(p: Array) -> tuple[int, int] | None:
@@ -694,7 +694,13 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     xp = ctx.xp
     lane = _kernels.turns(p, ctx)
     if lane is not None:
-        s, c = lane.turns(p, a.host if lane.host else a.dev, 1.0, not a.integer)
+        if lane.host:
+            turns = a.host
+            if turns is None:  # (two threads may both make them: the same arrays)
+                turns = a.host = kernel_turns(a.freqs.key)
+        else:
+            turns = a.dev
+        s, c = lane.turns(p, turns, 1.0, not a.integer)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
     v1, v2 = a.dev
     p64 = _clipped64(p, a)[..., None]
