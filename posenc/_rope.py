@@ -189,10 +189,11 @@ TABLE_PLANS = _cache.Memo("rotary.table_plans", 2048)
 
 def table_plan(
     positions: Any, dim: Any, base: Any, scaling: Any, layout: Any, seq_len: Any, offset: Any, dtype: Any,
-    device: Any, xp: Any, keyed: bool,
+    device: Any, xp: Any, key: Any,
 ) -> TablePlan:
     """Validate ``rope_cos_sin``'s arguments: the table size from the shape,
     before the positions are scanned (by the caller, on every call)."""
+    keyed = key is not None  # a kept plan holds no arguments of the call
     ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     seq_len = check_seq_len(seq_len)
@@ -526,10 +527,11 @@ def rope_plan(
     seq_len: Any,
     offset: Any,
     heads_axis: Any,
-    keyed: bool,
+    key: Any,
 ) -> RopePlan:
     """Validate ``rope``'s arguments: the plan (host constants of the tables,
     shapes, kernels; the checked positions and offset where it is not kept)."""
+    keyed = key is not None  # a kept plan holds no arguments of the call
     _check_x(x)
     ctx = _compat.resolve({"x": x, "positions": positions, "offset": offset})
     xp = ctx.xp

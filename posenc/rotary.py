@@ -194,8 +194,9 @@ def rope_cos_sin(
             key = _compat.int_key(positions, options, xp, device, dtype)
         else:
             key = _compat.call_key((positions,), options)
-    args = (positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp, key is not None)
-    plan = _rope.TABLE_PLANS.get_or_make(key, _rope.table_plan, *args)
+    plan = _rope.TABLE_PLANS.get_or_make(
+        key, _rope.table_plan, positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp, key
+    )
     if plan.positions is not None:
         positions, offset = plan.positions, plan.offset
     if plan.scan:
@@ -380,8 +381,9 @@ def rope(
     key = None
     if type(offset) is int and offset == 0:
         key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))
-    args = (x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key is not None)
-    plan = _rope.ROPE_PLANS.get_or_make(key, _rope.rope_plan, *args)
+    plan = _rope.ROPE_PLANS.get_or_make(
+        key, _rope.rope_plan, x, positions, base, scaling, layout, rotary_dim, seq_len, offset, heads_axis, key
+    )
     if plan.positions is not None:
         positions, offset = plan.positions, plan.offset
     if plan.scan:

@@ -348,7 +348,7 @@ def sinusoidal(
         key = _compat.call_key((positions,), options)
     plan = _PLANS.get_or_make(
         key, _table_plan, positions, dim, base, layout, convention, min_timescale, max_timescale, padding_idx,
-        dtype, device, xp, key is not None,
+        dtype, device, xp, key,
     )
     ctx = plan.ctx
     if plan.positions is not None:
@@ -401,10 +401,11 @@ _PLANS = _cache.Memo("sinusoidal.plans", 2048)
 
 def _table_plan(
     positions: Any, dim: Any, base: Any, layout: Any, convention: Any, min_timescale: Any, max_timescale: Any,
-    padding_idx: Any, dtype: Any, device: Any, xp: Any, keyed: bool,
+    padding_idx: Any, dtype: Any, device: Any, xp: Any, key: Any,
 ) -> _TablePlan:
     """Validate ``sinusoidal``'s arguments: the output size from the shapes
     before the positions are scanned (by the caller, on every call)."""
+    keyed = key is not None  # a kept plan holds no arguments of the call
     ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
     dim, freqs = freq_args(dim, base, convention, min_timescale, max_timescale)

@@ -165,8 +165,9 @@ _PLANS = _cache.Memo("axes.plans", 1024)
 
 def _axes_plan(
     ids: Any, axes_dim: Any, base: Any, scaling: Any, layout: Any, split: Any, turns: Any, ctx: Context | None,
-    dtype: Any, device: Any, xp: Any, keyed: bool,
+    dtype: Any, device: Any, xp: Any, key: Any,
 ) -> _Plan:
+    keyed = key is not None  # a kept plan holds no arguments of the call
     if ctx is None:
         ctx = _compat.resolve({"ids": ids}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
@@ -292,8 +293,9 @@ def _compact(
     if ctx is None:
         options = (_key_of(axes_dim), _key_of(base), _key_of(scaling), layout, split, turns, dtype, device, xp)
         key = _compat.call_key((ids,), options)
-    args = (ids, axes_dim, base, scaling, layout, split, turns, ctx, dtype, device, xp, key is not None)
-    plan = _PLANS.get_or_make(key, _axes_plan, *args)
+    plan = _PLANS.get_or_make(
+        key, _axes_plan, ids, axes_dim, base, scaling, layout, split, turns, ctx, dtype, device, xp, key
+    )
     if plan.ids is not None:
         ids = plan.ids
     if plan.scan:
