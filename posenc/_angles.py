@@ -65,9 +65,11 @@ part are limited to the float32 range.  Angles at such magnitudes are not
 resolved by float64 anyway (one ulp of 2**64 is 4096): the rows are finite,
 not meaningful.
 
-Finished tables in their layouts (tables of ranges, cached, and rows of
-them gathered for arrays of positions) are built from these angles by
-:mod:`posenc._tables`.  Which kernel computes what is decided by
+The host constants of these paths (the frequencies in turns, their
+fixed-point and digit forms, the sines and cosines of a range's coarse and
+fine positions) are made in :mod:`posenc._turns`.  Finished tables in their
+layouts (tables of ranges, cached, and rows of them gathered for arrays of
+positions) are built from these angles by :mod:`posenc._tables`.  Which kernel computes what is decided by
 :mod:`posenc._kernels` (its choosers), never here; what the engine needs to
 know about a call (backend, tracing, float64) it reads from the
 :class:`~posenc._compat.Context`.
@@ -78,142 +80,85 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from . import _cache, _kernels
+from . import _kernels
 from ._compat import Array, Context, default_dtype, is_concrete, is_integer_dtype
-from ._trace import graph_constant, host_constant, is_symbolic
+from ._trace import graph_constant, is_symbolic
+from ._turns import (
+    DIGIT,
+    INV_HI,
+    INV_LO,
+    LEVELS,
+    MAX_POSITION,
+    TWO_PI,
+    TWO_PI_DIGITS,
+    Freqs,
+    as_freqs,
+    digit_tables,
+    freqs_array,
+    host_sincos,
+    kernel_turns,
+    laid_out_fixed,
+    max_position,
+    range_tables,
+    range_tables_host,
+    reduce_turns,
+    turn_arrays,
+    turns_of,
+)
 
 __all__ = [
-    "Freqs",
     "Angles",
-    "as_freqs",
     "cast",
     "zeros",
     "sincos",
     "sincos_range",
     "traced_length",
-    "host_sincos",
     "prepare",
     "dense_span",
     "table_kernel",
     "rope_kernel",
     "lane_turns",
-    "freqs_array",
-    "turns_of",
     "finish_f32",
     "finish_pair_f32",
     "turns_to_angle_f32",
     "two_sum",
+    # the host constants the engine is built on (posenc._turns), for its callers
+    "INV_HI",
+    "INV_LO",
+    "MAX_POSITION",
+    "TWO_PI",
+    "Freqs",
+    "as_freqs",
+    "freqs_array",
+    "host_sincos",
+    "kernel_turns",
+    "laid_out_fixed",
+    "range_split",
+    "range_tables",
+    "turns_of",
 ]
 
-_DIGIT = 256
-_LEVELS = 4
-
-#: largest frequency magnitude used in an angle (larger ones are clipped):
-#: with |p| <= MAX_POSITION every product and split of reduce_turns is finite
-MAX_FREQUENCY = 2.0**900
-#: largest position magnitude of array positions used in a float64 angle
-MAX_POSITION = 2.0**64
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-@dataclass(frozen=True)
-class Freqs:
-    """Host float64 frequencies as a hashable constant.
-
-    The frequencies depend only on Python arguments (``dim``, ``base``, a
-    scaling), so they travel through a call as their float64 bytes: a value
-    that torch's tracer treats as a constant and that keys the host caches.
-    Magnitudes are clipped to :data:`MAX_FREQUENCY`.
-
-    Attributes
-    ----------
-    key : bytes
-        The float64 frequencies, native byte order.
-    m : int
-        How many there are.
-    top : float
-        The largest magnitude (0.0 when there are none).
-    """
-
-    key: bytes
-    m: int
-    top: float
-
-    @staticmethod
-    def from_array(values: Any) -> Freqs:
-        """Freqs of a host array (eager code and host functions only)."""
-        f = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-        top = float(np.max(np.abs(f))) if f.size else 0.0
-        if not top <= MAX_FREQUENCY:
-            f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
-            top = float(np.max(np.abs(f)))
-        return Freqs(f.tobytes(), int(f.size), top)
-
-    @property
-    def array(self) -> np.ndarray:
-        """The frequencies as a read-only float64 NumPy array (host code only)."""
-        return np.frombuffer(self.key, dtype=np.float64)
-
-
-def as_freqs(freqs: Any) -> Freqs:
-    """``freqs`` as :class:`Freqs` (a host array is converted)."""
-    return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
-
-
-def _constants() -> tuple[float, float, float, float, float, float]:
-    """``1/(2 pi)`` as a float64 pair, and ``2 pi`` as float32 parts for the
-    digit path: a 12-bit head (its products with 12-bit numbers are exact in
-    float32), the float32 rest and the float32 rest of that."""
+#: 2 pi as float32 parts for the digit path: a 12-bit head (its products with
+#: 12-bit numbers are exact in float32), the float32 rest and the float32 rest of that
+def _two_pi_f32() -> tuple[float, float, float, float]:
     from decimal import Decimal, localcontext
 
-    # a local context: the importing thread's decimal settings stay as they were
     with localcontext() as dec:
         dec.prec = 60
-        two_pi = Decimal("6.283185307179586476925286766559005768394338798750211641949889")
-        inv = 1 / two_pi
-        inv_hi = float(inv)
-        inv_lo = float(inv - Decimal(inv_hi))
+        two_pi = Decimal(TWO_PI_DIGITS)
         pa = math.ldexp(round(math.ldexp(float(two_pi), 9)), -9)  # 3217 / 512
         pb = float(np.float32(float(two_pi - Decimal(pa))))
         pc = float(np.float32(float(two_pi - Decimal(pa) - Decimal(pb))))
-    return inv_hi, inv_lo, pa, pb, pc, float(np.float32(2.0 * math.pi))
+    return pa, pb, pc, float(np.float32(2.0 * math.pi))
 
 
-#: 1 / (2 pi) as a float64 pair (radians to turns)
-INV_HI, INV_LO, _PA32, _PB32, _PC32, _TWO_PI32 = _constants()
-TWO_PI = 2.0 * math.pi
-_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
+_PA32, _PB32, _PC32, _TWO_PI32 = _two_pi_f32()
 #: float32 constants of the digit path: 2**12 and its inverse (splits by truncation)
 _SCALE12, _INV12 = 4096.0, 1.0 / 4096.0
-
-
-def _split(x: Any) -> tuple[Any, Any]:
-    """Veltkamp's split of float64 ``x`` into a 26-bit head and the rest (any namespace)."""
-    t = x * _SPLIT
-    hi = t - (t - x)
-    return hi, x - hi
-
-
-def reduce_turns(p: Any, vh: Any, vl: Any, vhh: Any, vhl: Any, xp: Any) -> Any:
-    """The fractional part of ``p * (vh + vl)`` in [-1/2, 1/2], float64, to about 2**-53.
-
-    ``p * vh`` is formed exactly as ``h + e`` (Dekker's two-product; ``vhh``,
-    ``vhl`` are the Veltkamp halves of ``vh``), ``h - round(h)`` is exact, and
-    ``e`` and ``p * vl`` are small: the error does not grow with ``p`` while
-    ``|p * v| < 2**50``.  ``p`` broadcasts against the frequencies (the caller
-    adds the axis).  Works on NumPy arrays (host tables) and on any namespace
-    ``xp`` (plain multiplies, adds and ``round``).
-    """
-    h = p * vh
-    ph, pl = _split(p)
-    e = ((ph * vhh - h) + ph * vhl + pl * vhh) + pl * vhl
-    f = h - xp.round(h)
-    f = (f + e) + p * vl
-    return f - xp.round(f)
 
 
 def cast(x: Array, dtype: Any, xp: Any) -> Array:
@@ -228,192 +173,14 @@ def zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Array:
     return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
 
 
+# --------------------------------------------------------------------------
+# ranges of positions
+# --------------------------------------------------------------------------
 def _block(n: int) -> int:
     """Power-of-two block size near sqrt(n)."""
     if n <= 1:
         return 1
     return 1 << math.ceil(math.log2(n) / 2)
-
-
-class Turns(NamedTuple):
-    """The frequencies in turns per position, ``v = w / (2 pi)``, as host
-    float64 arrays (read-only), in the forms the paths need.
-
-    ``vh + vl`` is ``v`` to about 106 bits; ``vhh + vhl`` is ``vh`` split in
-    Veltkamp halves (float64 tables); ``v1`` is ``vh`` rounded to 21
-    significant bits and ``v2`` the float64 rest of ``v``, so that ``p * v1``
-    is exact for every integer ``|p| < 2**32`` (float32 tables).
-    """
-
-    vh: np.ndarray
-    vl: np.ndarray
-    vhh: np.ndarray
-    vhl: np.ndarray
-    v1: np.ndarray
-    v2: np.ndarray
-
-
-def _host_turns(w: np.ndarray) -> Turns:
-    """:class:`Turns` of float64 frequencies ``w`` (host NumPy, exact products)."""
-    w = np.asarray(w, dtype=np.float64)
-    # w * (inv_hi + inv_lo) as a pair: Dekker's two-product of w and inv_hi
-    h = w * INV_HI
-    wh, wl = _split(w)
-    ih, il = _split(np.float64(INV_HI))
-    e = ((wh * ih - h) + wh * il + wl * ih) + wl * il
-    lo = e + w * INV_LO
-    vh = h + lo
-    vl = lo - (vh - h)
-    vhh, vhl = _split(vh)
-    # v1: vh rounded to 21 significant bits (a power-of-two scaling and rint: exact)
-    mant, expo = np.frexp(vh)
-    v1 = np.ldexp(np.rint(np.ldexp(mant, 21)), expo - 21)
-    v2 = (vh - v1) + vl
-    return Turns(*_cache.readonly(vh, vl, vhh, vhl, v1, v2))
-
-
-def _turns(freqs_key: bytes) -> Turns:
-    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only; host code:
-    other modules and traced code call :func:`turns_of`)."""
-    key = ("turns", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is None:
-        got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
-        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-#: :func:`_turns` as a host constant of torch's traced graphs
-turns_of = host_constant(_turns)
-
-
-def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``(sin, cos)`` of ``p[:, None] * w`` on the host (``p`` float64, exact values)."""
-    f = reduce_turns(p[:, None], t.vh, t.vl, t.vhh, t.vhl, np)
-    a = f * TWO_PI
-    return np.sin(a), np.cos(a)
-
-
-def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
-    """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
-    the fine angles ``r * w`` (cached, read-only)."""
-    key = ("range", start, nq, block, freqs_key)
-    got = _cache.HOST.get(key)
-    if got is not None:
-        return got
-    # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
-    # and fine positions r, reduced in one pass
-    p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
-    s, c = _host_sincos_turns(p, _turns(freqs_key))
-    got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
-    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-#: :func:`_range_tables` as a host constant of torch's traced graphs
-range_tables = host_constant(_range_tables)
-
-
-class DigitTables(NamedTuple):
-    """Host float32 tables of the path without float64 (read-only).
-
-    ``hi[l, k] + lo[l, k]`` is ``frac(k * 256**l * v)`` in turns (levels l =
-    0..3, digits k = 0..255, per frequency); ``va`` is ``v`` rounded to 12
-    significant bits and ``vb`` the float32 rest (fractional positions);
-    ``vh32`` is ``v`` in float32.  Frequencies beyond the float32 range are
-    clipped there (they determine no angle of a float32 fraction).
-    """
-
-    hi: np.ndarray
-    lo: np.ndarray
-    va: np.ndarray
-    vb: np.ndarray
-    vh32: np.ndarray
-
-
-@host_constant
-def _digit_tables(freqs_key: bytes) -> DigitTables:
-    """:class:`DigitTables` of :class:`Freqs` bytes (cached, read-only)."""
-    key = ("digits", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is not None:
-        return got
-    t = _turns(freqs_key)
-    k = (np.arange(_DIGIT, dtype=np.float64)[None, :] * float(_DIGIT) ** np.arange(_LEVELS)[:, None]).reshape(-1)
-    f = reduce_turns(k[:, None], t.vh, t.vl, t.vhh, t.vhl, np).reshape(_LEVELS, _DIGIT, -1)
-    hi = f.astype(np.float32)
-    lo = (f - hi).astype(np.float32)
-    v = np.clip(t.vh, -_F32_MAX, _F32_MAX)
-    mant, expo = np.frexp(v)
-    va = np.ldexp(np.rint(np.ldexp(mant, 12)), expo - 12)
-    with np.errstate(over="ignore", invalid="ignore"):
-        va32 = va.astype(np.float32)
-    va32 = np.where(np.isfinite(va32), va32, np.float32(0.0))  # 12-bit heads beyond float32: no fraction angle
-    vb = (v - va32.astype(np.float64)).astype(np.float32)
-    got = DigitTables(*_cache.readonly(hi, lo, va32, vb, v.astype(np.float32)))
-    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-def _fixed(vh: float, vl: float) -> int:
-    """``vh + vl`` turns as 64-bit fixed point: ``round((vh + vl) * 2**64)``
-    modulo 2**64, as a signed int64 value (exact rational arithmetic)."""
-    from fractions import Fraction
-
-    n = round((Fraction(vh) + Fraction(vl)) * 2**64) % 2**64
-    return n - 2**64 if n >= 2**63 else n
-
-
-def fixed_turns(freqs_key: bytes) -> np.ndarray:
-    """The frequencies in turns as int64 fixed point (``V = round(v *
-    2**64)`` modulo 2**64): ``p * V`` in wrapping int64 arithmetic is the
-    fractional part of ``p * v`` (the NumPy kernel of integer positions;
-    cached, read-only; eager code only: the kernels never run while torch
-    traces)."""
-    key = ("fixed-turns", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is None:
-        t = _turns(freqs_key)
-        (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
-        _cache.HOST.put(key, got, got.nbytes)
-    return got
-
-
-def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(v1, v2, V)``: the host turns of the NumPy kernels (eager code only)."""
-    t = _turns(freqs_key)
-    return t.v1, t.v2, fixed_turns(freqs_key)
-
-
-def laid_out_fixed(freqs_key: bytes, layout: str) -> np.ndarray:
-    """:func:`fixed_turns` laid out as a RoPE table's columns: ``[V, V]``
-    (``"half"``) or each value twice (``"interleaved"``); cached, read-only."""
-    key = ("fixed-turns", freqs_key, layout)
-    got = _cache.HOST.get(key)
-    if got is None:
-        v = fixed_turns(freqs_key)
-        (got,) = _cache.readonly(np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2))
-        _cache.HOST.put(key, got, got.nbytes)
-    return got
-
-
-@host_constant
-def freqs_array(freqs_key: bytes) -> np.ndarray:
-    """The float64 frequencies of :class:`Freqs` bytes: a fresh host array
-    (a copy: torch's tracer takes only arrays that own their memory as
-    constants)."""
-    return np.frombuffer(freqs_key, dtype=np.float64).copy()
-
-
-def turn_arrays(freqs_key: bytes, names: tuple[str, ...]) -> np.ndarray:
-    """The :class:`Turns` arrays ``names`` of :class:`Freqs` bytes stacked,
-    shape ``(len(names), m)`` (one :func:`posenc._trace.graph_constant`)."""
-    t = _turns(freqs_key)
-    return np.stack([getattr(t, n) for n in names])
-
-
-def _max_position() -> np.ndarray:
-    return np.asarray(MAX_POSITION)
 
 
 def range_split(n: int) -> tuple[int, int]:
@@ -423,9 +190,6 @@ def range_split(n: int) -> tuple[int, int]:
     return block, (-(-n // block) if n else 0)
 
 
-# --------------------------------------------------------------------------
-# ranges of positions
-# --------------------------------------------------------------------------
 def traced_length(n: Any) -> bool:
     """Whether a length (or start) of a range is a traced integer (a torch
     ``SymInt``); Python ints are answered without a call."""
@@ -445,7 +209,8 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
     lazy array chunked along the rows).
     """
     xp = ctx.xp
-    freqs = as_freqs(freqs)
+    if not isinstance(freqs, Freqs):
+        freqs = as_freqs(freqs)
     m = freqs.m
     if ctx.traced or traced_length(n) or traced_length(start):
         p = xp.arange(n, device=ctx.device)
@@ -456,7 +221,7 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
         z = zeros((n, m), ctx.work, ctx)
         return z, z
     fkey = freqs.key
-    tables = _range_tables(start, nq, block, fkey)  # eager here: the host function itself
+    tables = range_tables_host(start, nq, block, fkey)  # eager here: the host function itself
     kernel = _kernels.range_sincos(ctx)
     if kernel is not None:
         return kernel(tables, block, n, (start, n, fkey), ctx)
@@ -490,7 +255,8 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
     * no float64 on the device: base-256 digit tables of turns in float32
       pairs (:func:`_sincos_digits`).
     """
-    freqs = as_freqs(freqs)
+    if not isinstance(freqs, Freqs):
+        freqs = as_freqs(freqs)
     if isinstance(positions, int):
         return sincos_range(0, positions, freqs, ctx)
     if is_symbolic(positions):
@@ -576,7 +342,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     if not ctx.float64:
         return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
     f64 = ctx.xp.float64
-    bound = None if integer else graph_constant(_max_position, ctx=ctx, dtype=f64)
+    bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows)
@@ -615,19 +381,6 @@ def _gathered_sincos(p: Array, a: Angles) -> tuple[Array, Array] | None:
         xp = a.ctx.xp
         return xp.reshape(s, shape), xp.reshape(c, shape)
     return rows.take_pair(s, c, p, lo)
-
-
-@host_constant
-def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
-
-    The float64 array path of :func:`sincos` on the host (same clipping of
-    ``p`` and ``freqs``): for positions given as Python numbers, whose angles
-    do not depend on the device's precision.
-    """
-    p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
-    s, c = _host_sincos_turns(np.array([p]), _turns(as_freqs(freqs).key))
-    return s[0], c[0]
 
 
 def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[Array, ...]:
@@ -765,7 +518,7 @@ def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
     shape = tuple(p.shape)
     flat = xp.reshape(p, (-1,))
     idx_t = default_dtype(ctx.xp, ctx.device, "indexing")
-    tab = _digit_tables(freqs.key)
+    tab = digit_tables(freqs.key)
     neg = flat < 0
     frac = None
     if a.integer:
@@ -777,21 +530,21 @@ def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
         # abs() of the most negative integer stays negative: Python's floor
         # division and modulo still give the digits of its magnitude
         mag = xp.abs(flat)
-        digits = [xp.astype((mag // _DIGIT**level) % _DIGIT, idx_t) for level in range(_LEVELS)]
+        digits = [xp.astype((mag // DIGIT**level) % DIGIT, idx_t) for level in range(LEVELS)]
         # |p| >= 2**32, and abs() of the most negative int64 (which stays negative)
-        overflow = ((mag // _DIGIT**_LEVELS) > 0) | (mag < 0) if bits > 32 else None
+        overflow = ((mag // DIGIT**LEVELS) > 0) | (mag < 0) if bits > 32 else None
     else:
         x = xp.abs(cast(flat, f32, xp))
         k = xp.floor(x)
         frac = x - k
         digits = []
-        for level in range(_LEVELS):
-            hi = xp.floor(k / float(_DIGIT ** (level + 1)))
-            lo = xp.floor(k / float(_DIGIT**level))
-            digits.append(xp.astype(lo - hi * float(_DIGIT), idx_t))
-        overflow = k >= float(_DIGIT**_LEVELS)
+        for level in range(LEVELS):
+            hi = xp.floor(k / float(DIGIT ** (level + 1)))
+            lo = xp.floor(k / float(DIGIT**level))
+            digits.append(xp.astype(lo - hi * float(DIGIT), idx_t))
+        overflow = k >= float(DIGIT**LEVELS)
     sh = sl = None
-    for level in range(_LEVELS):
+    for level in range(LEVELS):
         th = xp.take(ctx.from_host(tab.hi[level], f32), digits[level], axis=0)
         tl = xp.take(ctx.from_host(tab.lo[level], f32), digits[level], axis=0)
         if sh is None:

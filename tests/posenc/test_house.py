@@ -23,7 +23,10 @@ PACKAGE = Path(posenc.__file__).resolve().parent
 BACKEND_ROOMS = ("posenc._compat", "posenc._kernels", "posenc._trace", "posenc.torch")
 
 #: the private core, bottom first: a module imports only modules below it
-CORE = ("posenc._cache", "posenc._trace", "posenc._compat", "posenc._checks", "posenc._kernels", "posenc._angles")
+CORE = (
+    "posenc._cache", "posenc._trace", "posenc._compat", "posenc._checks", "posenc._kernels", "posenc._turns",
+    "posenc._angles",
+)
 
 
 def _modules() -> dict[str, Path]:
