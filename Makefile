@@ -33,6 +33,7 @@ figures: $(VENV)/.viz
 
 test: $(VENV)/.all
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2
 
 docs: $(VENV)/.all
@@ -64,6 +65,7 @@ test-latest:
 	.venv-latest/bin/python requirements/write_lock.py .venv-latest/bin/python --diff $(LOCK)
 	status=0; \
 	.venv-latest/bin/ruff check . || status=1; \
+	.venv-latest/bin/mypy || status=1; \
 	.venv-latest/bin/python -m pytest -n 2 -p no:cacheprovider || status=1; \
 	.venv-latest/bin/python tests/posenc/data/make_hf_sweep.py --compare || status=1; \
 	exit $$status

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import posenc
-from posenc import _angles, _cache, _compat, _kernels, rotary
+from posenc import _angles, _cache, _compat, _kernels, _rope
 
 from . import seeds
 from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
@@ -101,20 +101,21 @@ def _floor_contestants(q, k, pid, turns, kind: str, dtype) -> dict:
     compositions' kernels called directly, and with the least a call
     validated once per shape does (build its plan key and look it up in the
     public functions' own caches, three times)."""
-    table, rotate, rope = _kernels.TURNS[kind], _kernels.ROTATE_SMALL[kind], _kernels.ROPE_SMALL[kind]
+    lane = _kernels.LANES[kind]
+    table, rotate, rope = lane.turns, lane.rotate, lane.rope
     opts = ("half", None, False, 1)
+    table_opts = (HEAD_DIM, 10000.0, None, "half", None, dtype, None, None)
 
     def floor_step():
         s, c = table(pid, turns, 1.0, False, "half")
         return rotate(q, c, s, "half"), rotate(k, c, s, "half")
 
     def checked_step():
-        key = rotary._table_key(pid, HEAD_DIM, 10000.0, None, "half", None, 0, dtype, None, None)
-        _compat.lookup(rotary._TABLE_PLANS, key)
+        _rope.TABLE_PLANS.get(_compat.call_key((pid,), table_opts))
         s, c = table(pid, turns, 1.0, False, "half")
-        _compat.lookup(rotary._PLANS, _compat.call_key((q, c, s), opts))
+        _rope.APPLY_PLANS.get(_compat.call_key((q, c, s), opts))
         oq = rotate(q, c, s, "half")
-        _compat.lookup(rotary._PLANS, _compat.call_key((k, c, s), opts))
+        _rope.APPLY_PLANS.get(_compat.call_key((k, c, s), opts))
         return oq, rotate(k, c, s, "half")
 
     def floor_rope():
@@ -125,8 +126,8 @@ def _floor_contestants(q, k, pid, turns, kind: str, dtype) -> dict:
 
 
 def _laid_out_turns(d: int) -> tuple[np.ndarray, ...]:
-    """The frequencies in turns as the kernels take them, with the fixed-point
-    turns laid out as a half-layout table's columns (a decode step)."""
+    """The host turns of the kernels, with the fixed-point turns laid out as a
+    half-layout table's columns (the kernels' input)."""
     key = _angles.as_freqs(posenc.rope_frequencies(d)).key
     return _angles.kernel_turns(key) + (_angles.laid_out_fixed(key, "half"),)
 

@@ -57,7 +57,7 @@ def worker(n: int, d: int, chunk: str) -> dict:
     import numpy as np
 
     import posenc
-    from posenc import _angles
+    from posenc import _angles, _tables
 
     def forbid(*args, **kwargs):
         raise AssertionError("the graph was computed while it was being built")
@@ -82,7 +82,7 @@ def worker(n: int, d: int, chunk: str) -> dict:
         lo, hi = int(offsets[i]), int(offsets[i + 1])
         got = table.blocks[i].compute()
         # the eager NumPy table's rows lo..hi (the code posenc.sinusoidal(n, d) runs)
-        eager = _angles._numpy_table(0, n, key, d, "interleaved", np.dtype(np.float32), lo=lo, rows=hi - lo)
+        eager = _tables._numpy_table(0, n, key, d, "interleaved", np.dtype(np.float32), lo=lo, rows=hi - lo)
         equal = equal and bool(np.array_equal(got, eager))
         step = 8192
         for a in range(lo, hi, step):

@@ -16,6 +16,7 @@ from .bias import (
     t5_bucket,
     t5_buckets,
 )
+from .caches import cache_limits, clear_caches
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
 from .grid import axial_rope_cos_sin, sincos_coords, sincos_grid
 from .learned import learned_table, resample_table
@@ -83,4 +84,7 @@ __all__ = [
     "rope_permutation",
     "scaling",
     "xpos_scale",
+    # caches
+    "cache_limits",
+    "clear_caches",
 ]

@@ -65,133 +65,100 @@ part are limited to the float32 range.  Angles at such magnitudes are not
 resolved by float64 anyway (one ulp of 2**64 is 4096): the rows are finite,
 not meaningful.
 
-Finished tables of ranges (:func:`range_table`, behind ``sinusoidal(n, ...)``
-and ``add_sinusoidal``) are produced directly in their layout as
-``U[q] * X[r] + V[q] * Y[r]`` (see the comment above :func:`range_table`), by
-the portable Array API path, by a NumPy fast path that writes into one
-preallocated output in cache-sized steps (also used for torch CPU tensors,
-through their NumPy view, and for each chunk of a Dask table), and are
-cached per namespace, device and dtype (:mod:`posenc._cache`).  All paths
-perform the same floating-point operations, so they agree bit for bit.
+The host constants of these paths (the frequencies in turns, their
+fixed-point and digit forms, the sines and cosines of a range's coarse and
+fine positions) are made in :mod:`posenc._turns`.  Finished tables in their
+layouts (tables of ranges, cached, and rows of them gathered for arrays of
+positions) are built from these angles by :mod:`posenc._tables`.  Which kernel computes what is decided by
+:mod:`posenc._kernels` (its choosers), never here; what the engine needs to
+know about a call (backend, tracing, float64) it reads from the
+:class:`~posenc._compat.Context`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from . import _cache, _compat, _kernels
-from ._compat import Array, Context
+from . import _kernels
+from ._compat import Array, Context, default_dtype, is_concrete, is_integer_dtype
+from ._trace import graph_constant, is_symbolic
+from ._turns import (
+    DIGIT,
+    INV_HI,
+    INV_LO,
+    LEVELS,
+    MAX_POSITION,
+    TWO_PI,
+    TWO_PI_DIGITS,
+    Freqs,
+    as_freqs,
+    digit_tables,
+    freqs_array,
+    host_sincos,
+    kernel_turns,
+    laid_out_fixed,
+    max_position,
+    range_tables,
+    range_tables_host,
+    reduce_turns,
+    turn_arrays,
+    turns_of,
+)
 
-__all__ = ["Freqs", "as_freqs", "sincos", "sincos_range", "host_sincos", "range_table", "cast"]
+__all__ = [
+    "Angles",
+    "cast",
+    "zeros",
+    "sincos",
+    "sincos_range",
+    "traced_length",
+    "prepare",
+    "dense_span",
+    "table_kernel",
+    "rope_kernel",
+    "lane_turns",
+    "finish_f32",
+    "finish_pair_f32",
+    "turns_to_angle_f32",
+    "two_sum",
+    # the host constants the engine is built on (posenc._turns), for its callers
+    "INV_HI",
+    "INV_LO",
+    "MAX_POSITION",
+    "TWO_PI",
+    "Freqs",
+    "as_freqs",
+    "freqs_array",
+    "host_sincos",
+    "kernel_turns",
+    "laid_out_fixed",
+    "range_split",
+    "range_tables",
+    "turns_of",
+]
 
-_DIGIT = 256
-_LEVELS = 4
-
-#: largest frequency magnitude used in an angle (larger ones are clipped):
-#: with |p| <= MAX_POSITION every product and split of reduce_turns is finite
-MAX_FREQUENCY = 2.0**900
-#: largest position magnitude of array positions used in a float64 angle
-MAX_POSITION = 2.0**64
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-@dataclass(frozen=True)
-class Freqs:
-    """Host float64 frequencies as a hashable constant.
-
-    The frequencies depend only on Python arguments (``dim``, ``base``, a
-    scaling), so they travel through a call as their float64 bytes: a value
-    that torch's tracer treats as a constant and that keys the host caches.
-    Magnitudes are clipped to :data:`MAX_FREQUENCY`.
-
-    Attributes
-    ----------
-    key : bytes
-        The float64 frequencies, native byte order.
-    m : int
-        How many there are.
-    top : float
-        The largest magnitude (0.0 when there are none).
-    """
-
-    key: bytes
-    m: int
-    top: float
-
-    @staticmethod
-    def from_array(values: Any) -> Freqs:
-        """Freqs of a host array (eager code and host functions only)."""
-        f = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-        top = float(np.max(np.abs(f))) if f.size else 0.0
-        if not top <= MAX_FREQUENCY:
-            f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
-            top = float(np.max(np.abs(f)))
-        return Freqs(f.tobytes(), int(f.size), top)
-
-    @property
-    def array(self) -> np.ndarray:
-        """The frequencies as a read-only float64 NumPy array (host code only)."""
-        return np.frombuffer(self.key, dtype=np.float64)
-
-
-def as_freqs(freqs: Any) -> Freqs:
-    """``freqs`` as :class:`Freqs` (a host array is converted)."""
-    return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
-
-
-def _constants() -> tuple[float, float, float, float, float, float]:
-    """``1/(2 pi)`` as a float64 pair, and ``2 pi`` as float32 parts for the
-    digit path: a 12-bit head (its products with 12-bit numbers are exact in
-    float32), the float32 rest and the float32 rest of that."""
+#: 2 pi as float32 parts for the digit path: a 12-bit head (its products with
+#: 12-bit numbers are exact in float32), the float32 rest and the float32 rest of that
+def _two_pi_f32() -> tuple[float, float, float, float]:
     from decimal import Decimal, localcontext
 
-    # a local context: the importing thread's decimal settings stay as they were
     with localcontext() as dec:
         dec.prec = 60
-        two_pi = Decimal("6.283185307179586476925286766559005768394338798750211641949889")
-        inv = 1 / two_pi
-        inv_hi = float(inv)
-        inv_lo = float(inv - Decimal(inv_hi))
+        two_pi = Decimal(TWO_PI_DIGITS)
         pa = math.ldexp(round(math.ldexp(float(two_pi), 9)), -9)  # 3217 / 512
         pb = float(np.float32(float(two_pi - Decimal(pa))))
         pc = float(np.float32(float(two_pi - Decimal(pa) - Decimal(pb))))
-    return inv_hi, inv_lo, pa, pb, pc, float(np.float32(2.0 * math.pi))
+    return pa, pb, pc, float(np.float32(2.0 * math.pi))
 
 
-_INV_HI, _INV_LO, _PA32, _PB32, _PC32, _TWO_PI32 = _constants()
-_TWO_PI = 2.0 * math.pi
-_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
+_PA32, _PB32, _PC32, _TWO_PI32 = _two_pi_f32()
 #: float32 constants of the digit path: 2**12 and its inverse (splits by truncation)
 _SCALE12, _INV12 = 4096.0, 1.0 / 4096.0
-
-
-def _split(x: Any) -> tuple[Any, Any]:
-    """Veltkamp's split of float64 ``x`` into a 26-bit head and the rest (any namespace)."""
-    t = x * _SPLIT
-    hi = t - (t - x)
-    return hi, x - hi
-
-
-def reduce_turns(p: Any, vh: Any, vl: Any, vhh: Any, vhl: Any, xp: Any) -> Any:
-    """The fractional part of ``p * (vh + vl)`` in [-1/2, 1/2], float64, to about 2**-53.
-
-    ``p * vh`` is formed exactly as ``h + e`` (Dekker's two-product; ``vhh``,
-    ``vhl`` are the Veltkamp halves of ``vh``), ``h - round(h)`` is exact, and
-    ``e`` and ``p * vl`` are small: the error does not grow with ``p`` while
-    ``|p * v| < 2**50``.  ``p`` broadcasts against the frequencies (the caller
-    adds the axis).  Works on NumPy arrays (host tables) and on any namespace
-    ``xp`` (plain multiplies, adds and ``round``).
-    """
-    h = p * vh
-    ph, pl = _split(p)
-    e = ((ph * vhh - h) + ph * vhl + pl * vhh) + pl * vhl
-    f = h - xp.round(h)
-    f = (f + e) + p * vl
-    return f - xp.round(f)
 
 
 def cast(x: Array, dtype: Any, xp: Any) -> Array:
@@ -201,6 +168,14 @@ def cast(x: Array, dtype: Any, xp: Any) -> Array:
     return xp.astype(x, dtype)
 
 
+def zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Array:
+    """Zeros of ``shape`` and ``dtype`` on ``ctx``'s device."""
+    return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
+
+
+# --------------------------------------------------------------------------
+# ranges of positions
+# --------------------------------------------------------------------------
 def _block(n: int) -> int:
     """Power-of-two block size near sqrt(n)."""
     if n <= 1:
@@ -208,202 +183,49 @@ def _block(n: int) -> int:
     return 1 << math.ceil(math.log2(n) / 2)
 
 
-class Turns(NamedTuple):
-    """The frequencies in turns per position, ``v = w / (2 pi)``, as host
-    float64 arrays (read-only), in the forms the paths need.
-
-    ``vh + vl`` is ``v`` to about 106 bits; ``vhh + vhl`` is ``vh`` split in
-    Veltkamp halves (float64 tables); ``v1`` is ``vh`` rounded to 21
-    significant bits and ``v2`` the float64 rest of ``v``, so that ``p * v1``
-    is exact for every integer ``|p| < 2**32`` (float32 tables).
-    """
-
-    vh: np.ndarray
-    vl: np.ndarray
-    vhh: np.ndarray
-    vhl: np.ndarray
-    v1: np.ndarray
-    v2: np.ndarray
-
-
-def _host_turns(w: np.ndarray) -> Turns:
-    """:class:`Turns` of float64 frequencies ``w`` (host NumPy, exact products)."""
-    w = np.asarray(w, dtype=np.float64)
-    # w * (inv_hi + inv_lo) as a pair: Dekker's two-product of w and inv_hi
-    h = w * _INV_HI
-    wh, wl = _split(w)
-    ih, il = _split(np.float64(_INV_HI))
-    e = ((wh * ih - h) + wh * il + wl * ih) + wl * il
-    lo = e + w * _INV_LO
-    vh = h + lo
-    vl = lo - (vh - h)
-    vhh, vhl = _split(vh)
-    # v1: vh rounded to 21 significant bits (a power-of-two scaling and rint: exact)
-    mant, expo = np.frexp(vh)
-    v1 = np.ldexp(np.rint(np.ldexp(mant, 21)), expo - 21)
-    v2 = (vh - v1) + vl
-    return Turns(*_cache.readonly(vh, vl, vhh, vhl, v1, v2))
-
-
-@_compat.host_constant
-def turns_of(freqs_key: bytes) -> Turns:
-    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only)."""
-    key = ("turns", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is None:
-        got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
-        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``(sin, cos)`` of ``p[:, None] * w`` on the host (``p`` float64, exact values)."""
-    f = reduce_turns(p[:, None], t.vh, t.vl, t.vhh, t.vhl, np)
-    a = f * _TWO_PI
-    return np.sin(a), np.cos(a)
-
-
-@_compat.host_constant
-def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
-    """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
-    the fine angles ``r * w`` (cached, read-only)."""
-    key = ("range", start, nq, block, freqs_key)
-    got = _cache.HOST.get(key)
-    if got is not None:
-        return got
-    # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
-    # and fine positions r, reduced in one pass
-    p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
-    s, c = _host_sincos_turns(p, turns_of(freqs_key))
-    got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
-    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-class DigitTables(NamedTuple):
-    """Host float32 tables of the path without float64 (read-only).
-
-    ``hi[l, k] + lo[l, k]`` is ``frac(k * 256**l * v)`` in turns (levels l =
-    0..3, digits k = 0..255, per frequency); ``va`` is ``v`` rounded to 12
-    significant bits and ``vb`` the float32 rest (fractional positions);
-    ``vh32`` is ``v`` in float32.  Frequencies beyond the float32 range are
-    clipped there (they determine no angle of a float32 fraction).
-    """
-
-    hi: np.ndarray
-    lo: np.ndarray
-    va: np.ndarray
-    vb: np.ndarray
-    vh32: np.ndarray
-
-
-@_compat.host_constant
-def _digit_tables(freqs_key: bytes) -> DigitTables:
-    """:class:`DigitTables` of :class:`Freqs` bytes (cached, read-only)."""
-    key = ("digits", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is not None:
-        return got
-    t = turns_of(freqs_key)
-    k = (np.arange(_DIGIT, dtype=np.float64)[None, :] * float(_DIGIT) ** np.arange(_LEVELS)[:, None]).reshape(-1)
-    f = reduce_turns(k[:, None], t.vh, t.vl, t.vhh, t.vhl, np).reshape(_LEVELS, _DIGIT, -1)
-    hi = f.astype(np.float32)
-    lo = (f - hi).astype(np.float32)
-    v = np.clip(t.vh, -_F32_MAX, _F32_MAX)
-    mant, expo = np.frexp(v)
-    va = np.ldexp(np.rint(np.ldexp(mant, 12)), expo - 12)
-    with np.errstate(over="ignore", invalid="ignore"):
-        va32 = va.astype(np.float32)
-    va32 = np.where(np.isfinite(va32), va32, np.float32(0.0))  # 12-bit heads beyond float32: no fraction angle
-    vb = (v - va32.astype(np.float64)).astype(np.float32)
-    got = DigitTables(*_cache.readonly(hi, lo, va32, vb, v.astype(np.float32)))
-    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return got
-
-
-def _fixed(vh: float, vl: float) -> int:
-    """``vh + vl`` turns as 64-bit fixed point: ``round((vh + vl) * 2**64)``
-    modulo 2**64, as a signed int64 value (exact rational arithmetic)."""
-    from fractions import Fraction
-
-    n = round((Fraction(vh) + Fraction(vl)) * 2**64) % 2**64
-    return n - 2**64 if n >= 2**63 else n
-
-
-@_compat.host_constant
-def fixed_turns(freqs_key: bytes) -> np.ndarray:
-    """The frequencies in turns as int64 fixed point (``V = round(v *
-    2**64)`` modulo 2**64): ``p * V`` in wrapping int64 arithmetic is the
-    fractional part of ``p * v`` (the NumPy kernel of integer positions;
-    cached, read-only)."""
-    key = ("fixed-turns", freqs_key)
-    got = _cache.HOST.get(key)
-    if got is None:
-        t = turns_of(freqs_key)
-        (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
-        _cache.HOST.put(key, got, got.nbytes)
-    return got
-
-
-def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(v1, v2, V)``: the host turns of the NumPy kernels."""
-    t = turns_of(freqs_key)
-    return t.v1, t.v2, fixed_turns(freqs_key)
-
-
-def laid_out_fixed(freqs_key: bytes, layout: str) -> np.ndarray:
-    """:func:`fixed_turns` laid out as a RoPE table's columns: ``[V, V]``
-    (``"half"``) or each value twice (``"interleaved"``); cached, read-only."""
-    key = ("fixed-turns", freqs_key, layout)
-    got = _cache.HOST.get(key)
-    if got is None:
-        v = fixed_turns(freqs_key)
-        (got,) = _cache.readonly(np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2))
-        _cache.HOST.put(key, got, got.nbytes)
-    return got
-
-
-@_compat.host_constant
-def _host_freqs(freqs_key: bytes) -> np.ndarray:
-    # a copy: torch's tracer takes only arrays that own their memory as constants
-    return np.frombuffer(freqs_key, dtype=np.float64).copy()
-
-
-def _range_split(n: int) -> tuple[int, int]:
+def range_split(n: int) -> tuple[int, int]:
     """``(block, nq)``: the positions ``start .. start+n-1`` are
     ``start + q*block + r`` with ``0 <= q < nq`` and ``0 <= r < block``."""
     block = _block(n)
     return block, (-(-n // block) if n else 0)
 
 
+def traced_length(n: Any) -> bool:
+    """Whether a length (or start) of a range is a traced integer (a torch
+    ``SymInt``); Python ints are answered without a call."""
+    return type(n) is not int and is_symbolic(n)
+
+
 def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m).
 
-    ``n`` may be a traced length (a torch ``SymInt``): then the positions are
-    an ``arange`` and take the array path.
+    ``n`` (or ``start``) may be a traced length (a torch ``SymInt``): then,
+    as for every call torch's compiler traces, the positions are an
+    ``arange`` and take the array path, whose constants do not depend on the
+    length (no recompile per length).  Otherwise the host tables of the
+    coarse and fine angles are combined on the device (two products and a
+    sum per element), by the portable path or a kernel of
+    :func:`posenc._kernels.range_sincos` (the same operations; on Dask a
+    lazy array chunked along the rows).
     """
     xp = ctx.xp
-    freqs = as_freqs(freqs)
+    if not isinstance(freqs, Freqs):
+        freqs = as_freqs(freqs)
     m = freqs.m
-    if _compat.compiling() or _compat.is_symbolic(n) or _compat.is_symbolic(start):
-        # torch's tracer cannot tell a traced length from an int: the array
-        # path, whose constants do not depend on it (no recompile per length)
+    if ctx.traced or traced_length(n) or traced_length(start):
         p = xp.arange(n, device=ctx.device)
         return sincos(p + start if not (isinstance(start, int) and start == 0) else p, freqs, ctx)
     start, n = int(start), int(n)
-    block, nq = _range_split(n)
+    block, nq = range_split(n)
     if n == 0 or m == 0:
-        z = _zeros((n, m), ctx.work, ctx)
+        z = zeros((n, m), ctx.work, ctx)
         return z, z
-    kind = _compat.namespace_kind(xp)
-    if kind == "dask":
-        return _dask_sincos_range(start, n, freqs, ctx)
-    if kind == "torch" and _kernels.torch_on_cpu(ctx):
-        # torch CPU: the same operations in NumPy (single-threaded: torch's
-        # intra-op threads cost more than they save on tables this small)
-        s, c = _numpy_sincos(start, n, freqs.key, 0, n, _compat.numpy_dtype(ctx.work))
-        return _kernels.torch_from_numpy(s), _kernels.torch_from_numpy(c)
-    sq, cq, sr, cr = (_compat.from_host(t, ctx) for t in _range_tables(start, nq, block, freqs.key))
+    fkey = freqs.key
+    tables = range_tables_host(start, nq, block, fkey)  # eager here: the host function itself
+    kernel = _kernels.range_sincos(ctx)
+    if kernel is not None:
+        return kernel(tables, block, n, (start, n, fkey), ctx)
+    sq, cq, sr, cr = (ctx.from_host(t) for t in tables)
     sq, cq = sq[:, None, :], cq[:, None, :]
     sr, cr = sr[None, ...], cr[None, ...]
     s = sq * cr + cq * sr
@@ -416,239 +238,8 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
 
 
 # --------------------------------------------------------------------------
-# finished tables of a range of positions
+# arrays of positions
 # --------------------------------------------------------------------------
-# The table of ``p = start + q*block + r`` in a given layout is
-#
-#     T[q*block + r, :] = U[q, :] * X[r, :] + V[q, :] * Y[r, :]
-#
-# with, per frequency j (interleaved: columns 2j, 2j+1; concat: j, m+j),
-#
-#     U = (sin_q, cos_q)   V = (cos_q, sin_q)   X = (cos_r, cos_r)   Y = (sin_r, -sin_r)
-#
-# which is the angle-addition formula sin(a+b) = sin a cos b + cos a sin b,
-# cos(a+b) = cos a cos b - sin a sin b, written so that the output is produced
-# in its final layout by two products and one sum of contiguous rows (no
-# stack, no strided writes).  Every path -- the portable Array API path below,
-# the NumPy / torch-CPU kernel (posenc._kernels.numpy_table) and the Dask
-# blocks -- evaluates exactly these operations in the same order, so they
-# agree bit for bit.
-
-
-def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
-    if layout == "interleaved":
-        return np.stack([a, b], axis=-1).reshape(a.shape[0], 2 * a.shape[1])
-    return np.concatenate([a, b], axis=-1)
-
-
-@_compat.host_constant
-def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) -> tuple[int, tuple[np.ndarray, ...]]:
-    """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (a
-    name; cached, read-only)."""
-    dtype = np.dtype(dtype)
-    block, nq = _range_split(n)
-    key = ("pairs", start, nq, block, freqs_key, layout, dtype.str)
-    got = _cache.HOST.get(key)
-    if got is None:
-        sq, cq, sr, cr = _range_tables(start, nq, block, freqs_key)
-        got = tuple(
-            np.ascontiguousarray(_pair(a, b, layout), dtype=dtype)
-            for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr))
-        )
-        _cache.readonly(*got)
-        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
-    return block, got
-
-
-def _zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Array:
-    return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
-
-
-def range_table(
-    start: int,
-    n: int,
-    freqs: Freqs | np.ndarray,
-    dim: int,
-    layout: str,
-    ctx: Context,
-    *,
-    share: bool = True,
-    cache: bool = True,
-    fast: bool = True,
-) -> Array:
-    """The ``(n, dim)`` sin/cos table of positions ``start .. start+n-1`` in ``ctx.dtype``.
-
-    ``layout`` is ``"interleaved"`` (sin, cos, sin, cos, ...) or ``"concat"``
-    (all sines, then all cosines); for odd ``dim`` the last column is zero.
-
-    * ``cache``: finished tables of eager backends are kept in
-      :data:`posenc._cache.TABLES`, keyed by every argument plus namespace,
-      device and dtype.  With ``share=True`` (tables returned to users) they
-      are handed out through :func:`posenc._cache.share`: a read-only NumPy
-      view, the JAX array itself, a copy elsewhere (torch, CuPy, strict).
-      NumPy tables are read-only even on the first call (the result does not
-      depend on the state of the cache).  ``share=False`` is for callers that
-      only read the table (``x + table``) and never hand it out.
-    * ``fast``: the NumPy fast path on NumPy and torch CPU (``False`` forces
-      the portable path; the tests compare the two).
-    * Dask: a lazy array chunked along the rows (chunk size from Dask's
-      ``array.chunk-size`` setting); each chunk is built by the NumPy fast
-      path when the graph is computed.  Never cached.
-    * torch's compiler tracing, and a traced length ``n`` or ``start``
-      (``SymInt``): the array path of :func:`sincos` on an ``arange``, whose
-      constants do not depend on the length (new lengths do not recompile;
-      inside the tracer a traced length looks like an int).  Its values are
-      within posenc's bound of the truth, like the range path's, but not
-      bit-identical to them.
-    """
-    xp = ctx.xp
-    freqs = as_freqs(freqs)
-    dim = int(dim)
-    if _compat.compiling() or _compat.is_symbolic(n) or _compat.is_symbolic(start):
-        s, c = sincos_range(start, n, freqs, ctx)
-        return assemble(s, c, dim, layout, ctx)
-    start, n = int(start), int(n)
-    m = freqs.m
-    if n == 0 or m == 0:
-        return _zeros((n, dim), ctx.dtype, ctx)
-    fkey = freqs.key
-    backend = _compat.namespace_kind(xp)
-    if backend == "dask":
-        return _dask_table(start, n, fkey, dim, layout, ctx)
-    key = None
-    if cache and _cache.TABLES.max_bytes > 0:
-        try:
-            dev = _cache.device_key(ctx, numpy=backend == "numpy")
-            key = ("table", start, n, fkey, dim, layout, xp, dev, ctx.dtype, fast)
-            hash(key)
-        except Exception:  # pragma: no cover - unhashable exotic device
-            key = None
-        if key is not None:
-            got = _cache.TABLES.get(key)
-            if got is not None:
-                table, kind = got
-                return _cache.share(table, kind, xp) if share else table
-    table, kind = None, None
-    if fast and ctx.dtype == ctx.work:
-        if backend == "numpy":
-            table, kind = _numpy_table(start, n, fkey, dim, layout, np.dtype(ctx.dtype)), "numpy"
-        elif backend == "torch":
-            cached = key is not None and _cache.TABLES.fits(n * dim * _compat.numpy_dtype(ctx.dtype).itemsize)
-
-            def fill(dtype: np.dtype, out: np.ndarray, lo: int) -> None:
-                _numpy_table(start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out)
-
-            table, kind = _kernels.torch_cpu_table(fill, (n, dim), ctx, cached=cached), "torch"
-    if table is None:
-        table = _portable_table(start, n, fkey, m, dim, layout, ctx)
-        kind = {"numpy": "numpy", "torch": "torch", "jax": "immutable"}.get(backend, "copy")
-    if kind == "numpy":
-        _cache.readonly(table)
-    if (
-        key is not None
-        and _compat.is_concrete(table)
-        and _cache.TABLES.put(key, (table, kind), _cache.nbytes_of(table, xp))
-    ):
-        # the cache holds it now: hand out what cannot change the cached one
-        return _cache.share(table, kind, xp) if share else table
-    return table
-
-
-def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
-    """Lay compact ``sin``/``cos`` (..., m) out as a (..., dim) table in
-    ``ctx.dtype``: ``"interleaved"`` or ``"concat"``; a zero last column for
-    odd ``dim``."""
-    xp = ctx.xp
-    lead = tuple(s.shape[:-1])
-    m = int(s.shape[-1])
-    if m == 0:  # dim == 1: the single zero column
-        return _zeros(lead + (dim,), ctx.dtype, ctx)
-    if layout == "interleaved":
-        out = xp.reshape(xp.stack([s, c], axis=-1), lead + (2 * m,))
-    else:
-        out = xp.concat([s, c], axis=-1)
-    if dim % 2:
-        out = xp.concat([out, _zeros(lead + (1,), out.dtype, ctx)], axis=-1)
-    return cast(out, ctx.dtype, xp)
-
-
-def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Array:
-    """Array API path: two broadcast products and a sum, then a reshape."""
-    xp = ctx.xp
-    block, tabs = _pair_tables(start, n, fkey, layout, "float64")
-    u, v, x, y = (_compat.from_host(t, ctx) for t in tabs)
-    nq = int(u.shape[0])
-    t = u[:, None, :] * x[None, ...] + v[:, None, :] * y[None, ...]
-    t = xp.reshape(t, (nq * block, 2 * m))
-    if nq * block != n:
-        t = t[:n, ...]
-    if dim % 2:
-        t = xp.concat([t, _zeros((n, 1), ctx.work, ctx)], axis=-1)
-    return cast(t, ctx.dtype, xp)
-
-
-# ------------------------------------------------------------ NumPy rows, Dask chunks
-def _numpy_table(
-    start: int,
-    n: int,
-    fkey: bytes,
-    dim: int,
-    layout: str,
-    dtype: np.dtype,
-    *,
-    lo: int = 0,
-    rows: int | None = None,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
-    NumPy kernel (:func:`posenc._kernels.numpy_table`) on the cached host
-    tables of the whole range, so a slice of rows is bit-identical to the
-    same rows of the full table."""
-    block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)
-    return _kernels.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
-
-
-def _dask_table(start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Array:
-    """Lazy Dask table, chunked along the rows; nothing is computed here."""
-    dtype = np.dtype(ctx.dtype)
-    work = np.dtype(ctx.work)
-    block, _ = _range_split(n)
-
-    def rows(lo: int, k: int) -> np.ndarray:
-        t = _numpy_table(start, n, fkey, dim, layout, work, lo=lo, rows=k)
-        return t if work == dtype else t.astype(dtype)
-
-    row_bytes = dim * max(dtype.itemsize, work.itemsize)
-    return _kernels.dask_by_rows(
-        rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", (start, n, fkey, dim, layout, dtype.str)
-    )
-
-
-def _numpy_sincos(
-    start: int, n: int, fkey: bytes, lo: int, rows: int, dtype: np.dtype
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``lo .. lo+rows-1`` of ``sincos_range(start, n)``: the NumPy
-    kernel (:func:`posenc._kernels.numpy_sincos`) on the cached host tables."""
-    block, nq = _range_split(n)
-    return _kernels.numpy_sincos(block, _range_tables(start, nq, block, fkey), lo, rows, dtype)
-
-
-def _dask_sincos_range(start: int, n: int, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
-    """Lazy Dask ``(sin, cos)``, chunked along the rows (see :func:`_dask_table`)."""
-    work = np.dtype(ctx.work)
-    m = freqs.m
-    fkey = freqs.key
-    block, _ = _range_split(n)
-
-    def rows(lo: int, k: int) -> np.ndarray:
-        return np.stack(_numpy_sincos(start, n, fkey, lo, k, work), axis=-1)
-
-    sc = _kernels.dask_by_rows(
-        rows, n, (m, 2), block, 2 * m * work.itemsize, work, "posenc-sincos-", (start, n, fkey, work.str)
-    )
-    return sc[..., 0], sc[..., 1]
-
-
 def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``positions[..., None] * freqs`` in ``ctx.work`` dtype.
 
@@ -664,72 +255,161 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
     * no float64 on the device: base-256 digit tables of turns in float32
       pairs (:func:`_sincos_digits`).
     """
-    freqs = as_freqs(freqs)
+    if not isinstance(freqs, Freqs):
+        freqs = as_freqs(freqs)
     if isinstance(positions, int):
         return sincos_range(0, positions, freqs, ctx)
-    if _compat.is_symbolic(positions):
+    if is_symbolic(positions):
         positions = ctx.xp.arange(positions, device=ctx.device)
-    got = _gathered_sincos(positions, freqs, ctx)
-    if got is not None:
-        return got
-    if not ctx.float64:
-        return _sincos_digits(positions, freqs, ctx)
-    if ctx.work == ctx.xp.float64:
-        return _sincos_f64(positions, freqs, ctx)
-    return _sincos_turns(positions, freqs, ctx)
+    return prepare(positions, freqs, ctx)(positions)
 
 
-@_compat.host_constant
-def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
+def table_kernel(
+    p: Array, freqs: Freqs, layout: str, ctx: Context
+) -> tuple[_kernels.Lane, tuple[Array, ...]] | None:
+    """The lane (:func:`posenc._kernels.table_turns`) and its turns for
+    RoPE tables of the integer positions ``p`` computed in their ``layout``
+    in one kernel pass (float32 work on a device with float64: the turns
+    path, bit for bit the compact tables laid out), or None."""
+    if not ctx.float64 or ctx.work != ctx.xp.float32 or not is_integer_dtype(ctx.xp, p.dtype):
+        return None
+    lane = _kernels.table_turns(p, ctx, 2 * freqs.m)
+    return None if lane is None else (lane, lane_turns(lane, freqs, ctx, layout))
 
-    The float64 array path of :func:`sincos` on the host (same clipping of
-    ``p`` and ``freqs``): for positions given as Python numbers, whose angles
-    do not depend on the device's precision.
+
+def rope_kernel(
+    x: Array, p: Array, freqs: Freqs, layout: str, ctx: Context, size: int
+) -> tuple[_kernels.Lane, tuple[Array, ...]] | None:
+    """The lane (:func:`posenc._kernels.rope_step`) and its turns for rope's
+    decode step: the one-pass tables of :func:`table_kernel`, then the small
+    rotation of ``x`` (``size`` elements), or None."""
+    if not ctx.float64 or ctx.work != ctx.xp.float32 or not is_integer_dtype(ctx.xp, p.dtype):
+        return None
+    lane = _kernels.rope_step(x, p, ctx, size=size, width=2 * freqs.m)
+    return None if lane is None else (lane, lane_turns(lane, freqs, ctx, layout))
+
+
+def lane_turns(lane: _kernels.Lane, freqs: Freqs, ctx: Context, layout: str | None = None) -> tuple[Array, ...]:
+    """The turns a lane's kernels take: the host ``(v1, v2, V)`` (with ``V``
+    laid out in a RoPE table's columns for ``layout``), or ``(v1, v2)`` in
+    float64 on the device."""
+    if lane.host:
+        host = kernel_turns(freqs.key)
+        return host if layout is None else host + (laid_out_fixed(freqs.key, layout),)
+    return _device_turns(freqs, ctx, ("v1", "v2"))
+
+
+@dataclass(slots=True)
+class Angles:
+    """How :func:`sincos` computes the angles of array positions of one type,
+    dtype and device (:func:`prepare`): a plan of the hot paths keeps one, so
+    a repeated call goes straight to the path (and the kernel) it needs.
+
+    Call it with the positions: ``(sin, cos)`` in ``ctx.work``.
     """
-    p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
-    s, c = _host_sincos_turns(np.array([p]), turns_of(as_freqs(freqs).key))
-    return s[0], c[0]
+
+    freqs: Freqs
+    ctx: Context
+    #: _sincos_f64, _sincos_turns or _sincos_digits
+    path: Callable[..., tuple[Array, Array]]
+    integer: bool
+    #: the turns of the kernels that compute on the host, ``(v1, v2, V)``,
+    #: made when a kernel first needs them (V's exact rounding costs)
+    host: tuple[np.ndarray, ...] | None
+    #: the turns the path reads on the device, float64 (graph constants; none for the digits)
+    dev: tuple[Array, ...]
+    #: MAX_POSITION on the device (float positions are clipped to it), or None
+    bound: Array | None
+    #: how rows of a range's sin/cos are gathered for dense integer positions
+    #: like these (:func:`posenc._kernels.gather`), or None
+    rows: _kernels.Gather | None = None
+
+    def __call__(self, p: Array) -> tuple[Array, Array]:
+        if self.rows is not None:
+            got = _gathered_sincos(p, self)
+            if got is not None:
+                return got
+        return self.path(p, self)
+
+
+def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
+    """The :class:`Angles` of array positions like ``p`` (its dtype decides
+    the path, never its values)."""
+    integer = is_integer_dtype(ctx.xp, p.dtype)
+    # dense integer positions (an arange, a window, position ids): rows of the
+    # range path's exact sin/cos, no sine per element (decided per call)
+    rows = _kernels.gather(p, ctx, math.prod(p.shape) * freqs.m) if integer and is_concrete(p) else None
+    if not ctx.float64:
+        return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
+    f64 = ctx.xp.float64
+    bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
+    if ctx.work == f64:
+        dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
+        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows)
+    dev = _device_turns(freqs, ctx, ("v1", "v2"))
+    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows)
+
+
+def dense_span(p: Array) -> tuple[int, int] | None:
+    """``(lo, span)`` where the concrete integer positions ``p`` (a gather
+    kernel was chosen for them) are dense enough that rows of the range ``lo
+    .. lo+span-1`` beat computing every angle: ``span = max - min + 1`` at
+    most twice their number (an ``arange``, a window of a cache, batches of
+    nearby sequences), and within 2**53.  Two reductions over the positions
+    decide it; else None."""
+    size = math.prod(p.shape)
+    lo, hi = int(p.min()), int(p.max())
+    span = hi - lo + 1
+    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
+        return None
+    return lo, span
+
+
+def _gathered_sincos(p: Array, a: Angles) -> tuple[Array, Array] | None:
+    """:func:`sincos` of dense integer positions as rows of
+    :func:`sincos_range` (two products and a sum per element, within the
+    range path's bound), or None (:func:`dense_span`)."""
+    dense = dense_span(p)
+    if dense is None:
+        return None
+    lo, span = dense
+    s, c = sincos_range(lo, span, a.freqs, a.ctx)
+    rows = a.rows
+    assert rows is not None
+    if rows.consecutive is not None and span == math.prod(p.shape) and rows.consecutive(p):
+        shape = tuple(p.shape) + (a.freqs.m,)  # an arange in any shape: the rows in order
+        xp = a.ctx.xp
+        return xp.reshape(s, shape), xp.reshape(c, shape)
+    return rows.take_pair(s, c, p, lo)
 
 
 def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[Array, ...]:
-    """The :class:`Turns` arrays ``names`` on ``ctx``'s device in float64."""
-    xp = ctx.xp
-    if _compat.compiling():
-        # Python numbers: torch.export captures a traced NumPy constant as a fake tensor
-        vals = _turn_values_named(freqs.key, names)
-        return tuple(xp.asarray(v, dtype=xp.float64, device=ctx.device) for v in vals)
-    t = turns_of(freqs.key)
-    return tuple(
-        _compat.constant(("turns", n, freqs.key), lambda n=n: getattr(t, n), ctx, xp.float64) for n in names
-    )
+    """The :class:`Turns` arrays ``names`` on ``ctx``'s device in float64
+    (graph constants: Python numbers while torch traces, device copies kept
+    for eager NumPy and torch)."""
+    stack = graph_constant(turn_arrays, freqs.key, names, ctx=ctx, dtype=ctx.xp.float64)
+    return tuple(stack[i, ...] for i in range(len(names)))
 
 
-@_compat.host_constant
-def _turn_values_named(freqs_key: bytes, names: tuple[str, ...]) -> tuple[tuple[float, ...], ...]:
-    t = turns_of(freqs_key)
-    return tuple(tuple(getattr(t, n).tolist()) for n in names)
-
-
-def _clipped64(p: Array, ctx: Context) -> Array:
+def _clipped64(p: Array, a: Angles) -> Array:
     """Positions in float64; float positions clipped to ``|p| <= MAX_POSITION``
     (every product stays finite; integer positions are below 2**64 already)."""
-    xp = ctx.xp
+    xp = a.ctx.xp
     p64 = cast(p, xp.float64, xp)
-    if not _compat.is_integer_dtype(xp, p.dtype):
-        bound = _compat.constant("max-position", lambda: np.asarray(MAX_POSITION), ctx, xp.float64)
-        p64 = xp.maximum(xp.minimum(p64, bound), -bound)
+    if a.bound is not None:
+        p64 = xp.maximum(xp.minimum(p64, a.bound), -a.bound)
     return p64
 
 
-def _sincos_f64(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
+def _sincos_f64(p: Array, a: Angles) -> tuple[Array, Array]:
     """float64 ``(sin, cos)`` of array positions: :func:`reduce_turns`, then
     float64 sine and cosine of ``2 pi f``."""
+    ctx = a.ctx
     xp = ctx.xp
-    vh, vl, vhh, vhl = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
-    f = reduce_turns(_clipped64(p, ctx)[..., None], vh, vl, vhh, vhl, xp)
-    a = f * _TWO_PI
-    return cast(xp.sin(a), ctx.work, xp), cast(xp.cos(a), ctx.work, xp)
+    vh, vl, vhh, vhl = a.dev
+    f = reduce_turns(_clipped64(p, a)[..., None], vh, vl, vhh, vhl, xp)
+    angle = f * TWO_PI
+    return cast(xp.sin(angle), ctx.work, xp), cast(xp.cos(angle), ctx.work, xp)
 
 
 def finish_f32(a: Array, xp: Any) -> tuple[Array, Array]:
@@ -745,7 +425,7 @@ def finish_f32(a: Array, xp: Any) -> tuple[Array, Array]:
     return s + c * al, c - s * al
 
 
-def _sincos_turns(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
+def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of array positions on a device with float64.
 
     With ``v1`` the frequencies in turns rounded to 21 significant bits and
@@ -756,77 +436,35 @@ def _sincos_turns(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     for ``|p * w| <= 2**31`` (float positions: ``p * v1`` rounds by
     ``|p v| 2**-53``, 5e-10 at ``|p| = 2**22``, ``w = 1``).  :func:`finish_f32`
     takes the float32 sine and cosine without rounding the angle.  Seven
-    float64 and six float32 elementwise operations.  NumPy arrays and torch
-    tensors that need no autograd take a kernel of :mod:`posenc._kernels`:
-    torch's operations off the CPU (the same, bit for bit), NumPy's in
-    cache-sized blocks on NumPy and torch CPU memory (the same for float
-    positions; for integer ones an int64 fixed-point reduction, within an ulp
-    of this path and within posenc's bound).
+    float64 and six float32 elementwise operations.  The kernels of
+    :func:`posenc._kernels.turns` compute it for NumPy arrays and torch
+    tensors that need no autograd: torch's operations off the CPU (the same,
+    bit for bit), NumPy's in cache-sized blocks on NumPy and torch CPU memory
+    (the same for float positions; for integer ones an int64 fixed-point
+    reduction, within an ulp of this path and within posenc's bound).
     """
+    ctx = a.ctx
     xp = ctx.xp
-    kind = _kernels.small_kind(_kernel_kind(p, ctx), p)
-    if kind is not None:
-        clip = not _compat.is_integer_dtype(xp, p.dtype)
-        if kind == "torch":
-            turns = _device_turns(freqs, ctx, ("v1", "v2"))
+    lane = _kernels.turns(p, ctx)
+    if lane is not None:
+        if lane.host:
+            turns = a.host
+            if turns is None:  # (two threads may both make them: the same arrays)
+                turns = a.host = kernel_turns(a.freqs.key)
         else:
-            turns = kernel_turns(freqs.key)
-        s, c = _kernels.TURNS[kind](p, turns, 1.0, clip)
+            turns = a.dev
+        s, c = lane.turns(p, turns, 1.0, not a.integer)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
-    v1, v2 = _device_turns(freqs, ctx, ("v1", "v2"))
-    p64 = _clipped64(p, ctx)[..., None]
+    v1, v2 = a.dev
+    p64 = _clipped64(p, a)[..., None]
     f = p64 * v1
     f = (f - xp.round(f)) + p64 * v2
     f = f - xp.round(f)
-    s, c = finish_f32(f * _TWO_PI, xp)
+    s, c = finish_f32(f * TWO_PI, xp)
     return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
 
 
-def _kernel_kind(p: Array, ctx: Context) -> str | None:
-    """Which kernel of :mod:`posenc._kernels` may compute ``_sincos_turns``
-    eagerly: NumPy arrays and torch tensors that need no autograd, outside
-    torch's tracer."""
-    kind = _compat.eager_kind(p)
-    if kind == "torch" and p.requires_grad:
-        return None
-    return kind
-
-
-#: elements of a table from which gathering rows of an exact range table pays
-#: off against computing every angle (below: one pass of the array path)
-GATHER_MIN = 1 << 16
-
-
-def gathered_table(p: Array, freqs: Freqs, dim: int, layout: str, ctx: Context) -> Array | None:
-    """The table of integer array positions as rows of the exact range table
-    that spans them, or None where that does not pay off.
-
-    Eager NumPy and torch (no autograd) only, tables of at least
-    :data:`GATHER_MIN` elements, positions whose span ``max - min + 1`` is
-    at most twice their number (a dense set: ``arange``, a window of a
-    cache, batches of nearby sequences).  Two reductions over the positions
-    (not over the table) decide it; the rows are those of
-    :func:`range_table` (exact, cached), gathered with one ``take``, or, for
-    consecutive torch positions (an ``arange`` of any shape, checked in one
-    pass over the positions), the range table itself as
-    ``sinusoidal(n)`` hands it out.
-    """
-    if ctx.dtype != ctx.work:
-        return None
-    dense = _dense_span(p, ctx, dim)
-    if dense is None:
-        return None
-    kind, lo, span = dense
-    size = math.prod(p.shape)
-    if kind == "torch" and span == size and _kernels.is_consecutive_torch(p):
-        # an arange in any shape: the range table itself, handed out as
-        # sinusoidal(n)'s is (torch's copy-on-write clone: no copy is made)
-        return range_table(lo, span, freqs, dim, layout, ctx).reshape(tuple(p.shape) + (dim,))
-    table = range_table(lo, span, freqs, dim, layout, ctx, share=False)
-    return _kernels.TAKE_ROWS[kind](table, p, lo)
-
-
-def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
+def two_sum(a: Array, b: Array) -> tuple[Array, Array]:
     """Knuth's two-sum: ``s + e == a + b`` exactly (additions only: no
     fused multiply-add can change it)."""
     s = a + b
@@ -840,12 +478,12 @@ def turns_to_angle_f32(sh: Array, sl: Array, xp: Any) -> tuple[Array, Array]:
     (``sh + sl``, ``|sl| < 1``).  A 12-bit head of the turns times the 12-bit
     head of 2 pi is exact (widths, not a fused multiply-add), the rest is
     small: the pair is right to about 1e-10."""
-    s, e = _two_sum(sh, sl)
+    s, e = two_sum(sh, sl)
     s = s - xp.round(s)
     sa = xp.floor(s * _SCALE12) * _INV12
     ah = _PA32 * sa
     al = (_PA32 * (s - sa) + _PB32 * s) + (_PC32 * s + _TWO_PI32 * e)
-    return _two_sum(ah, al)
+    return two_sum(ah, al)
 
 
 def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
@@ -856,42 +494,7 @@ def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
     return sn + cs * a_lo, cs - sn * a_lo
 
 
-def _dense_span(p: Array, ctx: Context, m: int) -> tuple[str, int, int] | None:
-    """``(kernel kind, lo, span)`` where the integer positions ``p`` are
-    dense enough that rows of the range table of ``lo .. lo+span-1`` beat
-    computing every angle: eager NumPy / torch (no autograd), at least
-    :data:`GATHER_MIN` table elements, ``span = max - min + 1`` at most twice
-    their number (an ``arange``, a window of a cache, batches of nearby
-    sequences).  Two reductions over the positions decide it; else None."""
-    kind = _kernel_kind(p, ctx)
-    if kind is None or not _compat.is_integer_dtype(ctx.xp, p.dtype) or not _compat.is_concrete(p):
-        return None
-    size = math.prod(p.shape)
-    if size * m < GATHER_MIN:
-        return None
-    lo, hi = int(p.min()), int(p.max())
-    span = hi - lo + 1
-    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
-        return None
-    return kind, lo, span
-
-
-def _gathered_sincos(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array] | None:
-    """:func:`sincos` of dense integer positions as rows of
-    :func:`sincos_range` (no sine per element: two products and a sum, within
-    the range path's bound), or None (see :func:`_dense_span`)."""
-    dense = _dense_span(p, ctx, freqs.m)
-    if dense is None:
-        return None
-    kind, lo, span = dense
-    s, c = sincos_range(lo, span, freqs, ctx)
-    shape = tuple(p.shape) + (freqs.m,)
-    if kind == "torch" and span == math.prod(p.shape) and _kernels.is_consecutive_torch(p):
-        return s.reshape(shape), c.reshape(shape)  # an arange in any shape: the rows in order
-    return _kernels.TAKE_ROWS[kind](s, p, lo), _kernels.TAKE_ROWS[kind](c, p, lo)
-
-
-def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
+def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of array positions on a device without float64.
 
     The integer part of ``|p|`` is split into four base-256 digits; the turns
@@ -907,16 +510,18 @@ def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
     the sine and cosine.  The reduction is right to about 1e-10 for
     ``|p| < 2**32`` (``|w| <= 1``); positions with ``|p| >= 2**32`` give NaN rows.
     """
+    ctx = a.ctx
+    freqs = a.freqs
     xp = ctx.xp
     f32 = xp.float32
     m = freqs.m
     shape = tuple(p.shape)
     flat = xp.reshape(p, (-1,))
-    idx_t = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
-    tab = _digit_tables(freqs.key)
+    idx_t = default_dtype(ctx.xp, ctx.device, "indexing")
+    tab = digit_tables(freqs.key)
     neg = flat < 0
     frac = None
-    if _compat.is_integer_dtype(xp, flat.dtype):
+    if a.integer:
         bits = _bits(xp, flat.dtype)
         if bits < 32:
             # 8- and 16-bit integers hold neither the divisors 256**level nor
@@ -924,37 +529,37 @@ def _sincos_digits(p: Array, freqs: Freqs, ctx: Context) -> tuple[Array, Array]:
             flat = xp.astype(flat, xp.int32)
         # abs() of the most negative integer stays negative: Python's floor
         # division and modulo still give the digits of its magnitude
-        a = xp.abs(flat)
-        digits = [xp.astype((a // _DIGIT**level) % _DIGIT, idx_t) for level in range(_LEVELS)]
+        mag = xp.abs(flat)
+        digits = [xp.astype((mag // DIGIT**level) % DIGIT, idx_t) for level in range(LEVELS)]
         # |p| >= 2**32, and abs() of the most negative int64 (which stays negative)
-        overflow = ((a // _DIGIT**_LEVELS) > 0) | (a < 0) if bits > 32 else None
+        overflow = ((mag // DIGIT**LEVELS) > 0) | (mag < 0) if bits > 32 else None
     else:
         x = xp.abs(cast(flat, f32, xp))
         k = xp.floor(x)
         frac = x - k
         digits = []
-        for level in range(_LEVELS):
-            hi = xp.floor(k / float(_DIGIT ** (level + 1)))
-            lo = xp.floor(k / float(_DIGIT**level))
-            digits.append(xp.astype(lo - hi * float(_DIGIT), idx_t))
-        overflow = k >= float(_DIGIT**_LEVELS)
+        for level in range(LEVELS):
+            hi = xp.floor(k / float(DIGIT ** (level + 1)))
+            lo = xp.floor(k / float(DIGIT**level))
+            digits.append(xp.astype(lo - hi * float(DIGIT), idx_t))
+        overflow = k >= float(DIGIT**LEVELS)
     sh = sl = None
-    for level in range(_LEVELS):
-        th = xp.take(_compat.from_host(tab.hi[level], ctx, f32), digits[level], axis=0)
-        tl = xp.take(_compat.from_host(tab.lo[level], ctx, f32), digits[level], axis=0)
+    for level in range(LEVELS):
+        th = xp.take(ctx.from_host(tab.hi[level], f32), digits[level], axis=0)
+        tl = xp.take(ctx.from_host(tab.lo[level], f32), digits[level], axis=0)
         if sh is None:
             sh, sl = th, tl
         else:
-            s, e = _two_sum(sh, th)
+            s, e = two_sum(sh, th)
             sh, sl = s - xp.round(s), sl + (tl + e)
     if frac is not None:
-        va = _compat.from_host(tab.va, ctx, f32)
-        vb = _compat.from_host(tab.vb, ctx, f32)
-        vh = _compat.from_host(tab.vh32, ctx, f32)
+        va = ctx.from_host(tab.va, f32)
+        vb = ctx.from_host(tab.vb, f32)
+        vh = ctx.from_host(tab.vh32, f32)
         xa = xp.floor(frac * _SCALE12) * _INV12  # 12 bits: xa * va is exact
         xb = (frac - xa)[:, None]
         head = xa[:, None] * va
-        s, e = _two_sum(sh, head - xp.round(head))
+        s, e = two_sum(sh, head - xp.round(head))
         sh, sl = s - xp.round(s), sl + ((xa[:, None] * vb + xb * vh) + e)
     s, c = finish_pair_f32(*turns_to_angle_f32(sh, sl, xp), xp)
     s = xp.where(neg[:, None], -s, s)

@@ -1,45 +1,185 @@
-"""Bounded, thread-safe caches for tables that depend only on Python arguments.
+"""The one memo mechanism of posenc, and how a cached table is handed out.
 
-Two caches live here:
+Every value posenc keeps between calls lives in a registered cache of this
+module, of one of two kinds:
 
-* :data:`HOST`: the float64 / float32 NumPy tables of coarse and fine angles
-  used by :mod:`posenc._angles` (small: about ``2 * sqrt(n) * dim`` values
-  per table of ``n`` rows);
-* :data:`TABLES`: finished tables of integer ``positions`` (``sinusoidal(n,
-  dim, ...)``), per namespace, device and dtype, so that a repeated identical
-  call costs a dictionary lookup (plus a copy where the backend's arrays are
-  mutable, see :func:`share`).
+* :class:`Memo`: a dict of at most ``limit`` entries (the oldest one is
+  dropped when it is full), for small answers that are asked again and
+  again -- resolved contexts, dtype predicates, namespaces, device copies of
+  host constants, the plans of the hot paths (validated arguments and the
+  kernel chosen for arrays of one type, dtype, device and shape), sign
+  tables, T5 thresholds.  Reading one is a plain ``dict.get`` (no Python
+  call on the hot path); :meth:`Memo.get_or_make` is the plan pattern;
+  :func:`memoize` makes a function of hashable arguments a memo;
+* :class:`LRU`: least-recently-used with a byte budget, for tables:
+  :data:`HOST` (the float64 / float32 NumPy tables of coarse and fine angles,
+  turns and digit tables of :mod:`posenc._angles`; one entry may take the
+  whole budget) and :data:`TABLES` (finished tables of integer positions,
+  per namespace, device and dtype; an entry above a quarter of the budget is
+  never kept: a one-off huge table should not pin memory for the rest of the
+  process).
 
-Both are least-recently-used caches with a byte budget.  A finished table
-larger than a quarter of :data:`TABLES`' budget is never stored (a one-off
-huge table should not pin memory for the rest of the process).  :func:`clear` empties them and
-:func:`set_max_bytes` changes the budget of :data:`TABLES`.
+Each cache registers itself in :data:`CACHES` when it is made: :func:`clear`
+(``posenc.clear_caches``) empties every one of them, :func:`limits`
+(``posenc.cache_limits``) reads and sets the byte budgets, and a forked child
+(DataLoader workers, multiprocessing's fork start method) starts with new
+locks and empty caches (``os.register_at_fork``).
+
+A cached table is handed out by :func:`share` in one of the :class:`Share`
+modes (which one, for a backend, :mod:`posenc._kernels` decides), so that
+nothing a caller does to a returned array changes a later result.
+
+This module is the bottom of the package: it imports nothing of posenc.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import functools
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import _compat, _kernels
-from ._compat import Array
+__all__ = [
+    "CACHES",
+    "HOST",
+    "LRU",
+    "Memo",
+    "Share",
+    "TABLES",
+    "clear",
+    "device_key",
+    "limits",
+    "memoize",
+    "nbytes_of",
+    "readonly",
+    "set_max_bytes",
+    "share",
+]
 
-__all__ = ["LRU", "HOST", "TABLES", "clear", "set_max_bytes", "share", "device_key"]
+#: every cache of posenc by name (a :class:`Memo` or an :class:`LRU`)
+CACHES: dict[str, Memo | LRU] = {}
+
+
+def _register(name: str, cache: Memo | LRU) -> None:
+    if name in CACHES:
+        msg = f"a cache named {name!r} exists already"
+        raise ValueError(msg)
+    CACHES[name] = cache
+
+
+class Memo:
+    """A registered dict of at most ``limit`` entries.
+
+    Read it with ``memo.get(key)`` (the dict's own ``get``: no Python call on
+    the hot path; ``None`` for a missing key); :meth:`put` stores a value,
+    dropping the oldest entry when the memo is full (a model that meets ever
+    new shapes keeps its latest ones).  Values are computed outside any lock:
+    two threads asking for the same missing key may both compute it, and the
+    second ``put`` wins (harmless for pure functions).  Memos are never read
+    while torch's compiler traces (its tracer would follow the lookups and
+    guard on the contents), except inside host constants
+    (:func:`posenc._trace.host_constant`), which it runs eagerly.
+    """
+
+    __slots__ = ("name", "limit", "_data", "get")
+
+    def __init__(self, name: str, limit: int) -> None:
+        self.name = name
+        self.limit = int(limit)
+        self._data: dict[Any, Any] = {}
+        self.get = self._data.get
+        _register(name, self)
+
+    def __repr__(self) -> str:
+        return f"Memo({self.name!r}, {len(self)}/{self.limit} entries)"
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __iter__(self) -> Any:
+        return iter(self._data)
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._data
+
+    def values(self) -> Any:
+        return self._data.values()
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def put(self, key: Any, value: Any) -> None:
+        """Keep ``value`` under ``key``, dropping the oldest entry when full."""
+        data = self._data
+        if len(data) >= self.limit:
+            # another thread may have evicted it first
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del data[next(iter(data))]
+        data[key] = value
+
+    def get_or_make(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
+        """The value under ``key``, or ``make(*args)`` (then kept).
+
+        The plan pattern of the public functions: ``key`` is
+        :func:`posenc._compat.call_key` of the call (``None`` where the call
+        cannot be keyed: traced, lazy or converted arguments), ``make``
+        validates the arguments and returns the plan.  Nothing is kept for
+        no key, an unhashable key (the full checks then say what is wrong),
+        or a value whose ``keep`` attribute is false (a plan that read the
+        values of its arguments).
+        """
+        if key is None:
+            return make(*args)
+        try:
+            got = self.get(key)
+        except TypeError:  # unhashable options
+            return make(*args)
+        if got is None:
+            got = make(*args)
+            if getattr(got, "keep", True):
+                self.put(key, got)
+        return got
+
+
+def memoize(limit: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Keep the results of a function of hashable positional arguments in a
+    registered :class:`Memo` of ``limit`` entries (named after the function,
+    reachable as the wrapper's ``memo``)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        memo = Memo(f"{fn.__module__}.{fn.__qualname__}", limit)
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            got = memo.get(args)
+            if got is None:
+                got = fn(*args)
+                memo.put(args, got)
+            return got
+
+        call.memo = memo  # type: ignore[attr-defined]
+        return call
+
+    return deco
 
 
 class LRU:
-    """A least-recently-used mapping with a byte budget.
+    """A least-recently-used mapping with a byte budget, registered under
+    ``name`` (posenc's caches are named; an unnamed one is a test's own).
 
     ``get`` and ``put`` take a lock; values are computed outside it (two
     threads asking for the same missing key may both compute it, and the
     second ``put`` wins: harmless for pure functions).
     """
 
-    def __init__(self, max_bytes: int, *, max_entry_fraction: float = 0.25) -> None:
+    def __init__(self, max_bytes: int, *, max_entry_fraction: float = 0.25, name: str | None = None) -> None:
+        self.name = name
         self._data: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._bytes = 0
@@ -47,6 +187,11 @@ class LRU:
         self.max_entry_fraction = float(max_entry_fraction)
         self.hits = 0
         self.misses = 0
+        if name is not None:
+            _register(name, self)
+
+    def __repr__(self) -> str:
+        return f"LRU({self.name!r}, {len(self)} entries, {self._bytes}/{self.max_bytes} bytes)"
 
     def get(self, key: Any) -> Any:
         with self._lock:
@@ -87,6 +232,13 @@ class LRU:
             self._bytes = 0
             self.hits = self.misses = 0
 
+    def _reset(self) -> None:
+        """A new lock and no entries (a forked child: the parent's lock may be held)."""
+        self._lock = threading.Lock()
+        self._data = OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
     def set_max_bytes(self, max_bytes: int) -> None:
         with self._lock:
             self.max_bytes = int(max_bytes)
@@ -102,17 +254,15 @@ class LRU:
 
 #: host angle tables (NumPy, read-only); one entry may take the whole budget
 #: (the tables of an 8 GiB Dask table take 48 MiB and are read by every chunk)
-HOST = LRU(128 * 2**20, max_entry_fraction=1.0)
+HOST = LRU(128 * 2**20, max_entry_fraction=1.0, name="host")
 #: finished tables of integer positions, on their namespace and device
-TABLES = LRU(256 * 2**20)
+TABLES = LRU(256 * 2**20, name="tables")
 
 
 def clear() -> None:
-    """Empty both caches and every memo kept through :func:`posenc._compat.remember`."""
-    HOST.clear()
-    TABLES.clear()
-    for memo in list(_compat.MEMOS.values()):
-        memo.clear()
+    """Empty every cache of posenc (:data:`CACHES`)."""
+    for cache in list(CACHES.values()):
+        cache.clear()
 
 
 def _after_fork_in_child() -> None:
@@ -122,12 +272,11 @@ def _after_fork_in_child() -> None:
     in the child (which has only the forking thread); cached tables may live
     on a device the child cannot use (CUDA is not usable after a fork).
     """
-    for lru in (HOST, TABLES):
-        lru._lock = threading.Lock()
-        lru._data = OrderedDict()
-        lru._bytes = 0
-    for memo in list(_compat.MEMOS.values()):
-        memo.clear()
+    for cache in list(CACHES.values()):
+        if isinstance(cache, LRU):
+            cache._reset()
+        else:
+            cache.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -139,7 +288,17 @@ def set_max_bytes(max_bytes: int) -> None:
     TABLES.set_max_bytes(max_bytes)
 
 
-def nbytes_of(a: Array, xp: Any) -> int:
+def limits(tables: int | None = None, host: int | None = None) -> dict[str, int]:
+    """Set the byte budgets given (validated by the caller) and return the
+    budgets in effect, ``{"tables": ..., "host": ...}``."""
+    if tables is not None:
+        TABLES.set_max_bytes(tables)
+    if host is not None:
+        HOST.set_max_bytes(host)
+    return {"tables": TABLES.max_bytes, "host": HOST.max_bytes}
+
+
+def nbytes_of(a: Any, xp: Any) -> int:
     """Bytes of a real floating array of any namespace."""
     size = 1
     for d in a.shape:
@@ -147,45 +306,50 @@ def nbytes_of(a: Array, xp: Any) -> int:
     return size * (int(xp.finfo(a.dtype).bits) // 8)
 
 
-def device_key(ctx: Any, numpy: bool = False) -> str:
+def device_key(ctx: Any) -> str:
     """A hashable name for the device a table of ``ctx`` lands on.
 
     ``ctx.device is None`` means the namespace's current default device,
     which can change (``torch.set_default_device``, ``jax.default_device``),
     so it is read from a zero-size array of that namespace.
     """
-    xp = ctx.xp
     dev = ctx.device
     if dev is None:
-        if numpy:
-            return "cpu"
-        dev = xp.empty((0,), dtype=ctx.work).device
+        dev = ctx.xp.empty((0,), dtype=ctx.work).device
     return f"{type(dev).__module__}.{type(dev).__name__}:{dev!r}"
 
 
-def share(value: Array, kind: str, xp: Any) -> Array:
-    """What a cached table is handed out as, so that callers cannot change it.
+class Share(enum.Enum):
+    """How a cached table is handed out (:func:`share`), so that callers
+    cannot change it.  :func:`posenc._kernels.handout` picks the mode of a
+    backend."""
 
-    ``kind`` is what :func:`posenc._angles.range_table` recorded:
+    #: a read-only NumPy table: a fresh view of it, whose ``WRITEABLE`` flag
+    #: cannot be switched back on (its base is read-only)
+    VIEW = "view"
+    #: immutable arrays (JAX): the array itself
+    SAME = "same"
+    #: tensors (they cannot be made read-only, and ``load_state_dict`` copies
+    #: into registered buffers in place): a copy-on-write clone that shares
+    #: the cached memory until the first write to it (an in-place op,
+    #: ``.numpy()``, ``data_ptr()``), which copies; a plain clone where the
+    #: storage cannot be shared (not allocated by the tensor library)
+    COW = "copy-on-write"
+    #: anything else: ``asarray(copy=True)`` in the array's namespace
+    COPY = "copy"
 
-    * ``"numpy"``: the cached array is read-only; callers get a fresh view of
-      it (whose ``WRITEABLE`` flag cannot be switched back on, because its
-      base is read-only);
-    * ``"immutable"`` (JAX): the array itself;
-    * ``"torch"``: a copy (a tensor cannot be made read-only, and
-      ``load_state_dict`` copies into registered buffers in place).  On the
-      CPU it is torch's copy-on-write clone (``torch._lazy_clone``, present
-      since torch 2.3): it shares the cached memory until the first write to
-      it (an in-place op, ``.numpy()``, ``data_ptr()``), which copies.  A
-      plain ``clone()`` where that is missing;
-    * anything else: ``asarray(copy=True)`` in the array's namespace.
-    """
-    if kind == "numpy":
+
+def share(value: Any, mode: Share, xp: Any) -> Any:
+    """What a cached table is handed out as (see :class:`Share`)."""
+    if mode is Share.VIEW:
         return value.view()
-    if kind == "immutable":
+    if mode is Share.SAME:
         return value
-    if kind == "torch":
-        return _kernels.torch_share(value)
+    if mode is Share.COW:
+        try:
+            return value._lazy_clone()
+        except (AttributeError, RuntimeError):  # an older torch; storage that cannot be shared
+            return value.clone()
     return xp.asarray(value, copy=True)
 
 

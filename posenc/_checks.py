@@ -1,6 +1,8 @@
 """Argument validation: every error names the parameter, says what was expected
 and what was given.  ``TypeError`` for the wrong kind of value, ``ValueError``
 for a value of the right kind that is out of range.
+
+Imports: :mod:`posenc._compat` and :mod:`posenc._trace`.
 """
 
 from __future__ import annotations
@@ -8,18 +10,20 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _compat
-from ._compat import Array
+from . import _compat, _trace
+from ._compat import Array, show
 
 __all__ = [
     "MAX_ELEMENTS",
+    "MAX_OFFSET",
     "TABLE_LAYOUTS",
     "ROPE_LAYOUTS",
+    "MROPE_AXES",
     "show",
     "check_bool",
     "check_int",
@@ -32,6 +36,9 @@ __all__ = [
     "check_float_array",
     "check_int_array",
     "check_all_finite",
+    "check_finite",
+    "check_grid_shape",
+    "check_sections",
     "broadcast_shapes",
 ]
 
@@ -43,29 +50,6 @@ MAX_ELEMENTS = 2**40
 TABLE_LAYOUTS = ("interleaved", "concat")
 #: pairings of a rotary table: feature ``i`` with ``i + d/2`` (GPT-NeoX, Hugging Face) or with ``i + 1`` (GPT-J)
 ROPE_LAYOUTS = ("half", "interleaved")
-
-
-def show(value: Any) -> str:
-    """A short description of ``value`` for an error message.
-
-    Arrays are described by shape and dtype (their repr can run to thousands
-    of lines); other reprs are cut to about 80 characters.
-    """
-    if _compat.is_array(value) and hasattr(value, "shape") and not isinstance(value, type):
-        try:
-            shape = tuple(value.shape)
-        except Exception:  # pragma: no cover - exotic lazy shapes
-            shape = "?"
-        if shape == ():
-            try:
-                return f"a 0-d array {_compat._short(value)}"
-            except Exception:  # pragma: no cover - traced values
-                pass
-        return f"an array of shape {shape} and dtype {value.dtype}"
-    try:
-        return _compat._short(value)
-    except Exception:  # pragma: no cover - a broken __repr__
-        return f"<{type(value).__name__} object>"
 
 
 def check_bool(value: Any, name: str) -> bool:
@@ -143,10 +127,10 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
 
 def largest(ctx: Any, *dtypes: Any) -> tuple[float, Any]:
     """The largest finite value of the narrowest of ``dtypes`` (and that dtype)."""
-    out = None
+    out: tuple[float, Any] = (math.inf, None)
     for t in dtypes:
         top = float(ctx.xp.finfo(t).max)
-        if out is None or top < out[0]:
+        if out[1] is None or top < out[0]:
             out = (top, t)
     return out
 
@@ -180,10 +164,10 @@ def check_float(
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"`{name}` must be a real number, got {show(value)}"
         raise TypeError(msg)
-    if isinstance(value, float) and _compat.compiling():
-        # torch.compile(dynamic=True) hands Python floats over as lazily
-        # built (possibly symbolic) values: rebuilt from the exact hex form,
-        # a plain constant
+    if isinstance(value, float):
+        # rebuilt from its exact hex form: the same value, and a plain
+        # constant where torch.compile(dynamic=True) hands Python floats over
+        # as lazily built (possibly symbolic) values
         value = float.fromhex(value.hex())
     value = float(value)
     if finite and not math.isfinite(value):
@@ -275,6 +259,12 @@ def check_all_finite(x: Array, name: str, ctx: _compat.Context) -> None:
     if not _compat.is_real_float_dtype(xp, x.dtype) or not _compat.is_concrete(x):
         return
     # the scan allocates a boolean array of x's size: refuse what no output may hold
+    check_finite(x, name, xp)
+
+
+def check_finite(x: Array, name: str, xp: Any) -> None:
+    """The NaN / inf scan of :func:`check_all_finite`, for an array a plan
+    knows to be a concrete floating one (the check a repeated call keeps)."""
     check_size(tuple(x.shape), f"`{name}` array")
     if (x.ndim == 0 or math.prod(x.shape) > 0) and not bool(xp.all(xp.isfinite(x))):
         msg = f"`{name}` must be finite: it contains NaN or infinite values"
@@ -288,7 +278,8 @@ def check_positions(
     *,
     out_tail: tuple[int, ...] | None = None,
     what: str = "table",
-) -> int | Array:
+    scan: bool = True,
+) -> Any:
     """``positions``: a non-negative int n (meaning 0..n-1) or a real array.
 
     Returns the Python int or the (validated) array.  Boolean and complex
@@ -297,12 +288,19 @@ def check_positions(
     With ``out_tail``, the output of shape ``positions.shape + out_tail`` is
     checked against :data:`MAX_ELEMENTS` (as :func:`check_size` with
     ``what``) *before* the values are scanned for NaN: a huge (for example
-    zero-stride broadcast) array is refused without reading it.
+    zero-stride broadcast) array is refused without reading it.  With
+    ``scan=False`` the values are not scanned (a plan scans them on every
+    call, :func:`check_all_finite`).
     """
     if isinstance(positions, bool):
         msg = f"`{name}` must be an int or an array of positions, got {show(positions)}"
         raise TypeError(msg)
-    if _compat.is_symbolic(positions):
+    if type(positions) is int:
+        n = check_int(positions, name, minimum=0)
+        if out_tail is not None:
+            check_size((n, *out_tail), what)
+        return n
+    if _trace.is_symbolic(positions):
         # a traced length (``x.shape[-2]`` under torch.compile): 0..n-1
         return positions
     if isinstance(positions, numbers.Integral) and not _compat.is_array(positions):
@@ -323,32 +321,97 @@ def check_positions(
         raise TypeError(msg)
     if out_tail is not None:
         check_size((*tuple(x.shape), *out_tail), what)
-    check_all_finite(x, name, ctx)
+    if scan:
+        check_all_finite(x, name, ctx)
     return x
 
 
-#: largest magnitude of an integer offset (array positions are clipped there too)
+#: largest magnitude of an integer offset of positions (array positions are
+#: clipped there too)
 MAX_OFFSET = 2**64
 
 
-def check_offset(offset: Any, name: str, ctx: _compat.Context) -> Any:
-    """An integer offset added to positions: a Python int (at most
-    :data:`MAX_OFFSET` in magnitude), a traced integer (torch ``SymInt``), or
-    a 0-d integer array of ``ctx``'s namespace -- concrete ones become ints,
-    traced ones (``jax.jit``, ``torch.compile``) are kept as arrays."""
-    if isinstance(offset, int) and not isinstance(offset, bool):
-        if not -MAX_OFFSET <= offset <= MAX_OFFSET:
-            msg = f"`{name}` must be an integer of magnitude at most 2**64, got {offset!r}"
-            raise ValueError(msg)
+def check_offset(offset: Any, name: str, ctx: _compat.Context | None, *, bits: int = 64) -> Any:
+    """An integer offset added to positions: a Python int of magnitude at
+    most ``2**bits`` (2**64 for positions, 2**40 for the query offsets of
+    relative positions, whose outputs stay within :data:`MAX_ELEMENTS`), a
+    traced integer (torch ``SymInt``), or a 0-d integer array of ``ctx``'s
+    namespace (of its own namespace for ``ctx=None``) -- concrete ones become
+    ints, traced ones (``jax.jit``, ``torch.compile``) are kept as arrays,
+    whose shapes never depend on them.
+
+    The one check of offsets: ``rope_cos_sin``, ``add_sinusoidal``, the
+    relative positions and biases and the torch modules all go through it.
+    """
+    if _trace.is_symbolic(offset):
         return offset
-    if _compat.is_symbolic(offset):
-        return offset
-    zero_d = _compat.is_array(offset) and getattr(offset, "ndim", None) == 0
-    if zero_d and _compat.is_integer_dtype(ctx.xp, offset.dtype):
-        if _compat.is_concrete(offset):
-            return check_offset(int(offset), name, ctx)
-        return offset
-    return check_int(offset, name, minimum=-MAX_OFFSET, maximum=MAX_OFFSET)
+    if not isinstance(offset, int) and _compat.is_array(offset) and getattr(offset, "ndim", None) == 0:
+        xp = _compat.resolve({name: offset}).xp if ctx is None else ctx.xp
+        if not _compat.is_integer_dtype(xp, offset.dtype):
+            msg = f"`{name}` must be an integer, got {show(offset)}"
+            raise TypeError(msg)
+        if not _compat.is_concrete(offset):
+            return offset  # traced: shapes never depend on it
+        offset = int(offset)
+    value = check_int(offset, name)
+    if not -(2**bits) <= value <= 2**bits:
+        msg = f"`{name}` must be an integer of magnitude at most 2**{bits}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+#: the axes of multimodal RoPE's position ids, in order
+MROPE_AXES = ("temporal", "height", "width")
+
+
+def check_sections(mrope_section: Any, dim: int) -> tuple[int, int, int]:
+    """``mrope_section``: three non-negative ints that sum to ``dim // 2`` (the
+    one check of sections, shared by ``mrope_cos_sin`` and ``scaling.from_hf``)."""
+    if isinstance(mrope_section, (str, bytes)) or not isinstance(mrope_section, Sequence):
+        msg = f"`mrope_section` must be a sequence of 3 ints, got {show(mrope_section)}"
+        raise TypeError(msg)
+    if len(mrope_section) != len(MROPE_AXES):
+        msg = f"`mrope_section` must have 3 entries (temporal, height, width), got {len(mrope_section)}"
+        raise ValueError(msg)
+    out = tuple(check_int(s, "mrope_section", minimum=0) for s in mrope_section)
+    if sum(out) != dim // 2:
+        msg = f"`mrope_section` must sum to dim // 2 = {dim // 2} for dim={dim}, got {list(out)} (sum {sum(out)})"
+        raise ValueError(msg)
+    return out  # type: ignore[return-value]
+
+
+def check_grid_shape(value: Any, name: str, *, max_ndim: int = 3, square_int: bool = False) -> tuple[int, ...]:
+    """A grid's shape: a tuple of 1..max_ndim positive ints (an int is a
+    square 2-D grid when ``square_int``)."""
+    if isinstance(value, bool):
+        msg = f"`{name}` must be a tuple of positive integers, got {value!r}"
+        raise TypeError(msg)
+    if isinstance(value, numbers.Integral) and not _compat.is_array(value):
+        if not square_int:
+            msg = (
+                f"`{name}` must be a tuple of positive integers, got the int {value!r}; "
+                f"pass ({value},) for a 1-D grid or ({value}, {value}) for a square 2-D grid"
+            )
+            raise TypeError(msg)
+        n = check_int(value, name)
+        value = (n, n)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        msg = f"`{name}` must be a tuple of positive integers, got {type(value).__name__}"
+        raise TypeError(msg)
+    shape = tuple(check_int(v, name) for v in value)
+    if not 1 <= len(shape) <= max_ndim:
+        kind = "1 to 3 axes" if max_ndim == 3 else f"{max_ndim} axes"
+        if max_ndim == 2:
+            kind = "2 axes (height, width)"
+        msg = f"`{name}` must have {kind}, got {show(shape)}"
+        raise ValueError(msg)
+    if max_ndim == 2 and len(shape) != 2:
+        msg = f"`{name}` must have 2 axes (height, width), got {show(shape)}"
+        raise ValueError(msg)
+    if any(n < 1 for n in shape):
+        msg = f"`{name}` must hold positive integers, got {show(shape)}"
+        raise ValueError(msg)
+    return shape
 
 
 def broadcast_shapes(*shapes: tuple[Any, ...]) -> tuple[Any, ...] | None:

@@ -1,9 +1,12 @@
-"""Namespace, device and dtype resolution.
+"""Namespaces, devices and dtypes, resolved once per call into a :class:`Context`.
 
 This is the only module of :mod:`posenc` that imports :mod:`array_api_compat`.
 Every public function resolves its arguments through :func:`resolve`, which
-returns a :class:`Context`: the array namespace, the device, the output dtype
-and the dtype the computation runs in (never narrower than float32).
+returns a :class:`Context`: the array namespace and its :class:`Backend`, the
+device, the output dtype, the dtype the computation runs in (never narrower
+than float32), whether the device has float64 and whether torch's compiler
+traces the call.  The engine and the kernels read those answers from the
+context instead of asking again at every step.
 
 Rules:
 
@@ -16,15 +19,16 @@ Rules:
   on that device; backend dtype objects (``torch.bfloat16``) and names
   (``"float32"``) are accepted.  Computation happens in float32 or float64,
   never in a half-precision type, and the result is cast at the end.
+
+Imports: :mod:`posenc._cache` and :mod:`posenc._trace`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import dataclasses
+import enum
 import importlib
 import numbers
-import operator
 import sys
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -32,28 +36,29 @@ from typing import Any, TypeAlias
 import array_api_compat as _aac
 import numpy as np
 
+from . import _cache
+from ._trace import host_constant, is_symbolic
+
 __all__ = [
     "Array",
+    "Backend",
     "Context",
-    "normalize_namespace",
-    "resolve",
-    "from_host",
-    "is_array",
     "array_kind",
-    "eager_kind",
-    "namespace_kind",
-    "numpy_dtype",
-    "default_dtype",
+    "backend_of",
     "call_key",
-    "remember",
-    "lookup",
+    "int_key",
+    "default_dtype",
+    "has_float64",
+    "is_array",
     "is_concrete",
     "is_integer_dtype",
     "is_real_float_dtype",
-    "has_float64",
-    "host_constant",
-    "compiling",
-    "is_symbolic",
+    "namespace_name",
+    "native_dtype",
+    "normalize_namespace",
+    "numpy_dtype",
+    "resolve",
+    "show",
 ]
 
 
@@ -66,47 +71,87 @@ __all__ = [
 Array: TypeAlias = Any
 
 
+class Backend(enum.Enum):
+    """The namespaces posenc tells apart (:func:`backend_of`); every other
+    array-API namespace (array-api-strict, ...) is :attr:`OTHER`."""
+
+    NUMPY = "numpy"
+    TORCH = "torch"
+    CUPY = "cupy"
+    DASK = "dask"
+    JAX = "jax"
+    OTHER = "other"
+
+
 #: module names of the namespaces posenc tells apart (the modules and their
 #: array-api-compat wrappers)
-_NAMESPACE_KINDS = {
-    "numpy": "numpy",
-    "array_api_compat.numpy": "numpy",
-    "torch": "torch",
-    "array_api_compat.torch": "torch",
-    "cupy": "cupy",
-    "array_api_compat.cupy": "cupy",
-    "dask.array": "dask",
-    "array_api_compat.dask.array": "dask",
-    "jax.numpy": "jax",
-    "jax.experimental.array_api": "jax",
+_BACKENDS = {
+    "numpy": Backend.NUMPY,
+    "array_api_compat.numpy": Backend.NUMPY,
+    "torch": Backend.TORCH,
+    "array_api_compat.torch": Backend.TORCH,
+    "cupy": Backend.CUPY,
+    "array_api_compat.cupy": Backend.CUPY,
+    "dask.array": Backend.DASK,
+    "array_api_compat.dask.array": Backend.DASK,
+    "jax.numpy": Backend.JAX,
+    "jax.experimental.array_api": Backend.JAX,
 }
 
 
-def namespace_kind(xp: Any) -> str:
-    """``"numpy"``, ``"torch"``, ``"cupy"``, ``"dask"``, ``"jax"`` or
-    ``"other"``: the one classifier of namespaces, by module name (plain
-    string comparisons, which torch's compiler folds while tracing)."""
-    return _NAMESPACE_KINDS.get(getattr(xp, "__name__", None), "other")
+def _tracing() -> bool:
+    """:func:`posenc._trace.compiling`, asked here where every call passes
+    (resolving, keying a plan): without a call into another module."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
 
 
-def eager_kind(x: Any, *more: Any) -> str | None:
-    """``"numpy"`` for a NumPy array, ``"torch"`` for a plain eager torch
-    tensor (not a subclass, not traced by torch's compiler), else None; with
-    ``more`` arrays, their common kind (None where they differ).
+def backend_of(xp: Any) -> Backend:
+    """The one classifier of namespaces, by module name (plain string
+    comparisons, which torch's compiler folds while tracing)."""
+    return _BACKENDS.get(getattr(xp, "__name__", ""), Backend.OTHER)
 
-    The device and autograd are not looked at: each kernel says what else it
-    needs.
+
+# --------------------------------------------------------------------------
+# messages
+# --------------------------------------------------------------------------
+def show(value: Any) -> str:
+    """A short description of ``value`` for an error message.
+
+    Arrays are described by shape and dtype (their repr can run to thousands
+    of lines); other reprs are cut to about 80 characters.
     """
-    kind = None
-    if type(x) is np.ndarray:
-        kind = "numpy"
-    else:
-        torch = sys.modules.get("torch")
-        if torch is not None and type(x) is torch.Tensor and not torch.compiler.is_compiling():
-            kind = "torch"
-    if kind is None or all(type(m) is type(x) for m in more):
-        return kind
-    return None
+    if is_array(value) and hasattr(value, "shape") and not isinstance(value, type):
+        try:
+            shape = tuple(value.shape)
+        except Exception:  # pragma: no cover - exotic lazy shapes
+            shape = "?"  # type: ignore[assignment]
+        if shape == ():
+            try:
+                return f"a 0-d array {_cut(repr(value))}"
+            except Exception:  # pragma: no cover - traced values
+                pass
+        return f"an array of shape {shape} and dtype {value.dtype}"
+    try:
+        return _cut(repr(value))
+    except Exception:  # pragma: no cover - a broken __repr__
+        return f"<{type(value).__name__} object>"
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def namespace_name(xp: Any) -> str:
+    return getattr(xp, "__name__", repr(xp))
+
+
+# --------------------------------------------------------------------------
+# arrays
+# --------------------------------------------------------------------------
+#: is_array's answer per type (array-ness is a property of the class)
+_IS_ARRAY = _cache.Memo("compat.is_array", 256)
 
 
 def is_array(x: Any) -> bool:
@@ -127,15 +172,10 @@ def is_array(x: Any) -> bool:
     if got is None:
         if issubclass(t, type):
             return False
-        torch = sys.modules.get("torch")
         # torch first: array-api-compat's checks would be traced by torch.compile
         got = (torch is not None and issubclass(t, torch.Tensor)) or _aac.is_array_api_obj(x)
-        remember(_IS_ARRAY, t, got, 256)
+        _IS_ARRAY.put(t, got)
     return got
-
-
-#: is_array's answer per type (array-ness is a property of the class)
-_IS_ARRAY: dict[type, bool] = {}
 
 
 def array_kind(x: Any) -> str:
@@ -145,8 +185,8 @@ def array_kind(x: Any) -> str:
     (concrete and traced arrays), ``"dask"``, ``"cupy"``, ``"strict"``
     (array-api-strict) or ``"other"``: any other array-API object, and any
     object that is not an array (:func:`is_array` is false: classes, dtype
-    objects, lists).  For the few places that must leave the array API, such
-    as reading values on the host; computations use the namespace instead.
+    objects, lists).  For posenc_viz, which must leave the array API to read
+    values on the host; computations use the namespace instead.
     """
     if not is_array(x):
         return "other"
@@ -167,39 +207,61 @@ def array_kind(x: Any) -> str:
     return "strict" if strict else "other"
 
 
-#: normalize_namespace's answers (a plain dict: torch's compiler warns about
-#: tracing functools caches)
-_NAMESPACES: dict[Any, Any] = {}
+def is_concrete(x: Array) -> bool:
+    """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
+
+    Value checks (NaN positions, out-of-range codes) run only on concrete
+    arrays; traced and lazy arrays are never computed by posenc.
+    """
+    if type(x) is np.ndarray:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        # traced by torch.compile / torch.export: fake values, never read
+        return x.device.type != "meta" and not torch.compiler.is_compiling()
+    if _aac.is_jax_array(x):
+        jax = sys.modules.get("jax")
+        return jax is not None and not isinstance(x, jax.core.Tracer)
+    if _aac.is_dask_array(x):
+        return False
+    return not _aac.is_lazy_array(x)
+
+
+# --------------------------------------------------------------------------
+# namespaces
+# --------------------------------------------------------------------------
+#: normalize_namespace's answers
+_NAMESPACES = _cache.Memo("compat.namespaces", 64)
 
 
 def _normalize_cached(xp: Any) -> Any:
-    if compiling():
+    if _tracing():
         return _normalize(xp)
     got = _NAMESPACES.get(xp)
     if got is None:
         got = _normalize(xp)
-        remember(_NAMESPACES, xp, got, 64)
+        _NAMESPACES.put(xp, got)
     return got
 
 
-#: the array-API-compatible module of each namespace kind
+#: the array-API-compatible module of each backend
 _COMPAT_MODULES = {
-    "numpy": "array_api_compat.numpy",
-    "torch": "array_api_compat.torch",
-    "cupy": "array_api_compat.cupy",
-    "dask": "array_api_compat.dask.array",
-    "jax": "jax.numpy",
+    Backend.NUMPY: "array_api_compat.numpy",
+    Backend.TORCH: "array_api_compat.torch",
+    Backend.CUPY: "array_api_compat.cupy",
+    Backend.DASK: "array_api_compat.dask.array",
+    Backend.JAX: "jax.numpy",
 }
 
 
 def _normalize(xp: Any) -> Any:
-    name = _COMPAT_MODULES.get(namespace_kind(xp))
+    name = _COMPAT_MODULES.get(backend_of(xp))
     if name is not None:
         module = sys.modules.get(name)
         return module if module is not None else importlib.import_module(name)
     if hasattr(xp, "__array_api_version__") and hasattr(xp, "asarray"):
         return xp
-    msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
+    msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {show(xp)}"
     raise TypeError(msg)
 
 
@@ -210,13 +272,13 @@ def normalize_namespace(xp: Any) -> Any:
     to their :mod:`array_api_compat` wrappers (or themselves where they comply).
     """
     if not hasattr(xp, "__name__") or isinstance(xp, str):
-        msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
+        msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {show(xp)}"
         raise TypeError(msg)
     try:
         return _normalize_cached(xp)
     except TypeError as exc:  # unhashable objects
         if "unhashable" in str(exc):
-            msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {_short(xp)}"
+            msg = f"`xp` must be an array namespace (such as numpy, torch, jax.numpy), got {show(xp)}"
             raise TypeError(msg) from None
         raise
 
@@ -251,10 +313,13 @@ def _namespace_from_device(device: Any) -> Any | None:
     return None
 
 
+# --------------------------------------------------------------------------
+# devices
+# --------------------------------------------------------------------------
 def _same_device(xp: Any, a: Any, b: Any) -> bool:
     if a is None or b is None:
         return True
-    if namespace_kind(xp) == "torch":
+    if backend_of(xp) is Backend.TORCH:
         import torch
 
         a, b = torch.device(a), torch.device(b)
@@ -271,26 +336,26 @@ def _normalize_device(xp: Any, device: Any) -> Any:
     if device is None:
         return None
     if isinstance(device, (bool, float, complex, bytes)):
-        msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
+        msg = f"`device` must be a device of {namespace_name(xp)}, got {show(device)}"
         raise TypeError(msg)
-    if namespace_kind(xp) == "torch" and not isinstance(device, bool):
+    if backend_of(xp) is Backend.TORCH and not isinstance(device, bool):
         import torch
 
         if isinstance(device, torch.device):
             return device
         if not isinstance(device, (str, numbers.Integral)):
-            msg = f"`device` must be a torch device, got {_short(device)}"
+            msg = f"`device` must be a torch device, got {show(device)}"
             raise TypeError(msg)
         try:
             return torch.device(device if isinstance(device, str) else int(device))
         except (RuntimeError, ValueError, TypeError):
-            msg = f"`device` must be a torch device, got {_short(device)}"
+            msg = f"`device` must be a torch device, got {show(device)}"
             raise ValueError(msg) from None
     return device
 
 
 #: (namespace, device type, device repr) -> whether arrays can be made there
-_DEVICE_OK: dict[tuple[str, str, str], bool] = {}
+_DEVICE_OK = _cache.Memo("compat.device_ok", 1024)
 
 
 def _check_device(xp: Any, device: Any) -> None:
@@ -301,10 +366,10 @@ def _check_device(xp: Any, device: Any) -> None:
     naming ``device`` instead of a backend error from deep inside a call.
     """
     if isinstance(device, (bool, float, complex, bytes)):
-        msg = f"`device` must be a device of {namespace_name(xp)}, got {_short(device)}"
+        msg = f"`device` must be a device of {namespace_name(xp)}, got {show(device)}"
         raise TypeError(msg)
     try:
-        key = (namespace_name(xp), type(device).__name__, repr(device))
+        key: Any = (namespace_name(xp), type(device).__name__, repr(device))
     except Exception:  # pragma: no cover - a device without repr
         key = None
     ok = _DEVICE_OK.get(key) if key is not None else None
@@ -315,17 +380,45 @@ def _check_device(xp: Any, device: Any) -> None:
         except Exception:
             ok = False
         if key is not None:
-            remember(_DEVICE_OK, key, ok, 1024)
+            _DEVICE_OK.put(key, ok)
     if not ok:
-        msg = f"`device` must be a device of {namespace_name(xp)} that is available here, got {_short(device)}"
+        msg = f"`device` must be a device of {namespace_name(xp)} that is available here, got {show(device)}"
         raise ValueError(msg)
 
 
-def _short(value: Any) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 80 else text[:77] + "..."
+#: array types whose ``.device`` attribute is the device array-api-compat reports
+_DEVICE_ATTR = _cache.Memo("compat.device_attr", 256)
 
 
+def _has_device_attr(x: Any) -> bool:
+    """:func:`_device_attr_ok` kept per type."""
+    t = type(x)
+    ok = _DEVICE_ATTR.get(t)
+    if ok is None:
+        ok = _device_attr_ok(x)
+        _DEVICE_ATTR.put(t, ok)
+    return ok
+
+
+def _device_attr_ok(v: Any) -> bool:
+    """Whether arrays of ``type(v)`` carry their device as ``.device`` (NumPy
+    2, torch, CuPy, array-api-strict): not JAX (a tracer has no device),
+    not Dask, not objects that are no arrays (lists, numbers)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        # decided without array-api-compat, whose checks torch.compile would trace
+        return True
+    if not is_array(v) or _aac.is_jax_array(v) or _aac.is_dask_array(v):
+        return False
+    try:
+        return v.device == _aac.device(v) and hasattr(v, "dtype")
+    except Exception:
+        return False
+
+
+# --------------------------------------------------------------------------
+# dtypes
+# --------------------------------------------------------------------------
 def _real_float_dtypes(xp: Any, device: Any) -> dict[str, Any]:
     info = xp.__array_namespace_info__()
     try:
@@ -349,8 +442,14 @@ def default_dtype(xp: Any, device: Any, kind: str = "real floating") -> Any:
         return info.default_dtypes()[kind]
 
 
+def numpy_dtype(dtype: Any) -> np.dtype:
+    """The NumPy dtype of a NumPy, torch or CuPy floating / integer dtype
+    (``torch.float32`` -> ``float32``), for host-side buffers."""
+    return np.dtype(str(dtype).removeprefix("torch."))
+
+
 #: (namespace, dtype, kind) -> answer of the two dtype predicates below
-_DTYPE_KIND: dict[Any, bool] = {}
+_DTYPE_KIND = _cache.Memo("compat.dtype_kind", 1024)
 
 
 def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
@@ -364,17 +463,17 @@ def is_integer_dtype(xp: Any, dtype: Any) -> bool:
 def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:
     """``xp.isdtype(dtype, kind)``, kept per (namespace, dtype, kind) outside
     torch's tracer (NumPy's ``isdtype`` costs microseconds per call)."""
-    if compiling():
+    if _tracing():
         return _isdtype(xp, dtype, kind)
+    key: Any = (xp, dtype, kind)
     try:
-        key = (xp, dtype, kind)
         got = _DTYPE_KIND.get(key)
     except TypeError:  # an unhashable non-dtype
         key, got = None, None
     if got is None:
         got = _isdtype(xp, dtype, kind)
         if key is not None:
-            remember(_DTYPE_KIND, key, got, 1024)
+            _DTYPE_KIND.put(key, got)
     return got
 
 
@@ -383,41 +482,69 @@ def _isdtype(xp: Any, dtype: Any, kind: str) -> bool:
         return bool(xp.isdtype(dtype, kind))
     except Exception:
         # torch's bfloat16/float16 and other extension types
-        if kind == "real floating" and namespace_kind(xp) == "torch":
+        if kind == "real floating" and backend_of(xp) is Backend.TORCH:
             import torch
 
             return isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex
         return False
 
 
+def native_dtype(xp: Any, dtype: Any) -> Any:
+    """``dtype`` as the namespace's own dtype object where the namespace has
+    several spellings of one (NumPy and Dask: ``np.dtype`` of it), or None
+    where it is none; other namespaces' dtypes as given."""
+    if backend_of(xp) in (Backend.NUMPY, Backend.DASK):
+        try:
+            return np.dtype(dtype)
+        except (TypeError, ValueError):
+            return None
+    return dtype
+
+
 def _normalize_dtype(xp: Any, dtype: Any, name: str = "dtype") -> Any:
     if is_array(dtype) or isinstance(dtype, (bool, int, float, complex, bytes)) or dtype is np:
         # a value, not a dtype (``np.float64(2.0)`` would pass for float64)
-        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {show(dtype)}"
         raise TypeError(msg)
     if isinstance(dtype, str):
         obj = getattr(xp, dtype, None)
-        if obj is None and namespace_kind(xp) == "jax":
-            obj = getattr(xp, dtype, None)
         if obj is None:
             msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {dtype!r}"
             raise ValueError(msg)
         dtype = obj
-    if namespace_kind(xp) == "numpy" or namespace_kind(xp) == "dask":
-        try:
-            dtype = np.dtype(dtype)
-        except (TypeError, ValueError):
-            msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
-            raise TypeError(msg) from None
+    native = native_dtype(xp, dtype)
+    if native is None:
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {show(dtype)}"
+        raise TypeError(msg)
+    dtype = native
     if not is_real_float_dtype(xp, dtype):
-        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {_short(dtype)}"
+        msg = f"`{name}` must be a real floating dtype of {xp.__name__}, got {show(dtype)}"
         raise TypeError(msg)
     return dtype
 
 
-@dataclass(frozen=True)
+def _is(xp: Any, dtype: Any, name: str) -> bool:
+    try:
+        if dtype == getattr(xp, name):
+            return True
+    except Exception:  # pragma: no cover
+        return False
+    if backend_of(xp) is Backend.TORCH:
+        return False
+    # NumPy-like namespaces: ``np.float64`` and ``jnp.float64`` name one dtype
+    try:
+        return np.dtype(dtype) == np.dtype(name)
+    except Exception:
+        return False
+
+
+# --------------------------------------------------------------------------
+# the context of a call
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
 class Context:
-    """Resolved namespace, device and dtypes of one call.
+    """Resolved namespace, device and dtypes of one call, and the answers
+    the engine and the kernels need about them.
 
     Attributes
     ----------
@@ -432,6 +559,16 @@ class Context:
         float32 otherwise (float16 / bfloat16 outputs are computed in float32).
     float64 : bool
         Whether float64 exists on the device.
+    backend : Backend
+        The namespace's backend (:func:`backend_of`).
+    traced : bool
+        Whether torch's compiler or exporter traced the call when it was
+        resolved (a traced context is never cached).
+    wide : dtype
+        The widest real float on the device (float64 where it exists).
+    keeps : bool
+        Whether device copies of host constants may be kept for it (eager
+        NumPy and torch: :func:`posenc._trace.graph_constant`).
     """
 
     xp: Any
@@ -439,91 +576,63 @@ class Context:
     dtype: Any
     work: Any
     float64: bool
+    backend: Backend = Backend.OTHER
+    traced: bool = False
+    wide: Any = None
+    keeps: bool = False
 
-    @property
-    def float32(self) -> Any:
-        return self.xp.float32
+    def with_dtype(self, dtype: Any) -> Context:
+        """This context with ``dtype`` as both output and working dtype
+        (float32 or float64: the tables of an input's working dtype)."""
+        return dataclasses.replace(self, dtype=dtype, work=dtype)
 
-    @property
-    def wide(self) -> Any:
-        """The widest real float on the device (float64 where it exists)."""
-        return self.xp.float64 if self.float64 else self.xp.float32
+    def from_host(self, array: np.ndarray, dtype: Any = None, *, kept: bool = False) -> Array:
+        """Move a host NumPy array to this context's namespace and device, in
+        ``dtype`` (default: the working dtype).
 
+        Under ``jax.jit`` the array becomes a constant; on Dask a single-chunk
+        array; a torch tensor never aliases the host array (posenc may reuse
+        it), except while torch's compiler traces, which copies it into the
+        graph.  ``kept``: the array outlives the call (a cached constant), so
+        a torch tensor is never an inference tensor, which a later call under
+        autograd could not save for backward.
+        """
+        dtype = self.work if dtype is None else dtype
+        if self.backend is Backend.NUMPY:
+            return np.asarray(array, dtype=dtype)
+        if self.backend is Backend.TORCH:
+            import torch
 
-def host_constant(fn: Any) -> Any:
-    """Mark ``fn`` as host work whose result depends only on its arguments.
-
-    For functions of Python scalars, tuples, strings and bytes that return
-    host constants (NumPy tables of frequencies, angles, slopes, contexts).
-    Under :func:`torch.compile` and :func:`torch.export.export` the tracer
-    calls such a function once, eagerly, and embeds its result as a constant
-    instead of tracing the NumPy code inside it.  This sets the attribute
-    that :func:`torch.compiler.assume_constant_result` sets, without importing
-    torch (``import posenc`` imports no torch); a test checks that torch still
-    marks functions this way.  Outside torch's tracer it changes nothing.
-    """
-    fn._dynamo_marked_constant = True
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        # A float reaches the tracer as a lazily built variable under
-        # torch.compile(dynamic=True), which it refuses as an argument of a
-        # constant function: rebuilding the float from its exact hex form
-        # gives the same value as a plain constant.
-        if compiling():
-            plain = [_plain(a) for a in args]
-            for k in kwargs:
-                kwargs[k] = _plain(kwargs[k])
-            return fn(*plain, **kwargs)
-        return fn(*args, **kwargs)
-
-    # the wrapper itself is traced (only the wrapped function is constant)
-    functools.update_wrapper(call, fn, updated=())
-    call.__wrapped_host__ = fn
-    return call
+            if torch.compiler.is_dynamo_compiling():
+                return torch.as_tensor(array, dtype=dtype, device=self.device)
+            # a copy: torch cannot wrap a read-only NumPy buffer without a warning
+            host = np.array(array, copy=True)
+            if kept and torch.is_inference_mode_enabled():
+                with torch.inference_mode(False):
+                    return torch.as_tensor(host, dtype=dtype, device=self.device)
+            return torch.as_tensor(host, dtype=dtype, device=self.device)
+        return self.xp.asarray(array, dtype=dtype, device=self.device)
 
 
-def _plain(a: Any) -> Any:
-    """A Python number as a plain constant of torch's tracer: floats rebuilt
-    from their exact hex form (``dynamic=True`` hands them over lazily), ints
-    through ``operator.index`` (a traced int, such as a head dimension read
-    from a shape, is fixed for the graph: a guard, not a recompile per call)."""
-    if isinstance(a, float):
-        return float.fromhex(a.hex())
-    if isinstance(a, int) and not isinstance(a, bool):
-        return operator.index(a)
-    return a
-
-
-def numpy_dtype(dtype: Any) -> np.dtype:
-    """The NumPy dtype of a NumPy, torch or CuPy floating / integer dtype
-    (``torch.float32`` -> ``float32``), for host-side buffers."""
-    return np.dtype(str(dtype).removeprefix("torch."))
-
-
-def compiling() -> bool:
-    """Whether torch's compiler or exporter is tracing the current call.
-
-    Fast paths, caches and value checks step aside while it traces: the
-    traced path is the portable one, built from array operations only.
-    """
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
-
-
-def is_symbolic(value: Any) -> bool:
-    """Whether ``value`` is a traced integer of torch's compiler (``SymInt``),
-    such as ``x.shape[-2]`` under ``torch.compile(dynamic=True)``."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.SymInt)
+def _context(xp: Any, device: Any, dtype: Any, work: Any, f64: bool, traced: bool = False) -> Context:
+    backend = backend_of(xp)
+    return Context(
+        xp=xp,
+        device=device,
+        dtype=dtype,
+        work=work,
+        float64=f64,
+        backend=backend,
+        traced=traced,
+        wide=xp.float64 if f64 else xp.float32,
+        keeps=backend in (Backend.NUMPY, Backend.TORCH) and not traced,
+    )
 
 
 #: resolved contexts of the common call (no ``xp``, no ``device``), keyed by
 #: the arrays' (type, dtype, device) and the requested dtype: resolving then
 #: costs one dictionary lookup
-_CONTEXTS: dict[Any, Context] = {}
-_CONTEXTS_MAX = 1024
-#: array types whose ``.device`` attribute is the device array-api-compat reports
-_DEVICE_ATTR: dict[type, bool] = {}
+_CONTEXTS = _cache.Memo("compat.contexts", 1024)
 
 
 def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> Any:
@@ -543,98 +652,6 @@ def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> 
     except TypeError:
         return None
     return key
-
-
-def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The cache key of a call, for the caches of per-call checks: each
-    array's ``(type, dtype, device, shape)`` and each option with its type
-    (``128``, ``128.0`` and ``True`` hash alike but are checked differently).
-    NumPy arrays leave out the device (always the CPU).
-
-    None where an array's type does not carry its device as an attribute
-    (JAX, Dask, lists, numbers: they take the full checks) or torch's
-    compiler traces the call (its tracer must not follow cache lookups).
-    The key is not hashed here (a lookup hashes it): look it up with
-    :func:`lookup`, which treats unhashable options as no key.  Built by
-    appends in one loop (a decode step builds three keys: each costs about a
-    microsecond).
-    """
-    if compiling():
-        return None
-    first = type(arrays[0])
-    key: list[Any] = [first]
-    add = key.append
-    for a in arrays:
-        t = type(a)
-        if t is np.ndarray and first is t:
-            add(a.dtype)
-            add(a.shape)
-        elif _has_device_attr(a):
-            add(t)
-            add(a.dtype)
-            add(a.device)
-            add(a.shape)
-        else:
-            return None
-    for o in options:
-        add(type(o))
-        add(o)
-    return tuple(key)
-
-
-def lookup(cache: dict[Any, Any], key: Any) -> tuple[Any, Any]:
-    """``(key, cache.get(key))``; ``(None, None)`` for no key or an
-    unhashable one (unhashable options: the full checks say what is wrong)."""
-    if key is None:
-        return None, None
-    try:
-        return key, cache.get(key)
-    except TypeError:
-        return None, None
-
-
-#: every dict kept through :func:`remember` (emptied by ``posenc._cache.clear``
-#: and in a forked child)
-MEMOS: dict[int, dict[Any, Any]] = {}
-
-
-def remember(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Keep ``value`` under ``key`` in a cache of at most ``limit`` entries,
-    dropping the oldest one when it is full (a model that meets ever new
-    shapes keeps its latest ones cached)."""
-    if id(cache) not in MEMOS:
-        MEMOS[id(cache)] = cache
-    if len(cache) >= limit:
-        # another thread may have evicted it first
-        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-            del cache[next(iter(cache))]
-    cache[key] = value
-
-
-def _has_device_attr(x: Any) -> bool:
-    """:func:`_device_attr_ok` kept per type."""
-    t = type(x)
-    ok = _DEVICE_ATTR.get(t)
-    if ok is None:
-        ok = _device_attr_ok(x)
-        remember(_DEVICE_ATTR, t, ok, 256)
-    return ok
-
-
-def _device_attr_ok(v: Any) -> bool:
-    """Whether arrays of ``type(v)`` carry their device as ``.device`` (NumPy
-    2, torch, CuPy, array-api-strict): not JAX (a tracer has no device),
-    not Dask, not objects that are no arrays (lists, numbers)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(v, torch.Tensor):
-        # decided without array-api-compat, whose checks torch.compile would trace
-        return True
-    if not is_array(v) or _aac.is_jax_array(v) or _aac.is_dask_array(v):
-        return False
-    try:
-        return v.device == _aac.device(v) and hasattr(v, "dtype")
-    except Exception:
-        return False
 
 
 def resolve(
@@ -660,11 +677,15 @@ def resolve(
     The common call (arrays of one namespace and device, no ``xp``, no
     ``device``) is cached per (type, dtype, device) of the arrays and the
     requested ``dtype``: the checks below run once per such combination.
+    While torch's compiler traces, nothing is cached and the context says
+    ``traced``.
     """
-    if compiling():
+    if _tracing():
         ctx = _traced_resolve(arrays, xp, device, dtype, float_output)
-        if ctx is not None:
-            return ctx
+        if ctx is None:
+            ctx = _resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=float_output)
+            ctx = dataclasses.replace(ctx, traced=True, keeps=False)
+        return ctx
     key = None
     if xp is None and device is None:
         key = _fast_key(arrays, dtype, float_output)
@@ -674,7 +695,7 @@ def resolve(
                 return ctx
     ctx = _resolve(arrays, xp=xp, device=device, dtype=dtype, float_output=float_output)
     if key is not None:
-        remember(_CONTEXTS, key, ctx, _CONTEXTS_MAX)
+        _CONTEXTS.put(key, ctx)
     return ctx
 
 
@@ -707,7 +728,7 @@ def _traced_resolve(
     import array_api_compat.torch as ns
 
     dev, out, work, f64 = _traced_torch_dtypes(dev, dtype, float_output)
-    return Context(xp=ns, device=dev, dtype=out, work=work, float64=f64)
+    return _context(ns, dev, out, work, f64, traced=True)
 
 
 @host_constant
@@ -721,9 +742,7 @@ def _traced_torch_dtypes(device: Any, dtype: Any, float_output: bool) -> tuple[A
     return ctx.device, ctx.dtype, ctx.work, ctx.float64
 
 
-def _resolve(
-    arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any, float_output: bool
-) -> Context:
+def _resolve(arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any, float_output: bool) -> Context:
     named = {k: v for k, v in (arrays or {}).items() if v is not None and is_array(v)}
     if xp is not None:
         xp = normalize_namespace(xp)
@@ -783,93 +802,60 @@ def _resolve(
     else:
         out = dtype
     work = xp.float64 if _is(xp, out, "float64") else xp.float32
-    return Context(xp=xp, device=device, dtype=out, work=work, float64=f64)
+    return _context(xp, device, out, work, f64)
 
 
-def _is(xp: Any, dtype: Any, name: str) -> bool:
-    try:
-        if dtype == getattr(xp, name):
-            return True
-    except Exception:  # pragma: no cover
-        return False
-    if namespace_kind(xp) == "torch":
-        return False
-    # NumPy-like namespaces: ``np.float64`` and ``jnp.float64`` name one dtype
-    try:
-        return np.dtype(dtype) == np.dtype(name)
-    except Exception:
-        return False
+def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The cache key of a call, for the plans of the hot paths
+    (:meth:`posenc._cache.Memo.get_or_make`): each array's ``(type, dtype,
+    device, shape)`` and each option with its type (``128``, ``128.0`` and
+    ``True`` hash alike but are checked differently).  NumPy arrays leave out
+    the device (always the CPU).
 
-
-def from_host(array: np.ndarray, ctx: Context, dtype: Any = None) -> Array:
-    """Move a host NumPy array of constants to ``ctx``'s namespace and device.
-
-    Used for the small tables that depend only on Python arguments (angles of
-    the coarse and fine position blocks, interpolation weights).  Under
-    ``jax.jit`` they become constants; on Dask a single-chunk array.
+    None where an array's type does not carry its device as an attribute
+    (JAX, Dask, lists, numbers: they take the full checks) or torch's
+    compiler traces the call (its tracer must not follow cache lookups).
+    The key is not hashed here (the lookup hashes it, and treats unhashable
+    options as no key).  Built by appends in one loop (a decode step builds
+    three keys: each costs about a microsecond).
     """
-    xp = ctx.xp
-    dtype = ctx.work if dtype is None else dtype
-    if namespace_kind(xp) == "numpy":
-        return np.asarray(array, dtype=dtype)
-    if namespace_kind(xp) == "torch":
-        import torch
-
-        if torch.compiler.is_dynamo_compiling():
-            # a constant of the traced graph (torch copies it into the graph)
-            return torch.as_tensor(array, dtype=dtype, device=ctx.device)
-        # a copy: torch cannot wrap a read-only NumPy buffer without a warning,
-        # and a tensor must never alias a host table that posenc may reuse
-        return torch.as_tensor(np.array(array, copy=True), dtype=dtype, device=ctx.device)
-    return xp.asarray(array, dtype=dtype, device=ctx.device)
-
-
-#: device copies of host constants, by (host key, namespace, device, dtype):
-#: eager NumPy and torch only (never while torch traces, never JAX tracers)
-_CONSTANTS: dict[Any, Any] = {}
-_CONSTANTS_MAX = 512
-
-
-def constant(key: Any, make: Any, ctx: Context, dtype: Any = None) -> Array:
-    """``from_host(make(), ctx, dtype)``, kept per ``key`` (a hashable name of
-    the host values), namespace, device and dtype for eager NumPy and torch.
-
-    The arrays kept here are posenc's own operands and are never handed
-    out: callers combine them into fresh results.
-    """
-    dtype = ctx.work if dtype is None else dtype
-    if compiling():
-        return from_host(make(), ctx, dtype)
-    kind = namespace_kind(ctx.xp)
-    if kind not in ("numpy", "torch"):
-        return from_host(make(), ctx, dtype)
-    k = (key, kind, ctx.device, dtype)
-    got = _CONSTANTS.get(k)
-    if got is None:
-        got = from_host(make(), ctx, dtype)
-        remember(_CONSTANTS, k, got, _CONSTANTS_MAX)
-    return got
+    if _tracing():
+        return None
+    first = type(arrays[0])
+    key: list[Any] = [first]
+    add = key.append
+    for a in arrays:
+        t = type(a)
+        if t is np.ndarray and first is t:
+            add(a.dtype)
+            add(a.shape)
+        elif _has_device_attr(a):
+            add(t)
+            add(a.dtype)
+            add(a.device)
+            add(a.shape)
+        else:
+            return None
+    for o in options:
+        add(type(o))
+        add(o)
+    return tuple(key)
 
 
-def is_concrete(x: Array) -> bool:
-    """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
-
-    Value checks (NaN positions, out-of-range codes) run only on concrete
-    arrays; traced and lazy arrays are never computed by posenc.
-    """
-    if type(x) is np.ndarray:
-        return True
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        # traced by torch.compile / torch.export: fake values, never read
-        return x.device.type != "meta" and not torch.compiler.is_compiling()
-    if _aac.is_jax_array(x):
-        jax = sys.modules.get("jax")
-        return jax is not None and not isinstance(x, jax.core.Tracer)
-    if _aac.is_dask_array(x):
-        return False
-    return not _aac.is_lazy_array(x)
-
-
-def namespace_name(xp: Any) -> str:
-    return getattr(xp, "__name__", repr(xp))
+def int_key(n: Any, options: tuple[Any, ...], xp: Any, device: Any, dtype: Any) -> tuple[Any, ...] | None:
+    """The plan key of a call whose positions are a Python int ``n`` (see
+    :func:`call_key`), where the call resolves to NumPy whatever the state of
+    other libraries: no ``xp``, no ``device``, ``dtype`` None, a name or a
+    NumPy dtype (a torch context without a device would follow torch's
+    default device and dtype, which may change between calls).  Else None."""
+    if type(n) is not int or xp is not None or device is not None or _tracing():
+        return None
+    numpy_like = dtype is None or isinstance(dtype, str) or type(dtype).__module__.startswith(("numpy", "builtins"))
+    if not numpy_like:
+        return None
+    key: list[Any] = [int, n]
+    add = key.append
+    for o in options:
+        add(type(o))
+        add(o)
+    return tuple(key)

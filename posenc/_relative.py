@@ -1,5 +1,7 @@
 """Shared helpers of the relative-position and attention-bias functions
-(:mod:`posenc.bias`): query and key lengths, head counts and offsets; the
+(:mod:`posenc.bias`, :mod:`posenc.alibi`, :mod:`posenc.windows`): query and
+key lengths, head counts and offsets (through the one check of offsets,
+:func:`posenc._checks.check_offset`); the
 integer output dtype and the span it must hold; the relative positions
 ``j - (i + offset)`` as a matrix, a range or the vector of distinct
 distances, and the gather of a vector over distances into a Toeplitz
@@ -17,6 +19,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array, Context
+from ._trace import is_symbolic
 
 __all__ = [
     "bounded",
@@ -51,7 +54,7 @@ def bounded(value: Any, name: str, minimum: int) -> int:
     ``torch.compile`` or ``torch.export``) stays traced: a shape is never
     negative, and turning it into an int would fix the graph to one length.
     """
-    if _compat.is_symbolic(value):
+    if is_symbolic(value):
         return value
     n = _checks.check_int(value, name, minimum=minimum)
     if n > _checks.MAX_ELEMENTS:
@@ -63,7 +66,7 @@ def bounded(value: Any, name: str, minimum: int) -> int:
 def head_count(num_heads: Any) -> int:
     """A head count: a Python int (a traced one is fixed to its value: the
     slopes are host constants, and head counts do not change between calls)."""
-    if _compat.is_symbolic(num_heads) or (isinstance(num_heads, int) and not isinstance(num_heads, bool)):
+    if is_symbolic(num_heads) or (isinstance(num_heads, int) and not isinstance(num_heads, bool)):
         # operator.index fixes a traced int to its value (int() would keep it traced)
         num_heads = operator.index(num_heads)
     return bounded(num_heads, "num_heads", 1)
@@ -78,31 +81,22 @@ def lengths(query_len: Any, key_len: Any) -> tuple[int, int]:
 def query_offset(offset: Any, q: int, k: int, ctx: Context) -> Any:
     """The offset as a Python int, a torch ``SymInt`` or a traced 0-d
     integer array (``jax.jit``, ``torch.compile``); concrete 0-d arrays
-    become ints."""
+    become ints; default ``k - q``.  Positions stay within posenc's size
+    limit: an offset beyond 2**40 is a typo, not a cache."""
     if offset is None:
         return k - q
-    if _compat.is_symbolic(offset):
-        return offset
-    if not isinstance(offset, int) and _compat.is_array(offset) and getattr(offset, "ndim", None) == 0:
-        if not _compat.is_integer_dtype(ctx.xp, offset.dtype):
-            msg = f"`offset` must be an integer, got {_checks.show(offset)}"
-            raise TypeError(msg)
-        if not _compat.is_concrete(offset):
-            return offset  # traced: shapes never depend on it
-    # positions stay within posenc's size limit: an offset beyond it is a typo, not a cache
-    lim = _checks.MAX_ELEMENTS
-    return _checks.check_int(offset, "offset", minimum=-lim, maximum=lim)
+    return _checks.check_offset(offset, "offset", ctx, bits=40)
 
 
 def is_traced(offset: Any) -> bool:
     """Whether an offset (or a value derived from it) is a traced array rather
     than a Python int or ``SymInt``."""
-    return not (isinstance(offset, int) or _compat.is_symbolic(offset))
+    return not (isinstance(offset, int) or is_symbolic(offset))
 
 
 def array_args(offset: Any) -> dict[str, Any]:
     """``offset`` among the arrays that decide the namespace, when it is one."""
-    if offset is None or isinstance(offset, int) or _compat.is_symbolic(offset):
+    if offset is None or isinstance(offset, int) or is_symbolic(offset):
         return {}
     return {"offset": offset} if _compat.is_array(offset) else {}
 
@@ -120,12 +114,8 @@ def int_dtype(dtype: Any, ctx: Context, kind: str = "integral") -> Any:
         dtype = getattr(xp, dtype, None)
         if dtype is None:
             raise ValueError(msg)
-    if _compat.namespace_kind(xp) in ("numpy", "dask"):  # NumPy dtypes: np.dtype accepts their spellings
-        try:
-            dtype = np.dtype(dtype)
-        except (TypeError, ValueError):
-            raise TypeError(msg) from None
-    if not _compat.is_integer_dtype(xp, dtype):
+    dtype = _compat.native_dtype(xp, dtype)
+    if dtype is None or not _compat.is_integer_dtype(xp, dtype):
         raise TypeError(msg)
     return dtype
 
@@ -195,7 +185,7 @@ def float_param(x: Any, name: str, ctx: Context) -> Array:
         if isinstance(x, bool) or not isinstance(x, (list, tuple, numbers.Real)):
             msg = f"`{name}` must be an array of shape (num_heads,), got {type(x).__name__}"
             raise TypeError(msg)
-        if _compat.compiling():
+        if ctx.traced:
             # constants of the traced graph (value checks skip themselves there)
             return ctx.xp.asarray(x, dtype=ctx.work, device=ctx.device)
         try:
@@ -210,7 +200,7 @@ def float_param(x: Any, name: str, ctx: Context) -> Array:
                 f"got {_checks.show(x)}"
             )
             raise ValueError(msg)
-        return _compat.from_host(host, ctx, ctx.work)
+        return ctx.from_host(host, ctx.work)
     if not _compat.is_real_float_dtype(xp, x.dtype):
         msg = f"`{name}` must be an array of real floating dtype, got dtype {x.dtype}"
         raise TypeError(msg)

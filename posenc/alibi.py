@@ -36,6 +36,7 @@ from ._relative import (
     rel_matrix,
     rel_range,
 )
+from ._trace import graph_constant
 
 __all__ = ["alibi_slopes", "alibi_bias", "cumulative_gate_bias"]
 
@@ -48,17 +49,9 @@ _SLOPES_EXACT = 2**16
 # slopes (Press et al.)
 # --------------------------------------------------------------------------
 def _slopes(n: int, max_bias: float, ctx: Context) -> Array:
-    """ALiBi's slopes as a ``ctx.work`` array: from the host table, or while
-    torch traces, a constant of the graph built from Python floats."""
-    if _compat.compiling():
-        return ctx.xp.asarray(_slope_values(n, max_bias), dtype=ctx.work, device=ctx.device)
-    return _compat.from_host(_host_slopes(n, max_bias), ctx, ctx.work)
-
-
-@_compat.host_constant
-def _slope_values(n: int, max_bias: float) -> tuple[float, ...]:
-    """:func:`_host_slopes` as Python floats (a constant for torch's tracer)."""
-    return tuple(_host_slopes(n, max_bias).tolist())
+    """ALiBi's slopes as a fresh ``ctx.work`` array (a graph constant while
+    torch traces)."""
+    return graph_constant(_host_slopes, n, max_bias, ctx=ctx, keep=False)
 
 
 def _host_slopes(n: int, max_bias: float) -> np.ndarray:
@@ -218,7 +211,7 @@ def _at_positions(
     """ALiBi at given positions, of ``shape`` (:func:`_positions_shape`), in ``ctx.work``."""
     xp = ctx.xp
     if math.prod(shape) == 0:
-        return _angles._zeros(shape, ctx.dtype, ctx)
+        return _angles.zeros(shape, ctx.dtype, ctx)
     ints = _compat.is_integer_dtype(xp, qp.dtype) and _compat.is_integer_dtype(xp, kp.dtype)
     same = kp is qp
     if ints:
@@ -424,7 +417,7 @@ def alibi_bias(
     _checks.check_size((n, rows, k), "bias")
     m = _head_slopes(n, slopes, max_bias, ctx)
     if rows == 0 or k == 0:
-        return _angles._zeros((n, rows, k), ctx.dtype, ctx)
+        return _angles.zeros((n, rows, k), ctx.dtype, ctx)
     idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")
     if form == "paper":
         check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
@@ -571,7 +564,7 @@ def cumulative_gate_bias(
     shape = (*tuple(g.shape[:-1]), n, n)
     _checks.check_size(shape, "bias")
     if math.prod(shape) == 0:
-        return _angles._zeros(shape, ctx.dtype, ctx)
+        return _angles.zeros(shape, ctx.dtype, ctx)
     wide = ctx.wide
     g = _angles.cast(g, wide, xp_)
     h = g if h is None else _angles.cast(h, wide, xp_)

@@ -25,13 +25,12 @@ distance, not once per (query, key) pair.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _cache, _checks, _compat
 from ._compat import Array, Context
 from ._relative import (
     array_args,
@@ -50,6 +49,7 @@ from ._relative import (
     rel_vector,
     toeplitz,
 )
+from ._trace import host_constant
 
 # ALiBi moved to posenc.alibi; posenc.bias.alibi_bias (and the rest) still import from here
 from .alibi import ALIBI_FORMS, alibi_bias, alibi_slopes  # noqa: F401
@@ -147,7 +147,7 @@ def relative_positions(
     out_t = int_dtype(dtype, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
-        return _angles._zeros((q, k), out_t, ctx)
+        return _angles.zeros((q, k), out_t, ctx)
     check_span(off, off + q - 1, out_t, ctx, "query positions")
     check_span(*rel_range(q, k, off), out_t, ctx, "relative positions")
     rel = rel_matrix(q, k, off, ctx, out_t)
@@ -171,14 +171,14 @@ def _t5_large(n: int, max_exact: int, max_distance: int, num_buckets: int) -> in
     return max_exact + int(v)
 
 
-@_compat.host_constant
+@host_constant
 def _t5_thresholds(num_buckets: int, max_distance: int) -> tuple[int, ...]:
     """The cached thresholds (a constant for torch's tracer, which calls this
     once instead of tracing the search)."""
     return _t5_thresholds_cached(num_buckets, max_distance)
 
 
-@functools.lru_cache(maxsize=128)
+@_cache.memoize(128)
 def _t5_thresholds_cached(num_buckets: int, max_distance: int) -> tuple[int, ...]:
     """For each bucket ``b`` above ``max_exact``: the smallest distance that
     reaches it.  The float32 formula is monotone in the distance, so a
@@ -215,7 +215,7 @@ def _t5_args(num_buckets: Any, max_distance: Any, bidirectional: Any) -> tuple[i
     return nb, md, bidirectional
 
 
-@functools.lru_cache(maxsize=64)
+@_cache.memoize(64)
 def _t5_table(num_buckets: int, max_distance: int, bidirectional: bool) -> tuple[int, np.ndarray]:
     """``(top, table)``: the bucket of every relative position in ``[-top, top]``.
 
@@ -248,7 +248,7 @@ def _t5_core(rel: Array, nb: int, md: int, bidirectional: bool, ctx: Context, ou
     xp = ctx.xp
     nbe = nb // 2 if bidirectional else nb
     thr = _t5_thresholds(nbe, md)
-    if thr and thr[-1] > _TABLE_LIMIT or _compat.compiling():
+    if thr and thr[-1] > _TABLE_LIMIT or ctx.traced:
         # while torch traces: comparisons with Python ints, no host table
         return _t5_core_compare(rel, nbe, thr, bidirectional, ctx, out_t)
     top, table = _t5_table(nb, md, bidirectional)
@@ -257,7 +257,7 @@ def _t5_core(rel: Array, nb: int, md: int, bidirectional: bool, ctx: Context, ou
     r = xp.clip(rel, max(-top, rmin), min(top, rmax))
     idx = _angles.cast(r, idt, xp) + top
     shape = tuple(rel.shape)
-    looked = xp.take(_compat.from_host(table, ctx, out_t), xp.reshape(idx, (-1,)), axis=0)
+    looked = xp.take(ctx.from_host(table, out_t), xp.reshape(idx, (-1,)), axis=0)
     return xp.reshape(looked, shape)
 
 
@@ -452,7 +452,7 @@ def t5_buckets(
     _check_bucket_dtype(out_t, nb, ctx)
     _checks.check_size((q, k), "matrix")
     if q == 0 or k == 0:
-        return _angles._zeros((q, k), out_t, ctx)
+        return _angles.zeros((q, k), out_t, ctx)
     idt = _compat.default_dtype(ctx.xp, ctx.device, "indexing")
     check_span(*rel_range(q, k, off), idt, ctx, "relative positions")
     vec = _t5_core(rel_vector(q, k, off, ctx, idt), nb, md, bidirectional, ctx, out_t)
@@ -462,7 +462,7 @@ def t5_buckets(
 # --------------------------------------------------------------------------
 # Transformer-XL's relative sinusoids (Dai et al.)
 # --------------------------------------------------------------------------
-@_compat.host_constant
+@host_constant
 def _xl_freqs(dim: int, base: float) -> _angles.Freqs:
     """``base ** (-2i / dim)`` in float64 (a constant for torch's tracer)."""
     return _angles.Freqs.from_array(np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim))
@@ -555,7 +555,7 @@ def relative_sinusoidal(
     _checks.check_size((rows, dim), "table")
     xp_ = ctx.xp
     if rows == 0:
-        return _angles._zeros((0, dim), ctx.dtype, ctx)
+        return _angles.zeros((0, dim), ctx.dtype, ctx)
     w = _xl_freqs(dim, base)
     c_hi, c_lo = hi, lo
     if clamp_len is not None:
@@ -670,7 +670,7 @@ def kerple_bias(
     check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
     _checks.check_size((n, q, k), "bias")
     if q == 0 or k == 0:
-        return _angles._zeros((n, q, k), ctx.dtype, ctx)
+        return _angles.zeros((n, q, k), ctx.dtype, ctx)
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
     idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")

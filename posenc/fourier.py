@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array
+from ._trace import graph_constant, host_constant
 
 __all__ = ["fourier_features", "gaussian_fourier_features", "gaussian_matrix"]
 
@@ -51,7 +52,7 @@ def _nerf_freqs(num_bands: int, max_log2_freq: float, log_sampling: bool, scale_
     return f * math.pi if scale_pi else f
 
 
-@_compat.host_constant
+@host_constant
 def _nerf_plan(
     num_bands: int, max_log2_freq: float, log_sampling: bool, scale_pi: bool
 ) -> tuple[_angles.Freqs, tuple[float, ...], bool]:
@@ -351,11 +352,12 @@ def gaussian_matrix(
         seed = _checks.check_int(seed, "seed", minimum=0)
     _checks.check_size((nf, d), "matrix")
     top = min(float(ctx.xp.finfo(ctx.work).max), float(ctx.xp.finfo(ctx.dtype).max))
-    if isinstance(seed, int) and _compat.compiling():
-        # torch traces: the seeded draw is a constant of the graph
-        b = ctx.xp.asarray(_seeded_values(nf, d, scale, seed, top), dtype=ctx.work, device=ctx.device)
-        return _angles.cast(ctx.xp.reshape(b, (nf, d)), ctx.dtype, ctx.xp)
-    return _angles.cast(_compat.from_host(_draw(nf, d, scale, seed, top), ctx, ctx.work), ctx.dtype, ctx.xp)
+    if isinstance(seed, int):
+        # a fresh array of the seeded draw (a constant of the graph while torch traces)
+        b = graph_constant(_draw, nf, d, scale, seed, top, ctx=ctx, keep=False)
+    else:
+        b = ctx.from_host(_draw(nf, d, scale, seed, top))
+    return _angles.cast(b, ctx.dtype, ctx.xp)
 
 
 def _draw(nf: int, d: int, scale: float, seed: int | np.random.Generator | None, top: float) -> np.ndarray:
@@ -370,9 +372,3 @@ def _draw(nf: int, d: int, scale: float, seed: int | np.random.Generator | None,
         )
         raise ValueError(msg)
     return b
-
-
-@_compat.host_constant
-def _seeded_values(nf: int, d: int, scale: float, seed: int, top: float) -> tuple[float, ...]:
-    """:func:`_draw` of an integer seed as Python floats, row by row (a constant for torch's tracer)."""
-    return tuple(_draw(nf, d, scale, seed, top).ravel().tolist())

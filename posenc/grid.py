@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array, Context
+from ._trace import host_constant
 
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin"]
 
@@ -41,39 +42,6 @@ GRID_ORDERS = ORDERS + ("mae_st",)
 # --------------------------------------------------------------------------
 # argument helpers
 # --------------------------------------------------------------------------
-def _grid_shape(value: Any, name: str, *, max_ndim: int = 3, square_int: bool = False) -> tuple[int, ...]:
-    """A tuple of 1..max_ndim positive ints (an int is a square 2-D grid when ``square_int``)."""
-    if isinstance(value, bool):
-        msg = f"`{name}` must be a tuple of positive integers, got {value!r}"
-        raise TypeError(msg)
-    if isinstance(value, numbers.Integral) and not _compat.is_array(value):
-        if not square_int:
-            msg = (
-                f"`{name}` must be a tuple of positive integers, got the int {value!r}; "
-                f"pass ({value},) for a 1-D grid or ({value}, {value}) for a square 2-D grid"
-            )
-            raise TypeError(msg)
-        n = _checks.check_int(value, name)
-        value = (n, n)
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        msg = f"`{name}` must be a tuple of positive integers, got {type(value).__name__}"
-        raise TypeError(msg)
-    shape = tuple(_checks.check_int(v, name) for v in value)
-    if not 1 <= len(shape) <= max_ndim:
-        kind = "1 to 3 axes" if max_ndim == 3 else f"{max_ndim} axes"
-        if max_ndim == 2:
-            kind = "2 axes (height, width)"
-        msg = f"`{name}` must have {kind}, got {_checks.show(shape)}"
-        raise ValueError(msg)
-    if max_ndim == 2 and len(shape) != 2:
-        msg = f"`{name}` must have 2 axes (height, width), got {_checks.show(shape)}"
-        raise ValueError(msg)
-    if any(n < 1 for n in shape):
-        msg = f"`{name}` must hold positive integers, got {_checks.show(shape)}"
-        raise ValueError(msg)
-    return shape
-
-
 def _pairs_per_axis(dim: int, ndim: int, order: str, source: str) -> int:
     """Number m of (sin, cos) pairs per axis; ``ValueError`` unless ``2 * ndim`` divides ``dim``.
 
@@ -93,7 +61,7 @@ def _pairs_per_axis(dim: int, ndim: int, order: str, source: str) -> int:
     return dim // (2 * ndim)
 
 
-@_compat.host_constant
+@host_constant
 def _axis_freqs(m: int, base: float) -> _angles.Freqs:
     """``base ** (-i / m)`` for ``i < m`` in float64 on the host (a constant
     for torch's tracer)."""
@@ -123,7 +91,7 @@ def _axis_sincos(
         if isinstance(x, int):
             s, c = _angles.sincos_range(x, n, f, ctx)  # (n, m), exact range path
         else:  # float32 coordinates (exact in float32), angles reduced from them exactly
-            s, c = _angles.sincos(_compat.from_host(x, ctx, ctx.float32), f, ctx)
+            s, c = _angles.sincos(ctx.from_host(x, ctx.xp.float32), f, ctx)
         view = tuple(n if j == k else 1 for j in range(nd)) + (f.m,)
         sins.append(xp.broadcast_to(xp.reshape(s, view), shape + (f.m,)))
         coss.append(xp.broadcast_to(xp.reshape(c, view), shape + (f.m,)))
@@ -197,7 +165,7 @@ def _axis_dims(value: Any, dim: int, shape: tuple[int, ...], order: str) -> tupl
     return dims
 
 
-@_compat.host_constant
+@host_constant
 def _scaled_coords(full: int, start: int, n: int, base_size: float | None, scale: float) -> np.ndarray:
     """diffusers' grid coordinates ``i / (full / base_size) / scale`` (without
     ``base_size``: ``i / scale``) for ``i = start .. start + n - 1``, each
@@ -400,7 +368,7 @@ def sincos_grid(
     (112, 64)
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    shape = _grid_shape(grid_shape, "grid_shape")
+    shape = _checks.check_grid_shape(grid_shape, "grid_shape")
     dim, base, order = _order_args(dim, base, order, GRID_ORDERS)
     nd = len(shape)
     widths = _axis_dims(axis_dims, dim, shape, order)
@@ -413,7 +381,7 @@ def sincos_grid(
     flatten = _checks.check_bool(flatten, "flatten")
     full, starts = shape, [0] * nd
     if crop_from is not None:
-        full = _grid_shape(crop_from, "crop_from")
+        full = _checks.check_grid_shape(crop_from, "crop_from")
         if len(full) != nd or any(f < n for f, n in zip(full, shape)):
             msg = f"`crop_from` must be a grid of {nd} axes at least as large as `grid_shape` {shape}, got {full}"
             raise ValueError(msg)
@@ -628,7 +596,7 @@ def axial_rope_cos_sin(
     array([0.8415, 0.01  , 0.9093, 0.02  , 0.8415, 0.01  , 0.9093, 0.02  ])
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    shape = _grid_shape(grid_shape, "grid_shape")
+    shape = _checks.check_grid_shape(grid_shape, "grid_shape")
     dim = _checks.check_dim(dim, even=True)
     base = _checks.check_float(base, "base", positive=True)
     layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array
+from ._trace import host_constant
 
 __all__ = ["learned_table", "resample_table"]
 
@@ -78,7 +79,7 @@ def learned_table(
     else:  # an int seed: a constant of torch's traced graphs
         t, top = _seeded_table(seed, n, dim, std, truncate)
     _checks.check_fits(top, ctx, f"`std` = {std!r} gives values", "request a smaller `std` or a wider dtype")
-    return _angles.cast(_compat.from_host(t, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return _angles.cast(ctx.from_host(t, ctx.work), ctx.dtype, ctx.xp)
 
 
 def _draw_table(
@@ -93,7 +94,7 @@ def _draw_table(
     return t * std, top
 
 
-@_compat.host_constant
+@host_constant
 def _seeded_table(seed: int | None, n: int, dim: int, std: float, truncate: float | None) -> tuple[np.ndarray, float]:
     return _draw_table(np.random.default_rng(seed), n, dim, std, truncate)
 
@@ -155,17 +156,17 @@ def resample_table(
     n = _checks.check_int(num_positions, "num_positions", minimum=1)
     align_corners = _checks.check_bool(align_corners, "align_corners")
     _checks.check_size(tuple(table.shape[:-2]) + (n, int(table.shape[-1])), "table")
-    lo, hi, frac = _linear_weights(old, n, align_corners)
+    lo, hi, frac = linear_weights(old, n, align_corners)
     idx_t = _compat.default_dtype(xp_, ctx.device, "indexing")
-    lo_i = _compat.from_host(lo, ctx, idx_t)
-    hi_i = _compat.from_host(hi, ctx, idx_t)
-    f = _compat.from_host(frac[:, None], ctx, table.dtype)
+    lo_i = ctx.from_host(lo, idx_t)
+    hi_i = ctx.from_host(hi, idx_t)
+    f = ctx.from_host(frac[:, None], table.dtype)
     a = xp_.take(table, lo_i, axis=table.ndim - 2)
     b = xp_.take(table, hi_i, axis=table.ndim - 2)
     return a + (b - a) * f
 
 
-def _linear_weights(old: int, new: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def linear_weights(old: int, new: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row indices ``lo``, ``hi`` and weights ``frac`` of ``new`` samples of
     ``old`` rows on the grid of ``torch.nn.functional.interpolate(mode="linear")``
     (sample ``t`` is ``(1 - frac) * row[lo] + frac * row[hi]``)."""

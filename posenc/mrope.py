@@ -21,30 +21,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import _checks, _compat
+from . import _checks, _compat, _rope
 from ._compat import Array
-from .rotary import _effective_seq_len, rope_cos_sin
-from .scaling import Scaling, check_scaling
+from .rotary import rope_cos_sin
+from .scaling import Scaling
+from .scaling._formulas import check_scaling
 
 __all__ = ["mrope_cos_sin"]
 
 #: the axes of the position ids, in order
-AXES = ("temporal", "height", "width")
-
-
-def check_sections(mrope_section: Any, dim: int) -> tuple[int, int, int]:
-    """``mrope_section``: three non-negative ints that sum to ``dim // 2``."""
-    if isinstance(mrope_section, (str, bytes)) or not isinstance(mrope_section, Sequence):
-        msg = f"`mrope_section` must be a sequence of 3 ints, got {_checks.show(mrope_section)}"
-        raise TypeError(msg)
-    if len(mrope_section) != len(AXES):
-        msg = f"`mrope_section` must have 3 entries (temporal, height, width), got {len(mrope_section)}"
-        raise ValueError(msg)
-    out = tuple(_checks.check_int(s, "mrope_section", minimum=0) for s in mrope_section)
-    if sum(out) != dim // 2:
-        msg = f"`mrope_section` must sum to dim // 2 = {dim // 2} for dim={dim}, got {list(out)} (sum {sum(out)})"
-        raise ValueError(msg)
-    return out  # type: ignore[return-value]
+AXES = _checks.MROPE_AXES
 
 
 def _owners(sections: tuple[int, ...], interleaved: bool) -> list[int]:
@@ -148,7 +134,7 @@ def mrope_cos_sin(
     array([-0.9589,  0.4794,  0.01  ,  0.002 , -0.9589,  0.4794,  0.01  ,  0.002 ])
     """
     dim = _checks.check_dim(dim, even=True)
-    sections = check_sections(mrope_section, dim)
+    sections = _checks.check_sections(mrope_section, dim)
     mrope_interleaved = _checks.check_bool(mrope_interleaved, "mrope_interleaved")
     layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
     if not _compat.is_array(position_ids):
@@ -166,7 +152,7 @@ def mrope_cos_sin(
         # one length for the whole call, as transformers takes it: max(position_ids) + 1 over every row
         # (read only for the length-dependent scalings; traced or lazy ids must come with seq_len)
         try:
-            seq_len = _effective_seq_len(None, position_ids, 0, check_scaling(scaling))
+            seq_len = _rope.effective_seq_len(None, position_ids, 0, check_scaling(scaling))
         except ValueError as exc:
             raise ValueError(str(exc).replace("`positions`", "`position_ids`")) from None
     rows = [position_ids[i, ...] for i in range(len(AXES))]

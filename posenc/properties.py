@@ -12,7 +12,8 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array
-from .sinusoidal import _freq_args
+from ._trace import host_constant
+from .sinusoidal import freq_args
 
 __all__ = ["shift_matrix", "similarity", "similarity_by_offset"]
 
@@ -71,7 +72,7 @@ def shift_matrix(
         offset = offset.item()  # a NumPy scalar is a number, not an array of NumPy's
     ctx = _compat.resolve({"offset": offset}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
-    dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    dim, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     xp_ = ctx.xp
     if _compat.is_array(offset):
         # the output size is checked before the offsets are scanned for NaN
@@ -83,9 +84,9 @@ def shift_matrix(
         lead = ()
         _checks.check_size((dim, dim), "matrix")
         hs, hc = _angles.host_sincos(off, w)
-        s, c = _compat.from_host(hs, ctx, ctx.work), _compat.from_host(hc, ctx, ctx.work)
+        s, c = ctx.from_host(hs, ctx.work), ctx.from_host(hc, ctx.work)
     m = w.m
-    eye = _compat.from_host(_eye(m), ctx, ctx.work)
+    eye = ctx.from_host(_eye(m), ctx.work)
     if layout == "interleaved":
         # R[..., i, a, b]: a = output row (sin, cos), b = input (sin, cos)
         r = xp_.stack([xp_.stack([c, s], axis=-1), xp_.stack([-s, c], axis=-1)], axis=-2)
@@ -98,15 +99,15 @@ def shift_matrix(
         bottom = xp_.concat([-ds, dc], axis=-1)
         mat = xp_.concat([top, bottom], axis=-2)
     if dim % 2:
-        zc = _angles._zeros(lead + (2 * m, 1), ctx.work, ctx)
+        zc = _angles.zeros(lead + (2 * m, 1), ctx.work, ctx)
         mat = xp_.concat([mat, zc], axis=-1)
-        last = _compat.from_host(_eye(1, dim, dim - 1), ctx, ctx.work)
+        last = ctx.from_host(_eye(1, dim, dim - 1), ctx.work)
         last = xp_.broadcast_to(last, lead + (1, dim))
         mat = xp_.concat([mat, last], axis=-2)
     return _angles.cast(mat, ctx.dtype, xp_)
 
 
-@_compat.host_constant
+@host_constant
 def _eye(n: int, m: int | None = None, k: int = 0) -> np.ndarray:
     return np.eye(n, m, k)
 
@@ -203,7 +204,7 @@ def similarity_by_offset(
     array([1.965, 4.   , 1.965])
     """
     ctx = _compat.resolve({"offsets": offsets}, xp=xp, device=device, dtype=dtype)
-    dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    dim, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     normalize = _checks.check_bool(normalize, "normalize")
     # the (offsets, dim // 2) cosines are the largest array (and the offsets
     # themselves when dim < 4): checked before the offsets are made or scanned

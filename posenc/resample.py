@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat
 from ._compat import Array, Context
-from .grid import _grid_shape
+from ._trace import host_constant
 
 __all__ = ["resample_grid", "grid_interpolation_taps"]
 
@@ -103,7 +103,7 @@ def _taps(
     return idx, w
 
 
-@_compat.host_constant
+@host_constant
 def _plan(
     old: int, new: int, method: str, align_corners: bool, antialias: bool, step: float | None
 ) -> tuple[tuple[tuple[int, ...], tuple[float, ...]], ...]:
@@ -130,7 +130,7 @@ def _resample_axis(
     return out  # not None: every row's weights sum to 1
 
 
-def _scale_factor(value: Any) -> tuple[float, float]:
+def _scale_factor(value: Any) -> tuple[float, ...]:
     """``scale_factor`` as ``(s_h, s_w)``: a positive finite number or a pair of them."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, float, int)) or isinstance(value, bool):
         msg = f"`scale_factor` must be a positive number or a pair (s_h, s_w) of them, got {_checks.show(value)}"
@@ -260,7 +260,8 @@ def resample_grid(
         msg = f"`num_prefix_tokens` must be at most the number of rows of `table` ({tokens}), got {prefix}"
         raise ValueError(msg)
     n_grid = tokens - prefix
-    new = tuple(map(operator.index, _grid_shape(new_grid_shape, "new_grid_shape", max_ndim=2, square_int=True)))
+    new_shape = _checks.check_grid_shape(new_grid_shape, "new_grid_shape", max_ndim=2, square_int=True)
+    new = tuple(map(operator.index, new_shape))
     if old_grid_shape is None:
         side = math.isqrt(n_grid)
         if side * side != n_grid or side == 0:
@@ -269,16 +270,16 @@ def resample_grid(
                 "number: pass `old_grid_shape`"
             )
             raise ValueError(msg)
-        old = (side, side)
+        old: tuple[int, ...] = (side, side)
     else:
-        old = tuple(map(operator.index, _grid_shape(old_grid_shape, "old_grid_shape", max_ndim=2)))
+        old = tuple(map(operator.index, _checks.check_grid_shape(old_grid_shape, "old_grid_shape", max_ndim=2)))
         if old[0] * old[1] != n_grid:
             msg = (
                 f"`old_grid_shape` {old} holds {old[0] * old[1]} positions but `table` has "
                 f"{n_grid} grid rows after {prefix} prefix tokens"
             )
             raise ValueError(msg)
-    steps = (None, None)
+    steps: tuple[float | None, ...] = (None, None)
     if scale_factor is not None:
         factors = _scale_factor(scale_factor)
         # F.interpolate's output size: the product in float64, truncated
@@ -337,7 +338,7 @@ def _hf_axis_taps(old: int, new: int, method: str, align_corners: bool) -> tuple
     return idx, w
 
 
-def _new_shapes(value: Any) -> tuple[tuple[int, int, int], ...]:
+def _new_shapes(value: Any) -> tuple[tuple[int, ...], ...]:
     """``new_shape`` as ``((t, h, w), ...)``: one ``(h, w)`` / ``(t, h, w)`` or a sequence of them."""
     hint = "pass (h, w), (t, h, w) or a list of them (for a tensor `grid_thw`: `grid_thw.tolist()`)"
     if _compat.is_array(value) or isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
@@ -356,7 +357,7 @@ def _new_shapes(value: Any) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-@_compat.host_constant
+@host_constant
 def _batch_taps(
     old: tuple[int, int],
     grids: tuple[tuple[int, int, int], ...],
@@ -486,7 +487,7 @@ def grid_interpolation_taps(
     True
     """
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
-    old = tuple(map(operator.index, _grid_shape(old_shape, "old_shape", max_ndim=2, square_int=True)))
+    old = tuple(map(operator.index, _checks.check_grid_shape(old_shape, "old_shape", max_ndim=2, square_int=True)))
     grids = _new_shapes(new_shape)
     method = _checks.check_choice(method, "method", METHODS)
     align_corners = _checks.check_bool(align_corners, "align_corners")
@@ -513,6 +514,6 @@ def grid_interpolation_taps(
         msg = f"`old_shape` {old} has more rows than the index dtype {idx_t} can address"
         raise ValueError(msg)
     indices, weights = _batch_taps(old, grids, method, align_corners, antialias, merge)
-    idx = _compat.from_host(indices, ctx, idx_t)
-    wts = _angles.cast(_compat.from_host(weights, ctx, ctx.work), ctx.dtype, ctx.xp)
+    idx = ctx.from_host(indices, idx_t)
+    wts = _angles.cast(ctx.from_host(weights, ctx.work), ctx.dtype, ctx.xp)
     return idx, wts

@@ -7,14 +7,17 @@ properties in :mod:`posenc.properties`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _cache, _checks, _compat, _kernels, _tables
 from ._compat import Array, Context
+from ._trace import host_constant, is_symbolic
 
 __all__ = [
     "frequencies",
@@ -39,7 +42,7 @@ def _host_frequencies(
     max_timescale: float | None,
 ) -> np.ndarray:
     """The dim // 2 angular frequencies in float64 on the host (extreme
-    arguments may give inf or 0; :func:`_freq_args` checks)."""
+    arguments may give inf or 0; :func:`freq_args` checks)."""
     half = dim // 2
     i = np.arange(half, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -75,8 +78,8 @@ def _check_fits(top: float, ctx: Context, what: str, source: str) -> None:
     _checks.check_fits(top, ctx, f"{source} gives {what}", "request a wider dtype or less extreme arguments")
 
 
-@_compat.host_constant
-def _freq_args(
+@host_constant
+def freq_args(
     dim: Any,
     base: Any,
     convention: Any,
@@ -108,14 +111,14 @@ def _freq_args(
     return dim, _angles.Freqs.from_array(w)
 
 
-@_compat.host_constant
+@host_constant
 def _host_values(
     kind: str, dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any
 ) -> tuple[np.ndarray, float, str]:
     """The frequencies or the wavelengths (``kind``) on the host, their
     largest magnitude and the arguments that set them, for messages (a
     constant of torch's traced graphs)."""
-    _, freqs = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    _, freqs = freq_args(dim, base, convention, min_timescale, max_timescale)
     w = np.array(freqs.array)
     source = _freq_source(base, convention, min_timescale, max_timescale)
     if kind == "frequencies":
@@ -183,7 +186,7 @@ def frequencies(
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     w, top, source = _host_values("frequencies", dim, base, convention, min_timescale, max_timescale)
     _check_fits(top, ctx, "frequencies", source)
-    return _angles.cast(_compat.from_host(w, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return _angles.cast(ctx.from_host(w), ctx.dtype, ctx.xp)
 
 
 def wavelengths(
@@ -213,30 +216,12 @@ def wavelengths(
     ctx = _compat.resolve(xp=xp, device=device, dtype=dtype)
     lam, top, source = _host_values("wavelengths", dim, base, convention, min_timescale, max_timescale)
     _check_fits(top, ctx, "wavelengths", source)
-    return _angles.cast(_compat.from_host(lam, ctx, ctx.work), ctx.dtype, ctx.xp)
+    return _angles.cast(ctx.from_host(lam), ctx.dtype, ctx.xp)
 
 
 # --------------------------------------------------------------------------
 # tables
 # --------------------------------------------------------------------------
-def _assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
-    """Lay ``sin``/``cos`` (..., m) out as (..., dim) and cast to the output dtype."""
-    xp = ctx.xp
-    lead = tuple(s.shape[:-1])
-    m = int(s.shape[-1])
-    if m == 0:  # dim == 1: the single zero column
-        z = _angles._zeros(lead + (dim,), ctx.dtype, ctx)
-        return z
-    if layout == "interleaved":
-        out = xp.reshape(xp.stack([s, c], axis=-1), lead + (2 * m,))
-    else:
-        out = xp.concat([s, c], axis=-1)
-    if dim % 2:
-        zeros = _angles._zeros(lead + (1,), out.dtype, ctx)
-        out = xp.concat([out, zeros], axis=-1)
-    return _angles.cast(out, ctx.dtype, xp)
-
-
 def sinusoidal(
     positions: int | Array,
     dim: int,
@@ -316,8 +301,9 @@ def sinusoidal(
     For an int ``positions`` the table depends only on the arguments, so it
     is built once and cached per namespace, device and dtype (a
     least-recently-used cache of at most 256 MiB; tables above 64 MiB are not
-    kept).  A repeated call is then a lookup, and no caller can change what
-    a later call returns:
+    kept; :func:`posenc.cache_limits` sets the budget and
+    :func:`posenc.clear_caches` empties it).  A repeated call is then a
+    lookup, and no caller can change what a later call returns:
 
     * NumPy: the table is **read-only**, on the first call as on later ones
       (``pe.copy()`` gives a writable one);
@@ -355,28 +341,91 @@ def sinusoidal(
     >>> posenc.sinusoidal(torch.arange(2, 5), 8, dtype=torch.bfloat16).dtype
     torch.bfloat16
     """
-    ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
-    layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
-    dim, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
-    # the output size is checked before the positions are scanned for NaN
-    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table")
-    if padding_idx is not None:
-        padding_idx = _checks.check_int(padding_idx, "padding_idx")
-    if isinstance(positions, int):
-        # a range: cached, NumPy / torch-CPU fast path, row-chunked on Dask
-        table = _angles.range_table(0, positions, w, dim, layout, ctx)
+    options = (dim, base, layout, convention, min_timescale, max_timescale, padding_idx, dtype, device, xp)
+    if type(positions) is int:
+        key = _compat.int_key(positions, options, xp, device, dtype)
     else:
-        # dense integer positions (an arange, a window): rows of the exact range table
-        table = _angles.gathered_table(positions, _angles.as_freqs(w), dim, layout, ctx)
+        key = _compat.call_key((positions,), options)
+    plan = _PLANS.get_or_make(
+        key, _table_plan, positions, dim, base, layout, convention, min_timescale, max_timescale, padding_idx,
+        dtype, device, xp, key,
+    )
+    ctx = plan.ctx
+    if plan.positions is not None:
+        positions = plan.positions
+    if plan.scan:
+        _checks.check_finite(positions, "positions", ctx.xp)
+    if isinstance(positions, int):
+        # a range: cached, a kernel of NumPy / torch CPU, row-chunked on Dask
+        table = _tables.range_table(0, positions, plan.freqs, plan.dim, plan.layout, ctx)
+    else:
+        table = None
+        if plan.rows is not None:
+            # dense integer positions (an arange, a window): rows of the exact range table
+            table = _tables.gathered_table(positions, plan.rows, plan.freqs, plan.dim, plan.layout, ctx)
         if table is None:
-            s, c = _angles.sincos(positions, w, ctx)
-            table = _assemble(s, c, dim, layout, ctx)
-    if padding_idx is None:
+            s, c = plan.angles(positions)
+            table = _tables.assemble(s, c, plan.dim, plan.layout, ctx)
+    if plan.padding_idx is None:
         return table
     xp_ = ctx.xp
     p = xp_.arange(positions, device=ctx.device) if isinstance(positions, int) else positions
-    zero = _angles._zeros((), table.dtype, ctx)
-    return xp_.where((p == padding_idx)[..., None], zero, table)
+    zero = _angles.zeros((), table.dtype, ctx)
+    return xp_.where((p == plan.padding_idx)[..., None], zero, table)
+
+
+@dataclass(slots=True)
+class _TablePlan:
+    """What :func:`sinusoidal` does with positions of one type, dtype, device
+    and shape and given options: validated once, kept in :data:`_PLANS`."""
+
+    ctx: Context
+    dim: int
+    layout: str
+    freqs: _angles.Freqs
+    padding_idx: int | None
+    #: the angles of array positions (None for an int n)
+    angles: _angles.Angles | None
+    #: how rows of a range table are gathered for these positions, or None
+    rows: _kernels.Gather | None
+    #: concrete float positions: scanned for NaN on every call
+    scan: bool
+    #: the checked positions of a call whose plan is not kept (ints, converted lists)
+    positions: Any
+
+
+#: sinusoidal's plans, keyed by the positions' (type, dtype, device, shape)
+#: and the other arguments: a repeated call (every step) skips the checks
+_PLANS = _cache.Memo("sinusoidal.plans", 2048)
+
+
+def _table_plan(
+    positions: Any, dim: Any, base: Any, layout: Any, convention: Any, min_timescale: Any, max_timescale: Any,
+    padding_idx: Any, dtype: Any, device: Any, xp: Any, key: Any,
+) -> _TablePlan:
+    """Validate ``sinusoidal``'s arguments: the output size from the shapes
+    before the positions are scanned (by the caller, on every call)."""
+    keyed = key is not None  # a kept plan holds no arguments of the call
+    ctx = _compat.resolve({"positions": positions}, xp=xp, device=device, dtype=dtype)
+    layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
+    dim, freqs = freq_args(dim, base, convention, min_timescale, max_timescale)
+    checked = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table", scan=False)
+    if padding_idx is not None:
+        padding_idx = _checks.check_int(padding_idx, "padding_idx")
+    angles = rows = None
+    scan = False
+    if is_symbolic(checked):  # a traced length (torch.compile): the positions of an arange
+        checked = ctx.xp.arange(checked, device=ctx.device)
+    if not isinstance(checked, int):
+        rows = _tables.gather_rows(checked, dim, ctx)
+        angles = _angles.prepare(checked, freqs, ctx)
+        if rows is not None:  # dense positions take the table's rows: the angles need not look again
+            angles = dataclasses.replace(angles, rows=None)
+        scan = _compat.is_real_float_dtype(ctx.xp, checked.dtype) and _compat.is_concrete(checked)
+    return _TablePlan(
+        ctx=ctx, dim=dim, layout=layout, freqs=freqs, padding_idx=padding_idx, angles=angles, rows=rows,
+        scan=scan, positions=None if keyed else checked,
+    )
 
 
 def sines(
@@ -445,7 +494,7 @@ def sines(
     return _angles.cast(s, ctx.dtype, ctx.xp)
 
 
-@_compat.host_constant
+@host_constant
 def _sine_freqs(frequencies: tuple[Any, ...]) -> _angles.Freqs:
     values = [_checks.check_float(v, "frequencies") for v in frequencies]
     return _angles.Freqs.from_array(np.asarray(values, dtype=np.float64))
@@ -526,7 +575,7 @@ def binary(
     out = _angles.cast(b, ctx.work, xp_)
     if nbits < dim:
         pad_shape = tuple(p.shape) + (dim - nbits,)
-        pad = _angles._zeros(pad_shape, ctx.work, ctx)
+        pad = _angles.zeros(pad_shape, ctx.work, ctx)
         out = xp_.concat([out, pad], axis=-1)
     if signed:
         out = 2.0 * out - 1.0
@@ -607,12 +656,12 @@ def add_sinusoidal(
     layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
     # a traced sequence length (torch SymInt) stays traced: no recompile per length
     seq, dim = x.shape[-2], int(x.shape[-1])
-    _, w = _freq_args(dim, base, convention, min_timescale, max_timescale)
+    _, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     if _compat.is_array(offset):  # a traced offset (jax.jit, torch.compile): the array path
         s, c = _angles.sincos(xp_.arange(seq, device=ctx.device) + offset, w, ctx)
-        pe = _angles.assemble(s, c, dim, layout, ctx)
+        pe = _tables.assemble(s, c, dim, layout, ctx)
     else:
-        pe = _angles.range_table(offset, seq, w, dim, layout, ctx, share=False)
+        pe = _tables.range_table(offset, seq, w, dim, layout, ctx, share=False)
     if input_scale != 1.0:
         x = x * input_scale
     return x + pe

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
-from ._compat import Array
+from . import _angles, _cache, _checks, _compat
+from ._compat import Array, Context
+from ._trace import host_constant, is_symbolic
 
 __all__ = ["timestep_embedding"]
 
 
-@_compat.host_constant
+@host_constant
 def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
     """Validated ``dim`` and the host float64 frequencies, ``scale`` included
     (a constant of torch's traced graphs)."""
@@ -60,20 +61,15 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
 
 #: the frequencies of recent configurations, by their arguments and the
 #: arguments' types (a sampling loop embeds with one configuration every step)
-_FREQS: dict[Any, tuple[int, _angles.Freqs]] = {}
+_FREQS = _cache.Memo("timesteps.freqs", 64)
 
 
-def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
+def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any, ctx: Context) -> tuple[int, _angles.Freqs]:
     """:func:`_timestep_freqs`, kept per configuration outside torch's tracer."""
-    if _compat.compiling():
+    if ctx.traced:
         return _timestep_freqs(dim, shift, scale, max_period)
     args = (dim, shift, scale, max_period)
-    key, got = _compat.lookup(_FREQS, tuple((type(a), a) for a in args))
-    if got is None:
-        got = _timestep_freqs(*args)
-        if key is not None:
-            _compat.remember(_FREQS, key, got, 64)
-    return got
+    return _FREQS.get_or_make(tuple((type(a), a) for a in args), _timestep_freqs, *args)
 
 
 def timestep_embedding(
@@ -189,9 +185,9 @@ def timestep_embedding(
     torch.bfloat16
     """
     ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
-    dim, freqs = _freqs(dim, downscale_freq_shift, scale, max_period)
+    dim, freqs = _freqs(dim, downscale_freq_shift, scale, max_period, ctx)
     flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
-    if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or _compat.is_symbolic(t):
+    if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or is_symbolic(t):
         msg = (
             f"`t` must be an array of timesteps, got the {type(t).__name__} {_checks.show(t)}; "
             "pass xp.asarray([t]) for one timestep"

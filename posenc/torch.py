@@ -32,8 +32,8 @@ from torch import nn
 
 import posenc
 
-from . import _checks, _compat
-from .scaling import DynamicNTK, LongRoPE
+from . import _checks, _compat, _trace
+from .scaling._formulas import length_dependent
 
 __all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding"]
 
@@ -72,20 +72,8 @@ def _positions(seq: Any, offset: Any, device: Any) -> torch.Tensor:
 
 def _int_offset(offset: Any) -> Any:
     """An int (or ``SymInt``) offset; an eager 0-d integer tensor becomes its value,
-    a traced one stays a tensor."""
-    if isinstance(offset, torch.Tensor):
-        if offset.ndim != 0 or offset.dtype.is_floating_point or offset.dtype.is_complex or offset.dtype == torch.bool:
-            msg = f"`offset` must be an integer or a 0-d integer tensor, got {_checks.show(offset)}"
-            raise TypeError(msg)
-        if _compat.compiling():
-            return offset
-        return int(offset)
-    if isinstance(offset, bool):
-        msg = f"`offset` must be an integer or a 0-d integer tensor, got {offset!r}"
-        raise TypeError(msg)
-    if _compat.is_symbolic(offset) or isinstance(offset, int):
-        return offset
-    return _checks.check_int(offset, "offset")
+    a traced one stays a tensor (posenc's one check of offsets)."""
+    return _checks.check_offset(offset, "offset", None)
 
 
 class RotaryEmbedding(nn.Module):
@@ -147,6 +135,10 @@ class RotaryEmbedding(nn.Module):
     RotaryEmbedding(dim=16, base=500000.0, scaling=Linear(factor=2.0), layout='half', cached=2048)
     """
 
+    #: the cached tables (non-persistent buffers)
+    cos_cached: torch.Tensor
+    sin_cached: torch.Tensor
+
     def __init__(
         self,
         dim: int,
@@ -160,7 +152,7 @@ class RotaryEmbedding(nn.Module):
     ) -> None:
         super().__init__()
         self.layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
-        self.length_dependent = isinstance(scaling, (DynamicNTK, LongRoPE))
+        self.length_dependent = length_dependent(scaling)
         n = 0 if self.length_dependent else _max_positions(max_positions)
         # validates dim, base and scaling (errors name them)
         cos, sin = posenc.rope_cos_sin(
@@ -232,7 +224,7 @@ class RotaryEmbedding(nn.Module):
             ):
                 msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
                 raise TypeError(msg)
-            if _compat.compiling() or not _compat.is_concrete(position_ids):
+            if _trace.compiling() or not _compat.is_concrete(position_ids):
                 # traced (or meta) ids cannot be bounded: the exact tables of these ids
                 return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
             if position_ids.numel():
@@ -245,7 +237,7 @@ class RotaryEmbedding(nn.Module):
             return self.cos_cached[ids], self.sin_cached[ids]
         offset = _int_offset(offset)
         if not _fits(offset, seq, self.cached):
-            if _compat.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
+            if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
                 return posenc.rope_cos_sin(_positions(seq, offset, dev), self.dim, **kw, dtype=dt, xp=torch)
             self._grow(offset + seq)
         return self.cos_cached[offset : offset + seq], self.sin_cached[offset : offset + seq]
@@ -337,6 +329,9 @@ class SinusoidalEmbedding(nn.Module):
     True
     """
 
+    #: the cached table (a non-persistent buffer)
+    table: torch.Tensor
+
     def __init__(
         self,
         dim: int,
@@ -353,7 +348,7 @@ class SinusoidalEmbedding(nn.Module):
         device: Any = None,
     ) -> None:
         super().__init__()
-        self.options = {
+        self.options: dict[str, Any] = {
             "base": base,
             "layout": layout,
             "convention": convention,
@@ -386,7 +381,7 @@ class SinusoidalEmbedding(nn.Module):
         seq = x.shape[-2]
         offset = _int_offset(offset)
         if not _fits(offset, seq, self.cached):
-            if _compat.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
+            if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
                 pos = _positions(seq, offset, self.table.device)
                 pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=self.table.dtype, xp=torch)
             else:
@@ -644,9 +639,9 @@ class AxesRotaryEmbedding(nn.Module):
         device: Any = None,
     ) -> None:
         super().__init__()
-        from .axes import _check_axes_dim
+        from .axes._rope_axes import check_axes_dim
 
-        self.axes_dim = _check_axes_dim(axes_dim)
+        self.axes_dim = check_axes_dim(axes_dim)
         self.base = tuple(base) if isinstance(base, list) else base
         self.scaling = tuple(scaling) if isinstance(scaling, list) else scaling
         self.layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
@@ -671,12 +666,12 @@ class AxesRotaryEmbedding(nn.Module):
     def _host_freqs(self, dtype: Any, device: Any) -> torch.Tensor:
         import numpy as np
 
-        from .axes import _axes_freqs, _check_scalings, _per_axis
+        from .axes._rope_axes import axes_freqs, check_scalings, per_axis
 
         n = len(self.axes_dim)
-        bases = tuple(float(b) for b in _per_axis(self.base, "base", n))
-        scalings = _check_scalings(self.scaling, n)
-        freqs, _ = _axes_freqs(self.axes_dim, bases, scalings, self.split, self.turns, float("inf"))
+        bases = tuple(float(b) for b in per_axis(self.base, "base", n))
+        scalings = check_scalings(self.scaling, n)
+        freqs, _ = axes_freqs(self.axes_dim, bases, scalings, self.split, self.turns, float("inf"))
         host = np.concatenate([f.array for f in freqs])
         return torch.tensor(host, dtype=dtype, device=device)
 

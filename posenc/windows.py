@@ -27,7 +27,6 @@ computed on the host in float64 and rounded once.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections.abc import Sequence
@@ -35,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _cache, _checks, _compat
 from ._compat import Array, Context
 from ._relative import iinfo, int_dtype
-from .learned import _linear_weights
+from ._trace import host_constant
+from .learned import linear_weights
 
 __all__ = [
     "relative_position_index",
@@ -90,7 +90,7 @@ def _work(table: Array, ctx: Context) -> Any:
 
 
 def _host(values: np.ndarray, ctx: Context, dtype: Any) -> Array:
-    return _compat.from_host(values, ctx, dtype)
+    return ctx.from_host(values, dtype)
 
 
 # --------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def _pretrained(value: Any) -> tuple[int, int] | None:
     return sides
 
 
-@_compat.host_constant
+@host_constant
 def _log_axis(side: int, scale: int, mode: str) -> np.ndarray:
     """The log-spaced offsets ``-(side-1) .. side-1`` of one axis, in float64."""
     out = []
@@ -367,11 +367,11 @@ def _uneven_linear(points: list[float], targets: np.ndarray) -> np.ndarray:
     return w
 
 
-@_compat.host_constant
+@host_constant
 def _resample_weights(src: int, dst: int, method: str) -> np.ndarray:
     """``(dst, src)`` interpolation weights of one axis of offsets."""
     if method == "bilinear":
-        lo, hi, frac = _linear_weights(src, dst, False)
+        lo, hi, frac = linear_weights(src, dst, False)
         w = np.zeros((dst, src))
         rows = np.arange(dst)
         np.add.at(w, (rows, lo), 1.0 - frac)
@@ -392,7 +392,7 @@ def _two_taps(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return lo, hi, w_lo, w_hi
 
 
-@_compat.host_constant
+@host_constant
 def _flat_taps(sh: int, sw: int, dh: int, dw: int, method: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """``(rows, weights)`` of the four gathers that resample a flat table of
     ``(sh, sw)`` offsets to ``(dh, dw)``: row ``r * dw + c`` of the result is
@@ -565,13 +565,13 @@ def resample_relative_table(
 # --------------------------------------------------------------------------
 # decomposed relative positions (SAM, ViTDet)
 # --------------------------------------------------------------------------
-@_compat.host_constant
+@host_constant
 def _sam_plan(q: int, k: int, rows: int) -> tuple[np.ndarray, ...]:
     """:func:`_sam_plan_cached` (a constant for torch's tracer)."""
     return _sam_plan_cached(q, k, rows)
 
 
-@functools.lru_cache(maxsize=64)
+@_cache.memoize(64)
 def _sam_plan_cached(q: int, k: int, rows: int) -> tuple[np.ndarray, ...]:
     """SAM's row of the resized table for every (query, key) pair, flattened,
     then (when the table has ``rows != 2*max(q, k) - 1`` rows) the two table
@@ -595,7 +595,7 @@ def _sam_plan_cached(q: int, k: int, rows: int) -> tuple[np.ndarray, ...]:
     if rows == size:
         out: tuple[np.ndarray, ...] = (index,)
     else:
-        lo, hi, frac = _linear_weights(rows, size, False)
+        lo, hi, frac = linear_weights(rows, size, False)
         out = (lo[index], hi[index], (1.0 - frac)[index, None], frac[index, None])
     for a in out:
         a.setflags(write=False)

@@ -17,8 +17,9 @@ from ._convert import to_numpy
 from .axes import plot_rope_axes
 from .bias import plot_bias, plot_window_bias
 from .figures import FIGURES, figure_set
+from .grid_similarity import plot_grid_similarity
 from .heatmap import plot_encoding
-from .similarity import plot_grid_similarity, plot_similarity, plot_similarity_by_offset
+from .similarity import plot_similarity, plot_similarity_by_offset
 from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths
 from .style import COLUMN_WIDTHS, figsize, paper_style
 from .tables import load_table

@@ -15,7 +15,7 @@ from . import _mpl
 from ._common import set_labels
 from ._convert import to_numpy
 from ._internals import check_bool, show
-from .spectrum import _YLABEL, _check_log_range, _check_quantity
+from .spectrum import YLABEL, check_log_range, check_quantity
 
 __all__ = ["plot_rope_axes"]
 
@@ -27,7 +27,7 @@ def _axes_dim(axes_dim: Any) -> tuple[int, ...]:
     return tuple(axes_dim)
 
 
-def _axes_frequencies(
+def axes_frequencies(
     axes_dim: Sequence[int], *, base: Any = 10000.0, scaling: Any = None, split: str = "blocks", turns: bool = False
 ) -> list[np.ndarray]:
     """The angular frequencies of every axis of :func:`posenc.rope_axes_cos_sin`
@@ -116,9 +116,9 @@ def plot_rope_axes(
     [8, 28, 28]
     >>> plt.close(fig)
     """
-    quantity = _check_quantity(quantity)
+    quantity = check_quantity(quantity)
     check_bool(legend, "legend")
-    freqs = _axes_frequencies(axes_dim, base=base, scaling=scaling, split=split, turns=turns)
+    freqs = axes_frequencies(axes_dim, base=base, scaling=scaling, split=split, turns=turns)
     n = len(freqs)
     grid = None
     if grid_shape is not None:
@@ -150,7 +150,7 @@ def plot_rope_axes(
     if grid is not None and quantity == "wavelength":
         shown += [float(g) for g in grid]
     if shown:
-        _check_log_range(shown, quantity, "`base` (with `scaling` and `turns`)", base)
+        check_log_range(shown, quantity, "`base` (with `scaling` and `turns`)", base)
     ax = _mpl.get_ax(ax)
     dims = _axes_dim(axes_dim)
     markers, styles = ("o", "x", "+", "s"), ("-", "--", ":", "-.")
@@ -183,11 +183,11 @@ def plot_rope_axes(
     ax.set_xlim(-0.5, longest - 0.5)
     if legend:
         ax.legend(loc="upper left" if quantity == "wavelength" else "upper right", fontsize="small")
-    set_labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, YLABEL[quantity] if ylabel is None else ylabel, title)
     return ax
 
 
-def _axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The multi-axis RoPE of a model configuration (a parsed ``config.json``).
 
     Reads diffusers' transformer configurations (``axes_dims_rope`` with

@@ -193,8 +193,8 @@ def plot_window_bias(
     >>> plt.close(fig)
     """
     from . import _mpl
-    from .heatmap import _real_or_none, colormap
-    from .similarity import _CBAR_PAD, _CBAR_WIDTH, _GAP, _grid_figure, _margins
+    from .grid_similarity import CBAR_PAD, CBAR_WIDTH, GAP, grid_figure, margins
+    from .heatmap import colormap, real_or_none
 
     arr = to_numpy(bias, name="bias")
     if isinstance(window, bool) or not isinstance(window, (numbers.Integral, tuple, list)):
@@ -236,8 +236,8 @@ def plot_window_bias(
     grid = np.asarray(arr[1:, 1:] if class_token else arr, dtype=np.float64)
     mcolors = _mpl.require("matplotlib.colors")
     opts = dict(kwargs)
-    vmin = _real_or_none(opts.pop("vmin", None), "vmin")
-    vmax = _real_or_none(opts.pop("vmax", None), "vmax")
+    vmin = real_or_none(opts.pop("vmin", None), "vmin")
+    vmax = real_or_none(opts.pop("vmax", None), "vmax")
     finite = grid[np.isfinite(grid)]
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 1.0
@@ -252,8 +252,8 @@ def plot_window_bias(
     cmap = colormap(opts.pop("cmap", None), "RdBu_r" if centred else "viridis")
     norm = mcolors.Normalize(vmin=vmin, vmax=vmax)
     opts.setdefault("interpolation", "nearest")
-    fig = _grid_figure(fig, h, w, ratio=h / w, labels=False, cbar=cbar)
-    left, right, bottom, top_m = _margins(False, cbar)
+    fig = grid_figure(fig, h, w, ratio=h / w, labels=False, cbar=cbar)
+    left, right, bottom, top_m = margins(False, cbar)
     fw, fh = fig.bbox.width / fig.dpi, fig.bbox.height / fig.dpi
     avail_w, avail_h = max(fw - left - right, 1e-3), max(fh - bottom - top_m, 1e-3)
     pw = min(avail_w / w, avail_h / h)  # square cells: each map is h/w as high as wide
@@ -261,7 +261,7 @@ def plot_window_bias(
     pw, ph = min(pw, avail_w / w), min(ph, avail_h / h)
     x0 = left + (avail_w - pw * w) / 2.0
     y0 = bottom + (avail_h - ph * h) / 2.0
-    gap = _GAP * min(pw, ph)
+    gap = GAP * min(pw, ph)
     patches_mod = _mpl.require("matplotlib.patches")
     first = None
     for p in range(h * w):
@@ -276,7 +276,7 @@ def plot_window_bias(
         )
     if cbar:
         mpl = _mpl.require("matplotlib")
-        box = ((x0 + pw * w + _CBAR_PAD) / fw, (y0 + gap / 2) / fh, _CBAR_WIDTH / fw, (ph * h - gap) / fh)
+        box = ((x0 + pw * w + CBAR_PAD) / fw, (y0 + gap / 2) / fh, CBAR_WIDTH / fw, (ph * h - gap) / fh)
         cb = fig.colorbar(first, cax=fig.add_axes(box), **({"label": cbar_label} if cbar_label else {}))
         cb.outline.set_linewidth(mpl.rcParams["axes.linewidth"])
     return fig

@@ -32,7 +32,7 @@ import posenc
 
 from . import _files, _mpl, figures
 from ._internals import TABLE_LAYOUTS
-from .similarity import grid_layout, table_2d
+from .grid_similarity import grid_layout, table_2d
 from .tables import KINDS, load_table
 
 PROG = "posenc-viz"
@@ -435,7 +435,7 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
 
 def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params:
     """The axes of the rope-axes figure from --axes-dim, --hf-config or the default."""
-    from .axes import _axes_frequencies, _axes_from_config
+    from .axes import axes_frequencies, axes_from_config
 
     given = [f"--{n.replace('_', '-')}" for n in ("axes_dim", "hf_config") if getattr(args, n) is not None]
     if len(given) == 2:
@@ -444,7 +444,7 @@ def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params
         if args.base is not None:
             raise _Usage("argument --base: not allowed with --hf-config (the config sets it)")
         try:
-            axes = _axes_from_config(_read_json(args.hf_config))
+            axes = axes_from_config(_read_json(args.hf_config))
         except (ValueError, TypeError) as exc:
             text = str(exc).replace("`config`", "the config")
             raise _Usage(f"argument --hf-config: {' '.join(text.split())}") from None
@@ -460,7 +460,7 @@ def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params
     if axes.get("grid_shape") is not None and len(axes["grid_shape"]) != n:
         raise _Usage(f"argument --grid-shape: {len(axes['grid_shape'])} sizes for {n} axes")
     try:
-        _axes_frequencies(axes["axes_dim"], base=axes["base"], split=axes["split"])
+        axes_frequencies(axes["axes_dim"], base=axes["base"], split=axes["split"])
     except (ValueError, TypeError) as exc:
         opt = "--hf-config" if args.hf_config is not None else "--axes-dim"
         raise _Usage(f"argument {opt}: {' '.join(str(exc).split())}") from None
@@ -489,7 +489,7 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
         name: SIZE_DEFAULTS[name] if getattr(args, name, None) is None else getattr(args, name)
         for name in SIZE_DEFAULTS
     }
-    p = figures._check_params(**sizes)
+    p = figures.check_params(**sizes)
     if command == "all":
         return p, None, True
     name = COMMANDS[command][0] if command in COMMANDS else TABLE_COMMANDS[command][0]

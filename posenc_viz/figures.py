@@ -20,9 +20,10 @@ import posenc
 from . import _mpl
 from ._internals import TABLE_LAYOUTS, check_bool, check_int, show
 from .bias import plot_bias, plot_window_bias
+from .grid_similarity import cosine_maps, grid_figsize, plot_grid_similarity
 from .heatmap import plot_encoding
-from .similarity import cosine_maps, grid_figsize, plot_grid_similarity, plot_similarity, plot_similarity_by_offset
-from .spectrum import _scaling_label, plot_dimensions, plot_rope_scaling, plot_wavelengths
+from .similarity import plot_similarity, plot_similarity_by_offset
+from .spectrum import plot_dimensions, plot_rope_scaling, plot_wavelengths, scaling_label
 from .style import paper_style
 
 __all__ = ["figure_set", "FIGURES", "FORMATS", "OutputExistsError"]
@@ -181,7 +182,7 @@ def _draw_rope_scaling(fig: Any, p: Params) -> None:
             curves = {f"{p.rope['label']} (no scaling)": None}
             plot_rope_scaling(p.rope["dim"], curves, base=p.rope["base"], original=False, ax=ax)
         else:
-            label = f"{p.rope['label']} ({_scaling_label(s)})"
+            label = f"{p.rope['label']} ({scaling_label(s)})"
             plot_rope_scaling(p.rope["dim"], {label: s}, base=p.rope["base"], ax=ax)
         return
     factor, original = 4.0, 4096
@@ -336,7 +337,7 @@ def available_figures() -> tuple[str, ...]:
     return FIGURES
 
 
-def _check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) -> Params:
+def check_params(dim: Any, length: Any, base: Any, layout: Any, head_dim: Any) -> Params:
     dim = check_int(dim, "dim", minimum=2, maximum=MAX_DIM)
     if dim % 2:
         msg = f"`dim` must be a positive even integer, got {dim}"
@@ -592,7 +593,7 @@ def figure_set(
     ...     print([f.name for f in files])
     ['encoding.png', 'wavelengths.png']
     """
-    p = _check_params(dim, length, base, layout, head_dim)
+    p = check_params(dim, length, base, layout, head_dim)
     chosen = _check_names(names)
     fmts = _check_formats(formats)
     dpi = check_int(dpi, "dpi", minimum=DPI_RANGE[0], maximum=DPI_RANGE[1])

@@ -19,7 +19,7 @@ DIVERGING = "RdBu_r"
 SEQUENTIAL = "viridis"
 
 
-def _real_or_none(value: Any, name: str) -> float | None:
+def real_or_none(value: Any, name: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -76,9 +76,9 @@ def draw_matrix(
     """
     ax = _mpl.get_ax(ax)
     mpl = _mpl.require("matplotlib")
-    center = _real_or_none(center, "center")
-    vmin = _real_or_none(vmin, "vmin")
-    vmax = _real_or_none(vmax, "vmax")
+    center = real_or_none(center, "center")
+    vmin = real_or_none(vmin, "vmin")
+    vmax = real_or_none(vmax, "vmax")
     check_bool(cbar, "cbar")
     if cbar_label is not None and not isinstance(cbar_label, str):
         msg = f"`cbar_label` must be a str or None, got {type(cbar_label).__name__}"

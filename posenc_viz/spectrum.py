@@ -19,13 +19,13 @@ from ._internals import check_bool, show
 __all__ = ["plot_wavelengths", "plot_dimensions", "plot_rope_scaling"]
 
 QUANTITIES = ("wavelength", "frequency")
-_YLABEL = {
+YLABEL = {
     "wavelength": "wavelength (positions)",
     "frequency": "angular frequency (rad / position)",
 }
 
 
-def _check_quantity(quantity: Any) -> str:
+def check_quantity(quantity: Any) -> str:
     if not isinstance(quantity, str) or quantity not in QUANTITIES:
         msg = f"`quantity` must be 'wavelength' or 'frequency', got {show(quantity)}"
         raise (ValueError if isinstance(quantity, str) else TypeError)(msg)
@@ -65,7 +65,7 @@ def _bound_line(ax: Any, y: float, text: str, *, linestyle: Any = (0, (4, 2)), l
 _LOG_RANGE = (1e-200, 1e200)
 
 
-def _check_log_range(shown: list[float], quantity: str, what: str, base: Any) -> None:
+def check_log_range(shown: list[float], quantity: str, what: str, base: Any) -> None:
     """``ValueError`` naming ``what`` unless every value in ``shown`` fits a log axis."""
     if not (_LOG_RANGE[0] <= min(shown) and max(shown) <= _LOG_RANGE[1]):
         msg = (
@@ -133,7 +133,7 @@ def plot_wavelengths(
     ('log', 256)
     >>> plt.close(fig)
     """
-    quantity = _check_quantity(quantity)
+    quantity = check_quantity(quantity)
     check_bool(bounds, "bounds")
     if quantity == "wavelength":
         y = np.asarray(posenc.wavelengths(dim, base=base, convention=convention), dtype=np.float64)
@@ -146,7 +146,7 @@ def plot_wavelengths(
         lines = [2.0 * math.pi, float(base) * 2.0 * math.pi]
     else:
         lines = [1.0, 1.0 / float(base)]
-    _check_log_range([float(np.min(y)), float(np.max(y)), *lines], quantity, "`base`", base)
+    check_log_range([float(np.min(y)), float(np.max(y)), *lines], quantity, "`base`", base)
     ax = _mpl.get_ax(ax)
     opts: dict[str, Any] = {"marker": "o" if y.size <= 32 else None}
     opts.update(kwargs)
@@ -163,7 +163,7 @@ def plot_wavelengths(
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi * 3.0)  # room for the upper bound's label
     ax.set_xlim(-0.5, y.size - 0.5)
-    set_labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, YLABEL[quantity] if ylabel is None else ylabel, title)
     return ax
 
 
@@ -299,7 +299,7 @@ def _position_limits(x: np.ndarray) -> tuple[float, float] | None:
     return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
-def _scaling_label(s: Any) -> str:
+def scaling_label(s: Any) -> str:
     if s is None:
         return "original"
     name = type(s).__name__
@@ -318,9 +318,9 @@ def _scaling_items(scalings: Any) -> list[tuple[str, Any]]:
                 raise TypeError(msg)
             items.append((k, v))
     elif isinstance(scalings, (list, tuple)):
-        items = [(_scaling_label(s), s) for s in scalings]
+        items = [(scaling_label(s), s) for s in scalings]
     else:
-        items = [(_scaling_label(scalings), scalings)]
+        items = [(scaling_label(scalings), scalings)]
     if not items:
         msg = "`scalings` must hold at least one scaling"
         raise ValueError(msg)
@@ -411,7 +411,7 @@ def plot_rope_scaling(
     if rope_frequencies is None:  # pragma: no cover - until the RoPE family lands
         msg = "plot_rope_scaling needs posenc.rope_frequencies (posenc's RoPE family)"
         raise ImportError(msg)
-    quantity = _check_quantity(quantity)
+    quantity = check_quantity(quantity)
     for name, flag in (("original", original), ("context", context), ("legend", legend)):
         check_bool(flag, name)
     items = _scaling_items(scalings)
@@ -429,7 +429,7 @@ def plot_rope_scaling(
         ys.append(2.0 * math.pi / f if quantity == "wavelength" else f)
     if ys:  # every curve is computed and checked before the Axes is touched
         extent = [min(float(np.min(y)) for y in ys), max(float(np.max(y)) for y in ys)]
-        _check_log_range(extent, quantity, "`base` (with `scalings`)", base)
+        check_log_range(extent, quantity, "`base` (with `scalings`)", base)
     ax = _mpl.get_ax(ax)
     lengths = []
     for (label, s, style), y in zip(curves, ys):
@@ -446,5 +446,5 @@ def plot_rope_scaling(
     ax.set_xlim(-0.5, n - 0.5)
     if legend:
         ax.legend(loc="lower right" if quantity == "wavelength" else "upper right")
-    set_labels(ax, xlabel, _YLABEL[quantity] if ylabel is None else ylabel, title)
+    set_labels(ax, xlabel, YLABEL[quantity] if ylabel is None else ylabel, title)
     return ax

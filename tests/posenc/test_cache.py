@@ -284,8 +284,8 @@ def test_torch_cpu_sincos_range_equals_the_portable_formula():
     torch = pytest.importorskip("torch")
     w = posenc.frequencies(48)
     for start, n in ((0, 4096), (7, 1000), (10**6, 333)):
-        block, nq = _angles._range_split(n)
-        tabs = _angles._range_tables(start, nq, block, _angles.as_freqs(w).key)
+        block, nq = _angles.range_split(n)
+        tabs = _angles.range_tables(start, nq, block, _angles.as_freqs(w).key)
         for dt in (torch.float32, torch.float64):
             s, c = _angles.sincos_range(start, n, w, _compat.resolve(xp=torch, dtype=dt))
             sq, cq, sr, cr = (torch.as_tensor(np.array(t), dtype=dt) for t in tabs)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc import _compat, rotary
+from posenc import _cache, _compat, _rope, _trace
+from posenc._compat import Backend
 
 
 def test_host_constant_sets_torchs_mark():
@@ -20,7 +21,7 @@ def test_host_constant_sets_torchs_mark():
 
     marked = torch.compiler.assume_constant_result(f)
     flags = {k for k, v in vars(marked).items() if v is True}
-    wrapped = _compat.host_constant(lambda: 1)
+    wrapped = _trace.host_constant(lambda: 1)
     assert flags <= {k for k, v in vars(wrapped.__wrapped_host__).items() if v is True}
     assert not any(v is True for v in vars(wrapped).values() if not callable(v))
 
@@ -56,14 +57,14 @@ def test_cached_plans_keep_every_check():
         posenc.rope_cos_sin(np.arange(4), 8.0)
     with pytest.raises(ValueError, match="positions"):
         posenc.rope_cos_sin(np.array([0.0, np.nan]), 8)
-    assert len(rotary._PLANS) > 0 and len(rotary._TABLE_PLANS) > 0
+    assert len(_rope.APPLY_PLANS) > 0 and len(_rope.TABLE_PLANS) > 0
 
 
 def test_namespace_kind():
     import array_api_compat.numpy as anp
 
-    assert _compat.namespace_kind(np) == "numpy" and _compat.namespace_kind(anp) == "numpy"
-    assert _compat.namespace_kind(object()) == "other"
+    assert _compat.backend_of(np) is Backend.NUMPY and _compat.backend_of(anp) is Backend.NUMPY
+    assert _compat.backend_of(object()) is Backend.OTHER
 
 
 def test_default_dtype():
@@ -82,16 +83,19 @@ def test_default_dtype():
 
 
 def test_remember_drops_the_oldest_entry(monkeypatch):
-    cache = {}
-    for i in range(5):
-        _compat.remember(cache, i, str(i), 3)
-    assert list(cache) == [2, 3, 4]
+    cache = _cache.Memo("test.remember", 3)
+    try:
+        for i in range(5):
+            cache.put(i, str(i))
+        assert list(cache) == [2, 3, 4]
+    finally:
+        del _cache.CACHES[cache.name]
     # apply_rope's plans: a model meeting ever new shapes keeps its latest ones
-    monkeypatch.setattr(rotary, "_PLANS", {})
-    monkeypatch.setattr(rotary, "_PLANS_MAX", 4)
+    _rope.APPLY_PLANS.clear()
+    monkeypatch.setattr(_rope.APPLY_PLANS, "limit", 4)
     c = np.ones((1, 8), np.float32)
     for n in range(1, 8):
         posenc.apply_rope(np.ones((n, 8), np.float32), c, c)
-    assert len(rotary._PLANS) == 4
+    assert len(_rope.APPLY_PLANS) == 4
     key = _compat.call_key((np.ones((7, 8), np.float32), c, c), ("half", None, False, None))
-    assert key in rotary._PLANS
+    assert key in _rope.APPLY_PLANS

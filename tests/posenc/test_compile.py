@@ -37,6 +37,8 @@ F32 = torch.float32
 #: public names without a compiled-call case, and why
 EXCLUDED = {
     "scaling": "a module of frozen configuration dataclasses (and from_hf): Python values, no arrays to trace",
+    "clear_caches": "empties posenc's caches: no arrays, nothing to trace inside a model",
+    "cache_limits": "sets the byte budgets of posenc's caches: Python ints, nothing to trace inside a model",
 }
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import posenc
-from posenc import _cache, _compat
+from posenc import _cache
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork")
 
@@ -96,10 +96,10 @@ def test_a_lock_held_at_the_fork_is_not_inherited():
 def test_a_child_starts_with_empty_caches():
     posenc.sinusoidal(128, 16)
     posenc.rope_cos_sin(np.array([[5]]), 16)
-    assert _cache.TABLES.nbytes > 0 and any(_compat.MEMOS.values())
+    assert _cache.TABLES.nbytes > 0 and any(len(c) for c in _cache.CACHES.values())
 
     def child():
-        empty = _cache.TABLES.nbytes == 0 and len(_cache.HOST) == 0 and not any(_compat.MEMOS.values())
+        empty = _cache.TABLES.nbytes == 0 and len(_cache.HOST) == 0 and not any(len(c) for c in _cache.CACHES.values())
         again = posenc.sinusoidal(128, 16)
         return empty and abs(again[3, 0] - np.sin(3.0)) < 1e-15
 

@@ -152,7 +152,7 @@ def test_attribute_aliases_are_transformers():
 
     recorded = json.loads((DATA / "hf_sweep.json").read_text())
     types = {v["model_type"] for v in recorded["results"].values() if v.get("model_type")}
-    types |= set(scaling._ATTRIBUTE_MAP)
+    types |= set(scaling._models.ATTRIBUTE_MAP)
     read = {"hidden_size", "num_attention_heads", "max_position_embeddings", "head_dim"}
     found = {}
     for mt in sorted(types):
@@ -161,7 +161,7 @@ def test_attribute_aliases_are_transformers():
         amap = {k: v for k, v in (getattr(CONFIG_MAPPING[mt], "attribute_map", {}) or {}).items() if k in read}
         if amap and not mt.endswith("_vision") and not mt.endswith("_vision_encoder"):  # no text RoPE
             found[mt] = amap
-    assert found == scaling._ATTRIBUTE_MAP
+    assert found == scaling._models.ATTRIBUTE_MAP
 
 
 def test_default_thetas_are_transformers():
@@ -169,7 +169,7 @@ def test_default_thetas_are_transformers():
     ``rope_theta`` are transformers' ``default_theta``."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    for mt, theta in scaling._DEFAULT_THETA.items():
+    for mt, theta in scaling._models.DEFAULT_THETA.items():
         assert CONFIG_MAPPING[mt].default_theta == theta, mt
     recorded = json.loads((DATA / "hf_sweep.json").read_text())
     for mt in {v["model_type"] for v in recorded["results"].values() if v.get("model_type")}:
@@ -178,7 +178,7 @@ def test_default_thetas_are_transformers():
         except (KeyError, AttributeError):  # a configuration class of no model type
             continue
         if isinstance(theta, float | int) and theta != 10000.0:
-            assert scaling._DEFAULT_THETA.get(mt) == theta, mt
+            assert scaling._models.DEFAULT_THETA.get(mt) == theta, mt
 
 
 def test_mrope_tables_are_the_modules():
@@ -187,8 +187,8 @@ def test_mrope_tables_are_the_modules():
     recorded = json.loads((DATA / "hf_sweep.json").read_text())
     mrope = {v["model_type"]: v["mrope"] for v in recorded["results"].values() if v.get("mrope") and "model_type" in v}
     for mt, desc in mrope.items():
-        assert mt in scaling._MROPE, mt
-        assert desc.endswith("interleaved") == scaling._MROPE[mt][1], (mt, desc)
+        assert mt in scaling._models.MROPE, mt
+        assert desc.endswith("interleaved") == scaling._models.MROPE[mt][1], (mt, desc)
 
 
 # ---------------------------------------------------------------- full forward

@@ -1,4 +1,5 @@
-"""Every kernel of posenc._kernels equals the portable path it replaces."""
+"""Every kernel of posenc._kernels equals the portable path it replaces (the
+portable path through the one switch, ``_kernels.disabled()``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posenc
-from posenc import _angles, _cache, _compat, _kernels, rotary
+from posenc import _angles, _cache, _compat, _kernels, _rope, _tables
+from posenc._compat import Backend
 from posenc.scaling import YaRN
 
 from .test_cache import ref_table
@@ -24,19 +26,20 @@ def _np(a):
 
 
 def test_eager_kind():
-    assert _compat.eager_kind(np.zeros(3)) == "numpy"
-    assert _compat.eager_kind(torch.zeros(3)) == "torch"
-    assert _compat.eager_kind(torch.nn.Parameter(torch.zeros(3))) is None  # a subclass
-    assert _compat.eager_kind(np.float64(1.0)) is None
-    assert _compat.eager_kind([1.0]) is None
-    assert _compat.eager_kind(np.zeros(3), np.zeros(2)) == "numpy"  # the common kind of several
-    assert _compat.eager_kind(np.zeros(3), torch.zeros(3)) is None
-    assert _compat.eager_kind(torch.zeros(3), 5) is None
+    assert _kernels._eager(np.zeros(3)) is Backend.NUMPY
+    assert _kernels._eager(torch.zeros(3)) is Backend.TORCH
+    assert _kernels._eager(torch.nn.Parameter(torch.zeros(3))) is None  # a subclass
+    assert _kernels._eager(np.float64(1.0)) is None
+    assert _kernels._eager([1.0]) is None
+    assert _kernels._eager(np.zeros(3), np.zeros(2)) is Backend.NUMPY  # the common kind of several
+    assert _kernels._eager(np.zeros(3), torch.zeros(3)) is None
+    assert _kernels._eager(torch.zeros(3), 5) is None
 
     @torch.compile(fullgraph=True, backend="eager")
     def traced(x):
-        return x + (1.0 if _compat.eager_kind(x) is None else 2.0)
+        return x + (1.0 if _kernels.turns(x, _compat.resolve({"x": x})) is None else 2.0)
 
+    assert _kernels.turns(torch.zeros(()), _compat.resolve(xp=torch)) is _kernels.LANES["torch-cpu"]
     assert float(traced(torch.zeros(()))) == 1.0  # never while torch traces
 
 
@@ -64,10 +67,11 @@ def test_rotate_small_equals_portable(kind, layout, dtype, xshape, tshape):
     x = conv(rng.standard_normal(xshape).astype(dtype))
     c = conv(rng.standard_normal(tshape).astype(dtype))  # pairs need not hold one value
     s = conv(rng.standard_normal(tshape).astype(dtype))
-    plan = rotary._make_plan(x, c, s, layout, None, False, None)
-    assert plan.small is _kernels.ROTATE_SMALL["numpy" if kind == "numpy" else "torch-cpu"]
-    want = rotary._rotate_portable(x, c, s, plan)
-    got = _kernels.ROTATE_SMALL[kind](x, c, s, layout)
+    plan = _rope.apply_plan(x, c, s, layout, None, False, None)
+    assert plan.small is _kernels.LANES["numpy" if kind == "numpy" else "torch-cpu"].rotate
+    with _kernels.disabled():
+        want = posenc.apply_rope(x, c, s, layout=layout)
+    got = _kernels.LANES[kind].rotate(x, c, s, layout)
     assert type(got) is type(want) and got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(_np(got), _np(want))
 
@@ -79,10 +83,10 @@ def test_rotate_small_signed_zeros_and_specials(layout):
     x = np.array(np.meshgrid(vals, vals, vals, vals)).reshape(4, -1).T.copy()  # every (x0, x1, x2, x3)
     c = np.array([0.5, -0.0, 0.5, -0.0], dtype=np.float32)
     s = np.array([-0.0, 2.0, -0.0, 2.0], dtype=np.float32)
-    plan = rotary._make_plan(x, c, s, layout, None, False, None)
+    with np.errstate(invalid="ignore"), _kernels.disabled():
+        want = posenc.apply_rope(x, c, s, layout=layout)
     with np.errstate(invalid="ignore"):
-        want = rotary._rotate_portable(x, c, s, plan)
-        got = _kernels.rotate_small_numpy(x, c, s, layout)
+        got = _kernels.LANES["numpy"].rotate(x, c, s, layout)
     nan = np.isnan(want)  # a NaN's sign bit carries no meaning
     np.testing.assert_array_equal(np.isnan(got), nan)
     np.testing.assert_array_equal(got.view(np.int32)[~nan], want.view(np.int32)[~nan])
@@ -100,8 +104,9 @@ def test_torch_cpu_kernels_step_aside_for_autodiff(layout):
     x = torch.randn(2, 3, 16, generator=g, dtype=torch.float64)
     p = torch.tensor([5, 4096, 77])
     c, s = posenc.rope_cos_sin(p, 16, layout=layout, dtype=torch.float64)
-    want = rotary._rotate_portable(x, c, s, rotary._make_plan(x, c, s, layout, None, False, None))
-    assert torch.equal(_kernels.rotate_small_torch_cpu(x, c, s, layout), want)
+    with _kernels.disabled():
+        want = posenc.apply_rope(x, c, s, layout=layout)
+    assert torch.equal(_kernels.LANES["torch-cpu"].rotate(x, c, s, layout), want)
     # forward mode: the tangent of a linear map is the map of the tangent
     t = torch.randn(2, 3, 16, generator=g, dtype=torch.float64)
     with fwad.dual_level():
@@ -113,7 +118,7 @@ def test_torch_cpu_kernels_step_aside_for_autodiff(layout):
     torch.testing.assert_close(tangent, posenc.apply_rope(t, c, s, layout=layout), rtol=0, atol=0)
     assert tangent_rope is not None
     # the large fast path (out= operations) too
-    big = torch.randn(1, 8, 3, 2 * rotary._FAST_MIN // 24, generator=g, dtype=torch.float64)
+    big = torch.randn(1, 8, 3, 2 * _kernels.ROTATE_MIN // 24, generator=g, dtype=torch.float64)
     cb, sb = posenc.rope_cos_sin(p, big.shape[-1], layout=layout, dtype=torch.float64)
     with fwad.dual_level():
         big_tangent = fwad.unpack_dual(posenc.apply_rope(fwad.make_dual(big, big), cb, sb, layout=layout)).tangent
@@ -125,8 +130,8 @@ def test_torch_cpu_kernels_step_aside_for_autodiff(layout):
     torch.testing.assert_close(got, want, rtol=0, atol=0)
     grad = torch.func.grad(lambda xi: posenc.apply_rope(xi, c, s, layout=layout).sum())(x)
     xr = x.clone().requires_grad_(True)
-    plan = rotary._make_plan(xr, c, s, layout, None, False, None)
-    (ref,) = torch.autograd.grad(rotary._rotate_portable(xr, c, s, plan).sum(), xr)
+    with _kernels.disabled():
+        (ref,) = torch.autograd.grad(posenc.apply_rope(xr, c, s, layout=layout).sum(), xr)
     torch.testing.assert_close(grad, ref, rtol=0, atol=0)
     # a negative view
     neg = torch._neg_view(-x)
@@ -172,16 +177,16 @@ def test_small_table_equals_compact_layout(kind, layout, dtype, scaling, monkeyp
     raw = np.array([[0, 1, 4096, -7], [2**31 - 1, 5, 2**40 + 3, 77]])
     p = BACKENDS[kind](raw)
     dt = getattr(np if kind == "numpy" else torch, dtype)
-    rotary._TABLE_PLANS.clear()
+    _rope.TABLE_PLANS.clear()
     got = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)
     again = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)  # from the cached plan
-    plan = next(iter(rotary._TABLE_PLANS.values()))
-    assert plan[-1] is not None and plan[-1][0] == ("numpy" if kind == "numpy" else "torch-cpu")
+    plan = next(iter(_rope.TABLE_PLANS.values()))
+    assert plan.small is not None and plan.small[0] is _kernels.LANES["numpy" if kind == "numpy" else "torch-cpu"]
     host = posenc.rope_cos_sin(raw, 32, layout=layout, scaling=scaling, dtype=getattr(np, dtype))
-    monkeypatch.setattr(rotary, "_SMALL_TABLE", 0)
-    rotary._TABLE_PLANS.clear()
+    monkeypatch.setattr(_kernels, "SMALL_TABLE", 0)
+    _rope.TABLE_PLANS.clear()
     want = posenc.rope_cos_sin(p, 32, layout=layout, scaling=scaling, dtype=dt)
-    assert next(iter(rotary._TABLE_PLANS.values()))[-1] is None
+    assert next(iter(_rope.TABLE_PLANS.values())).small is None
     for g, a, w, h in zip(got, again, want, host):
         assert g.dtype == w.dtype and g.shape == w.shape and type(g) is type(w)
         _same_bits_or_one_ulp(g, w, kind == "numpy")
@@ -200,15 +205,16 @@ def test_rope_small_equals_tables_then_apply(kind, layout, monkeypatch):
     q = conv(rng.standard_normal((2, 4, 3, 16)).astype(np.float32))
     pid = conv(np.array([[4096, 4097, 4098], [3, 2, 1]]))
     dt = np.float32 if kind == "numpy" else torch.float32
-    rotary._ROPE_PLANS.clear()
+    _rope.ROPE_PLANS.clear()
     got = [posenc.rope(q, pid, layout=layout, heads_axis=1) for _ in range(2)]
-    assert next(iter(rotary._ROPE_PLANS.values())).small is not None
+    assert next(iter(_rope.ROPE_PLANS.values())).small is not None
     c, s = posenc.rope_cos_sin(pid, 16, layout=layout, dtype=dt)
     want = posenc.apply_rope(q, c, s, layout=layout, heads_axis=1)
-    monkeypatch.setattr(rotary, "_small_table", lambda *args: None)  # the compact tables and the portable formula
-    rotary._ROPE_PLANS.clear()
+    # no decode-step lane: the compact tables and the portable formula
+    monkeypatch.setattr(_kernels, "rope_step", lambda *args, **kwargs: None)
+    _rope.ROPE_PLANS.clear()
     plain = posenc.rope(q, pid, layout=layout, heads_axis=1)
-    assert next(iter(rotary._ROPE_PLANS.values())).small is None
+    assert next(iter(_rope.ROPE_PLANS.values())).small is None
     for g in got:
         np.testing.assert_array_equal(_np(g), _np(want))
         # |q| < 5: an ulp of a table is at most 4 float32 ulp of the result
@@ -219,7 +225,10 @@ def test_call_key_types_and_tracing():
     a = np.zeros((2, 3), np.float32)
     k = _compat.call_key((a,), (4, None))
     assert k is not None and k != _compat.call_key((a,), (4.0, None)) and k != _compat.call_key((a,), (True, None))
-    assert _compat.lookup({}, _compat.call_key((a,), ([1],))) == (None, None)  # unhashable: the full checks decide
+    # unhashable: the full checks decide, nothing is kept
+    before = len(_rope.APPLY_PLANS)
+    assert _rope.APPLY_PLANS.get_or_make(_compat.call_key((a,), ([1],)), lambda: "made") == "made"
+    assert len(_rope.APPLY_PLANS) == before
     assert _compat.call_key(([1.0],), ()) is None  # not an array
     assert _compat.call_key((a,), ()) != _compat.call_key((a.reshape(3, 2),), ())
 
@@ -234,12 +243,13 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     many pieces (partial leading axes, broadcast tables sliced per block)."""
     if dtype == "float64" and not xp.float64:
         pytest.skip("no float64 on this device")
-    monkeypatch.setattr(rotary, "_FAST_MIN", 0)
+    monkeypatch.setattr(_kernels, "ROTATE_MIN", 0)
+    _cache.clear()  # plans keep the kernels they chose
     if blocks == "tiny":
         if xp.name not in ("numpy", "torch"):
             pytest.skip("only the NumPy and torch CPU fast paths work in blocks")
-        monkeypatch.setattr(_kernels, "NP_BLOCK", 37)
-        monkeypatch.setattr(_kernels, "TORCH_BLOCK", 37)
+        monkeypatch.setattr(_kernels.rotations, "NP_BLOCK", 37)
+        monkeypatch.setattr(_kernels.rotations, "TORCH_BLOCK", 37)
     shape, tshape, layout, rdim, transposed = FAST_CASES[case]
     r_ = shape[-1] if rdim is None else rdim
     compact = tshape[-1] == r_ // 2
@@ -256,11 +266,8 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
     ca, sa = xp.asarray(tc, dtype), xp.asarray(ts, dtype)
     got = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim, compact=compact)
 
-    def portable(xa, ca, sa):
-        plan = rotary._make_plan(xa, ca, sa, layout, rdim, compact, None)
-        return rotary._rotate_portable(xa, ca, sa, plan)
-
-    ref = xp.call(portable, xa, ca, sa)
+    with _kernels.disabled():
+        ref = xp.call(posenc.apply_rope, xa, ca, sa, layout=layout, rotary_dim=rdim, compact=compact)
     xp.check_array(got, shape=tuple(ref.shape), dtype=ref.dtype)
     if not xp.has_values:
         return
@@ -273,18 +280,24 @@ def test_fast_paths_equal_portable(xp, case, dtype, blocks, monkeypatch):
 
 
 def test_fast_path_is_taken():
+    big = _kernels.ROTATE_MIN
+
+    def large(x, c):
+        return _kernels.rotation(x, c, c, _compat.resolve({"x": x}), size=big, small=False)[1]
+
+    rotate_ok = _kernels.rotations.rotate_ok
     x = np.zeros((2, 4, 8), np.float32)
     c = np.ones((4, 4), np.float32)
-    assert _kernels.rotate_candidate(x, c, c) == "numpy"
-    assert _kernels.rotate_candidate(x.astype(np.float16), c, c) is None
+    assert large(x, c) is _kernels.rotations.rotate_large_numpy
+    assert large(x.astype(np.float16), c) is None
     t = torch.zeros(2, 4, 8)
     tc = torch.ones(4, 4)
-    assert _kernels.rotate_candidate(t, tc, tc) == "torch" and _kernels.rotate_ok("torch", t, tc, tc)
-    assert not _kernels.rotate_ok("torch", t.requires_grad_(), tc, tc)
+    assert large(t, tc) is _kernels.rotations.rotate_large_torch and rotate_ok("torch", t, tc, tc)
+    assert not rotate_ok("torch", t.requires_grad_(), tc, tc)
     with torch.no_grad():
-        assert _kernels.rotate_ok("torch", t, tc, tc)
-    assert _kernels.rotate_candidate(torch.zeros(2, 4, 8, device="meta"), tc, tc) is None
-    assert _kernels.rotate_candidate(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc, tc) is None
+        assert rotate_ok("torch", t, tc, tc)
+    assert large(torch.zeros(2, 4, 8, device="meta"), tc) is None
+    assert large(torch.zeros(2, 4, 8, dtype=torch.bfloat16), tc) is None
 
 
 # ---------------------------------------------------------------- tables of ranges
@@ -293,12 +306,13 @@ def test_fast_path_is_taken():
 @pytest.mark.parametrize("step_bytes", [8, 256, None])
 def test_fast_path_equals_portable_path(monkeypatch, layout, start, n, dim, step_bytes):
     if step_bytes is not None:  # exercise the sub-block and the multi-block steps
-        monkeypatch.setattr(_kernels, "FAST_STEP_BYTES", step_bytes)
+        monkeypatch.setattr(_kernels.tables, "FAST_STEP_BYTES", step_bytes)
     w = posenc.frequencies(dim)
     for dt in (np.float32, np.float64):
         ctx = _compat.resolve(dtype=dt)
-        fast = _angles.range_table(start, n, w, dim, layout, ctx, cache=False)
-        slow = _angles.range_table(start, n, w, dim, layout, ctx, cache=False, fast=False)
+        fast = _tables.range_table(start, n, w, dim, layout, ctx, cache=False)
+        with _kernels.disabled():
+            slow = _tables.range_table(start, n, w, dim, layout, ctx, cache=False)
         assert fast.dtype == slow.dtype == dt
         np.testing.assert_array_equal(fast, slow)
         # the float64 oracle's own product p * w is off by up to ~p * 1.1e-16
@@ -313,18 +327,19 @@ def test_torch_fast_path_equals_portable_path(layout, cache):
     for dt in (torch.float32, torch.float64):
         ctx = _compat.resolve(xp=torch, dtype=dt)
         w = posenc.frequencies(37)
-        fast = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=cache)
-        slow = _angles.range_table(7, 1000, w, 37, layout, ctx, cache=False, fast=False)
+        fast = _tables.range_table(7, 1000, w, 37, layout, ctx, cache=cache)
+        with _kernels.disabled():
+            slow = _tables.range_table(7, 1000, w, 37, layout, ctx, cache=False)
         assert fast.dtype == slow.dtype == dt and fast.device.type == "cpu"
         torch.testing.assert_close(fast, slow, rtol=0, atol=0)
-        ref = _angles.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
+        ref = _tables.range_table(7, 1000, w, 37, layout, _compat.resolve(dtype=str(dt).split(".")[1]), cache=False)
         np.testing.assert_array_equal(fast.numpy(), ref)
 
 
 def test_every_backend_matches_the_numpy_fast_path(xp):
     w = posenc.frequencies(20)
     got = xp.call(posenc.sinusoidal, 777, 20, dtype=xp.dtype("float32"), xp=xp.ns, device=xp.device)
-    ref = _angles.range_table(0, 777, w, 20, "interleaved", _compat.resolve(dtype=np.float32), cache=False)
+    ref = _tables.range_table(0, 777, w, 20, "interleaved", _compat.resolve(dtype=np.float32), cache=False)
     if xp.name.startswith(("strict", "dask", "torch", "numpy")):
         xp.assert_close(got, ref, dtype=xp.dtype("float32"))  # bit for bit: same operations
     else:  # JAX/XLA may fuse a multiply-add
@@ -342,8 +357,8 @@ def test_rows_of_a_slice_equal_rows_of_the_full_table(n, dim, start, data):
     lo = data.draw(st.integers(0, n - 1))
     rows = data.draw(st.integers(1, n - lo))
     key = _angles.as_freqs(posenc.frequencies(dim)).key
-    full = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
-    part = _angles._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
+    full = _tables._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32))
+    part = _tables._numpy_table(start, n, key, dim, "interleaved", np.dtype(np.float32), lo=lo, rows=rows)
     np.testing.assert_array_equal(part, full[lo : lo + rows])
 
 
@@ -352,7 +367,8 @@ def test_take_rows_equals_portable_take(kind):
     conv = BACKENDS[kind]
     table = conv(np.arange(40.0).reshape(10, 4))
     p = conv(np.array([[3, 12], [7, 5]]))
-    got = _kernels.TAKE_ROWS[kind](table, p, 3)
+    take = _kernels.tables.take_rows_numpy if kind == "numpy" else _kernels.tables.take_rows_torch
+    got = take(table, p, 3)
     xp = _compat.resolve({"t": table}).xp
     want = xp.reshape(xp.take(table, xp.reshape(p - 3, (-1,)), axis=0), (2, 2, 4))
     np.testing.assert_array_equal(_np(got), _np(want))
@@ -376,14 +392,14 @@ def test_turns_kernels_equal_portable(monkeypatch):
     cases += [torch.from_numpy(c) for c in cases]
 
     def portable(p, ctx):
-        with monkeypatch.context() as m:
-            m.setattr(_angles, "_kernel_kind", lambda p, ctx: None)
-            return _angles._sincos_turns(p, fr, ctx)
+        with _kernels.disabled():
+            return _angles.sincos(p, fr, ctx)
 
     for p in cases:
         ctx = _compat.resolve({"p": p}, dtype="float32" if isinstance(p, np.ndarray) else torch.float32)
-        assert _angles._kernel_kind(p, ctx) in ("numpy", "torch")
-        got = _angles._sincos_turns(p, fr, ctx)  # the kernel
+        assert _angles.prepare(p, fr, ctx).path is _angles._sincos_turns  # the turns path
+        assert _kernels.turns(p, ctx) is not None
+        got = _angles.sincos(p, fr, ctx)  # the kernel
         want = portable(p, ctx)
         integer = _np(p).dtype.kind == "i"
         truth = exact_angle_sincos(_np(p).astype(np.float64).reshape(-1), w) if integer else None
@@ -401,7 +417,7 @@ def test_turns_kernels_equal_portable(monkeypatch):
     # requires grad: torch's own operations, the portable path's bits
     p = torch.from_numpy(floats[:-3]).requires_grad_(True)
     ctx = _compat.resolve({"p": p}, dtype=torch.float32)
-    assert _angles._kernel_kind(p, ctx) is None
+    assert _kernels.turns(p, ctx) is None
 
 
 def test_turns_kernel_layouts_and_scale():
@@ -441,12 +457,12 @@ def test_consecutive_torch_positions_are_the_range_table():
 def test_torch_tables_written_by_threads_equal_one_thread(threads, cached, monkeypatch):
     """torch CPU range tables written by several threads (row ranges of the
     NumPy kernel): bit for bit NumPy's table, cached or not."""
-    monkeypatch.setattr(_kernels, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(_kernels.tables, "PARALLEL_MIN", 1)
     if not cached:
         monkeypatch.setattr(_cache.TABLES, "fits", lambda nbytes: False)
     calls = []
-    fill_parallel = _kernels.fill_parallel
-    monkeypatch.setattr(_kernels, "fill_parallel", lambda *a: calls.append(a[-1]) or fill_parallel(*a))
+    fill_parallel = _kernels.tables.fill_parallel
+    monkeypatch.setattr(_kernels.tables, "fill_parallel", lambda *a: calls.append(a[-1]) or fill_parallel(*a))
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:

@@ -40,7 +40,7 @@ LLAMA31 = {
 
 
 def _params(**kw) -> figures.Params:
-    return replace(figures._check_params(512, 100, 10000.0, "interleaved", 128), **kw)
+    return replace(figures.check_params(512, 100, 10000.0, "interleaved", 128), **kw)
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:

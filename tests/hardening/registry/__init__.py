@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     alibi,
     axes,
     bias,
+    caches,
     fourier,
     grid,
     learned,

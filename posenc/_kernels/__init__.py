@@ -1,0 +1,362 @@
+"""Every backend-specific fast path of posenc, and the choice of one.
+
+Everything else in posenc is written once against the Array API, and that
+portable code is the specification.  The kernels in this package compute
+*the same floating-point operations in the same order* as the portable path
+their docstring names, with the backend's own functions: no array-api-compat
+wrappers, ``out=`` arguments and in-place updates instead of temporaries,
+cache-sized blocks.  Kernels of torch CPU tensors may run NumPy's functions
+on the tensors' memory (``Tensor.numpy()`` views, ``torch.from_numpy``
+results): elementwise arithmetic is then bit for bit torch's; float32
+``sin`` / ``cos`` are NumPy's, within an ulp of torch's.
+
+The choice is made here and nowhere else: one chooser per operation returns
+a kernel, or None for the portable path.  Family modules and
+:mod:`posenc._angles` call the chooser and hold no backend names of their
+own.
+
+=======================  ====================  ==========================================
+operation                chooser               kernels (module)
+=======================  ====================  ==========================================
+angles of positions      :func:`turns`         a :class:`Lane`: NumPy, torch CPU through
+                                               NumPy views, torch (:mod:`.angles`)
+one-pass small tables    :func:`table_turns`   the lane of :func:`turns`, small tables only
+rope's decode step       :func:`rope_step`     the lane of the positions and ``x``
+rotation                 :func:`rotation`      small: the lane's formula; large: blocked
+                                               NumPy / torch CPU (:mod:`.rotations`)
+table of a range         :func:`range_table`   NumPy, torch CPU (:mod:`.tables`)
+sin/cos of a range       :func:`range_sincos`  NumPy, torch CPU through NumPy; Dask, lazily
+lazy tables              :func:`lazy`          Dask, chunked along the rows
+rows of a range table    :func:`gather`        NumPy ``take``, torch ``index_select``
+hand-out of a table      :func:`handout`       the :class:`posenc._cache.Share` mode
+=======================  ====================  ==========================================
+
+A kernel is never chosen while torch's compiler traces (``Context.traced``),
+and small inputs take the cheapest route (the thresholds below).  Every
+kernel is tested equal to its portable path in
+``tests/posenc/test_kernels.py`` (bit for bit unless its docstring says
+otherwise), through one switch: inside :func:`disabled` every chooser answers
+None.
+
+Imports: :mod:`posenc._cache`, :mod:`posenc._compat` (and its own modules).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from posenc import _cache
+from posenc._cache import Share
+from posenc._compat import Array, Backend, Context
+
+from .angles import turns_numpy, turns_torch, turns_torch_cpu
+from .rotations import (
+    rope_small_numpy,
+    rope_small_torch,
+    rope_small_torch_cpu,
+    rotate_large_numpy,
+    rotate_large_torch,
+    rotate_small_numpy,
+    rotate_small_torch,
+    rotate_small_torch_cpu,
+)
+from .tables import (
+    dask_by_rows,
+    dask_range_sincos,
+    is_consecutive_torch,
+    numpy_fill_table,
+    numpy_range_sincos,
+    take_pair_numpy,
+    take_pair_torch,
+    take_rows_numpy,
+    take_rows_torch,
+    torch_cpu_table,
+    torch_range_sincos,
+)
+
+__all__ = [
+    "GATHER_MIN",
+    "LANES",
+    "ROTATE_MIN",
+    "SMALL_TABLE",
+    "Gather",
+    "Lane",
+    "disabled",
+    "gather",
+    "handout",
+    "lazy",
+    "range_sincos",
+    "range_table",
+    "rope_step",
+    "rotation",
+    "table_turns",
+    "turns",
+]
+
+#: elements of ``x`` from which apply_rope's blocked NumPy / torch CPU
+#: rotations pay off (below, the formula's few small operations are cheaper)
+ROTATE_MIN = 1 << 15
+#: elements of a table up to which rope_cos_sin computes integer positions'
+#: angles in the table's layout directly (one kernel pass over the doubled
+#: frequencies, bit-identical) instead of half the table and a concatenation:
+#: the tables of a decode step, where per-operation overhead is the cost
+SMALL_TABLE = 1 << 14
+#: elements of a table from which gathering rows of an exact range table pays
+#: off against computing every angle (below: one pass of the array path)
+GATHER_MIN = 1 << 16
+
+#: whether the choosers may choose a kernel (:func:`disabled`)
+_enabled = True
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Every chooser answers None inside (the portable paths everywhere), to
+    compare kernels with the portable code.  posenc's caches are cleared on
+    entry and on exit: plans and cached tables keep the kernels they were
+    made with.  Dask's lazy tables are no fast path and stay (:func:`lazy`)."""
+    global _enabled
+    before = _enabled
+    _cache.clear()
+    _enabled = False
+    try:
+        yield
+    finally:
+        _enabled = before
+        _cache.clear()
+
+
+# --------------------------------------------------------------------------
+# eager arrays
+# --------------------------------------------------------------------------
+def _eager(x: Any, *more: Any) -> Backend | None:
+    """NUMPY for a NumPy array, TORCH for a plain torch tensor (not a
+    subclass), else None; with ``more`` arrays, their common kind (None where
+    they differ).  The device and autograd are not looked at: each chooser
+    says what else it needs; the caller has checked ``Context.traced``."""
+    kind = None
+    if type(x) is np.ndarray:
+        kind = Backend.NUMPY
+    else:
+        torch = sys.modules.get("torch")
+        if torch is not None and type(x) is torch.Tensor:
+            kind = Backend.TORCH
+    if kind is None or all(type(m) is type(x) for m in more):
+        return kind
+    return None
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The small-array kernels of one kind of eager arrays.
+
+    Attributes
+    ----------
+    name : str
+        ``"numpy"``, ``"torch-cpu"`` (torch CPU tensors, computed through
+        their NumPy views) or ``"torch"`` (torch's own operations, any
+        device, autograd).
+    host : bool
+        Whether the kernels take the turns as host NumPy arrays ``(v1, v2,
+        V)`` (:func:`posenc._angles.kernel_turns`, optionally with ``V`` laid
+        out as a fourth entry) or as float64 arrays ``(v1, v2)`` on the
+        positions' device.
+    turns : callable
+        ``(p, turns, scale, clip, layout) -> (sin, cos)`` in float32.
+    rotate : callable
+        ``(x, cos, sin, layout) -> rotated x``, full tables.
+    rope : callable
+        ``(x, p, turns, scale, shape, layout) -> rotated x``: the tables of
+        integer positions, then ``rotate`` (rope's decode step).
+    """
+
+    name: str
+    host: bool
+    turns: Callable[..., tuple[Array, Array]]
+    rotate: Callable[..., Array]
+    rope: Callable[..., Array]
+
+
+NUMPY = Lane("numpy", True, turns_numpy, rotate_small_numpy, rope_small_numpy)
+TORCH_CPU = Lane("torch-cpu", True, turns_torch_cpu, rotate_small_torch_cpu, rope_small_torch_cpu)
+TORCH = Lane("torch", False, turns_torch, rotate_small_torch, rope_small_torch)
+#: the lanes by name
+LANES = {lane.name: lane for lane in (NUMPY, TORCH_CPU, TORCH)}
+
+
+def _lane(x: Any, *more: Any) -> Lane | None:
+    kind = _eager(x, *more)
+    if kind is Backend.NUMPY:
+        return NUMPY
+    if kind is Backend.TORCH:
+        return TORCH_CPU if x.device.type == "cpu" else TORCH
+    return None
+
+
+def _torch_on_cpu(ctx: Context) -> bool:
+    """Whether a torch context makes its arrays on the CPU."""
+    if ctx.device is not None:
+        return getattr(ctx.device, "type", None) == "cpu"
+    import torch
+
+    return torch.get_default_device().type == "cpu"
+
+
+# --------------------------------------------------------------------------
+# the choosers
+# --------------------------------------------------------------------------
+def turns(p: Array, ctx: Context) -> Lane | None:
+    """The lane of the turns kernels for array positions ``p``: eager NumPy
+    arrays and torch tensors that need no autograd (torch's own operations
+    off the CPU, NumPy's in cache-sized blocks on NumPy and torch CPU
+    memory)."""
+    if not _enabled or ctx.traced:
+        return None
+    lane = _lane(p)
+    if lane is None or (lane is not NUMPY and p.requires_grad):
+        return None
+    return lane
+
+
+def table_turns(p: Array, ctx: Context, width: int) -> Lane | None:
+    """The lane of :func:`turns` for tables of at most :data:`SMALL_TABLE`
+    elements (``width`` per position) computed in their layout in one pass."""
+    if math.prod(p.shape) * width > SMALL_TABLE:
+        return None
+    return turns(p, ctx)
+
+
+def rope_step(x: Array, p: Array, ctx: Context, *, size: int, width: int) -> Lane | None:
+    """The lane of rope's decode step (the one-pass tables of ``p``, then the
+    small rotation of ``x``, ``size`` elements in all): ``x`` and the
+    positions of one kind and device, below :data:`ROTATE_MIN`."""
+    if size >= ROTATE_MIN or _eager(x, p) is None:
+        return None
+    lane = table_turns(p, ctx, width)
+    return lane if lane is not None and lane is _lane(x) else None
+
+
+def rotation(
+    x: Array, c: Array, s: Array, ctx: Context, *, size: int, small: bool
+) -> tuple[Callable[..., Array] | None, Callable[..., Array | None] | None]:
+    """``(small, large)`` rotations of ``apply_rope`` for arrays like these
+    (types, dtypes, device, strides; ``size`` elements of output), at most one
+    of them not None.
+
+    * ``small(x, c, s, layout)``: below :data:`ROTATE_MIN` elements, where
+      ``small`` says the formula applies as is (full tables of one dtype
+      rotating every feature): NumPy arrays and torch tensors;
+    * ``large(x, c, s, layout, rotary_dim, lead, compact, wt)``: from
+      :data:`ROTATE_MIN`, NumPy arrays and torch CPU tensors of float32 /
+      float64 with a contiguous feature axis; it returns None for a call it
+      does not apply to (autograd, a strided view): the portable formula.
+    """
+    if not _enabled or ctx.traced:
+        return None, None
+    if size >= ROTATE_MIN:
+        kind = _eager(x, c, s)
+        if kind is Backend.NUMPY:
+            if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
+                return None, rotate_large_numpy
+        elif kind is Backend.TORCH:
+            import torch
+
+            if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
+                return None, rotate_large_torch
+        return None, None
+    if small:
+        lane = _lane(x, c, s)
+        if lane is not None:
+            return lane.rotate, None
+    return None, None
+
+
+def range_table(ctx: Context) -> Callable[..., Array | None] | None:
+    """The kernel of a finished table of a range in the working dtype:
+    ``kernel(fill, shape, ctx, cached=...)`` allocates the table and has
+    ``fill(dtype, out, lo)`` write its rows (NumPy; torch CPU, through the
+    tensor's memory and by several threads for large tables, None off the
+    CPU)."""
+    if not _enabled or ctx.traced or ctx.dtype != ctx.work:
+        return None
+    if ctx.backend is Backend.NUMPY:
+        return numpy_fill_table
+    if ctx.backend is Backend.TORCH:
+        return torch_cpu_table
+    return None
+
+
+def range_sincos(ctx: Context) -> Callable[..., tuple[Array, Array]] | None:
+    """The kernel of ``(sin, cos)`` of a range of ``n`` positions from its
+    coarse and fine host tables: ``kernel(tables, block, n, token, ctx)``.
+    NumPy and torch CPU (NumPy's operations on the host tables, the portable
+    path's, bit for bit); Dask lazily, chunked along the rows and named after
+    ``token`` (not a fast path: :func:`disabled` keeps it)."""
+    if ctx.traced:
+        return None
+    if ctx.backend is Backend.DASK:
+        return dask_range_sincos
+    if not _enabled:
+        return None
+    if ctx.backend is Backend.NUMPY:
+        return numpy_range_sincos
+    if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):
+        return torch_range_sincos
+    return None
+
+
+def lazy(ctx: Context) -> Callable[..., Array] | None:
+    """How tables of ranges are built lazily: Dask's chunked along the rows
+    (:func:`posenc._kernels.tables.dask_by_rows`), each chunk by the NumPy
+    kernel when the graph is computed.  Not a fast path (a Dask table of
+    8 GiB is reduced chunk by chunk): :func:`disabled` keeps it."""
+    if ctx.backend is Backend.DASK and not ctx.traced:
+        return dask_by_rows
+    return None
+
+
+class Gather(NamedTuple):
+    """Rows of a range table for integer positions ``p``: ``take(table, p,
+    lo)``, ``take_pair(sin, cos, p, lo)`` (two tables, one index), and
+    ``consecutive(p)`` (positions that count up by one in memory order, whose
+    rows are the range table itself) or None."""
+
+    take: Callable[..., Array]
+    take_pair: Callable[..., tuple[Array, Array]]
+    consecutive: Callable[[Array], bool] | None
+
+
+_GATHER_NUMPY = Gather(take_rows_numpy, take_pair_numpy, None)
+_GATHER_TORCH = Gather(take_rows_torch, take_pair_torch, is_consecutive_torch)
+
+
+def gather(p: Array, ctx: Context, size: int) -> Gather | None:
+    """How to gather the rows of a range table for the positions ``p`` of a
+    table of ``size`` elements: eager NumPy and torch (no autograd), from
+    :data:`GATHER_MIN` elements."""
+    if size < GATHER_MIN:
+        return None
+    lane = turns(p, ctx)
+    if lane is None:
+        return None
+    return _GATHER_NUMPY if lane is NUMPY else _GATHER_TORCH
+
+
+def handout(ctx: Context) -> Share:
+    """How a cached table of ``ctx`` is handed out (:func:`posenc._cache.share`):
+    a read-only NumPy table as a view, a JAX array as itself, a torch CPU
+    tensor as a copy-on-write clone, anything else as a copy."""
+    if ctx.backend is Backend.NUMPY:
+        return Share.VIEW
+    if ctx.backend is Backend.JAX:
+        return Share.SAME
+    if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):
+        return Share.COW
+    return Share.COPY

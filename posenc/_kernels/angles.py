@@ -1,0 +1,263 @@
+"""Kernels of the angles of array positions: ``sin`` and ``cos`` of
+``p * v`` turns (:func:`posenc._angles.sincos`, the turns path), in NumPy,
+in torch on any device, and on torch CPU tensors through their NumPy views.
+
+Chosen by :func:`posenc._kernels.turns`; tested equal to the portable path in
+``tests/posenc/test_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from posenc._compat import Array
+
+__all__ = ["forward_ad_active", "torch_numpy_views", "turns_numpy", "turns_torch", "turns_torch_cpu"]
+
+_TWO_PI = 2.0 * math.pi
+
+
+# --------------------------------------------------------------------------
+# torch CPU tensors through their NumPy views
+# --------------------------------------------------------------------------
+def forward_ad_active() -> bool:
+    """Whether torch's forward-mode AD (``torch.autograd.forward_ad.dual_level``)
+    is on: its dual tensors look like plain ones to every other check.  A
+    torch without the level counter reads as on (torch's own operations)."""
+    import torch
+
+    return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
+
+
+def torch_numpy_views(*arrays: Array) -> tuple[np.ndarray, ...] | None:
+    """NumPy views of torch CPU tensors whose result needs no autograd, or
+    None: a tensor that requires grad, one of functorch's transforms
+    (``vmap``, ``grad``: NumPy cannot view them), a negative or conjugate
+    view, a dtype NumPy does not have (bfloat16), or forward-mode AD (its
+    dual tensors have NumPy views but their tangents would be lost)."""
+    if forward_ad_active():
+        return None
+    try:
+        return tuple(a.numpy() for a in arrays)
+    except (RuntimeError, TypeError):  # TypeError: dtypes NumPy lacks (bfloat16)
+        return None
+
+
+# --------------------------------------------------------------------------
+# angles in turns (the turns path of posenc._angles.sincos)
+# --------------------------------------------------------------------------
+# Float positions: ``f = p*v1 - round(p*v1)``, ``f += p*v2``, ``f -= round(f)``,
+# ``a = 2 pi f`` in float64 -- the portable path's operations in its order,
+# bit for bit (float positions clipped to |p| <= 2**64 first, as it does).
+#
+# Integer positions (NumPy and torch CPU memory only): the turns ``frac(p *
+# v)`` as 64-bit fixed point, ``p * V`` with ``V = round(v * 2**64)`` in
+# int64 arithmetic, which wraps modulo 2**64 in NumPy: the product is the
+# fractional part of ``p * v`` exactly, up to ``V``'s rounding (``|p| *
+# 2**-65`` turns, 3.7e-10 rad at |p| = 2**31), then ``a = float64(p * V) * 2
+# pi / 2**64``.  Two operations instead of seven, no rounding that grows with
+# the position below 2**62; not the portable path's bits (its float64
+# reduction, right to 1e-13 rad): the two agree within an ulp of the float32
+# result, both within posenc's bound (tested).
+#
+# Then float32 ``(sin, cos)`` of ``a`` without rounding the angle: float64 sin
+# and cos cast once for tables of at most SMALL_F64 elements (a decode step:
+# the fewest operations), else ``ah = float32(a)``, ``al = float32(a - ah)``,
+# ``sin a = sin ah + cos ah * al``, ``cos a = cos ah - sin ah * al``
+# (posenc._angles.finish_f32), with ``out=`` buffers over blocks of rows that
+# stay in cache.
+
+#: elements (rows x frequencies) of one block of the NumPy turns kernel: its
+#: float64 and float32 temporaries (about 40 bytes per element) stay in L2
+TURNS_BLOCK = 1 << 13
+#: tables up to this many elements take float64 sin and cos (exact to half a
+#: float32 ulp; each costs about as much as the two float32 passes it saves)
+SMALL_F64 = 256
+_MAX_POSITION = 2.0**64
+#: 2 pi / 2**64: fixed-point turns to radians
+_FIXED_TO_RAD = _TWO_PI / 2.0**64
+
+
+def _reduce_rows(p: np.ndarray, turns: tuple[np.ndarray, ...], f: np.ndarray, t: np.ndarray) -> None:
+    """The reduced angle ``a`` of positions ``p`` (k, 1) into ``f`` (k, m) float64."""
+    if p.dtype.kind in "iu":
+        np.multiply(p, turns[2], out=t.view(np.int64))  # wraps modulo 2**64: the fractional turns
+        np.multiply(t.view(np.int64), _FIXED_TO_RAD, out=f)
+        return
+    v1, v2 = turns[0], turns[1]
+    np.multiply(p, v1, out=f)
+    np.rint(f, out=t)  # np.round with no decimals, without its Python wrapper
+    np.subtract(f, t, out=f)
+    np.multiply(p, v2, out=t)
+    np.add(f, t, out=f)
+    np.rint(f, out=t)
+    np.subtract(f, t, out=f)
+    np.multiply(f, _TWO_PI, out=f)
+
+
+def _finish_rows(
+    f: np.ndarray, s: np.ndarray, c: np.ndarray, ah: np.ndarray, al: np.ndarray, t: np.ndarray
+) -> None:
+    """float32 ``(sin, cos)`` of float64 angles ``f`` into ``s``, ``c``
+    (``f`` and the float64 buffer ``t`` are overwritten):
+    posenc._angles.finish_f32, bit for bit."""
+    np.copyto(ah, f, casting="same_kind")
+    np.copyto(t, ah)  # float64(ah): exact; a separate pass beats a mixed-type subtract
+    np.subtract(f, t, out=f)
+    np.copyto(al, f, casting="same_kind")
+    np.sin(ah, out=s)
+    np.cos(ah, out=c)
+    np.multiply(c, al, out=ah)  # ah is free again: cos(ah) * al
+    np.multiply(s, al, out=al)  # sin(ah) * al
+    np.add(s, ah, out=s)
+    np.subtract(c, al, out=c)
+
+
+def _lay_out(out: np.ndarray, x: np.ndarray, layout: str | None) -> None:
+    """Write compact rows ``x`` (k, m) into ``out`` (k, m) or, laid out as a
+    RoPE table, (k, 2m): ``[x, x]`` (``"half"``) or each column twice
+    (``"interleaved"``); casts to ``out``'s dtype."""
+    if layout is None:
+        np.copyto(out, x, casting="same_kind")
+    elif layout == "half":
+        m = x.shape[-1]
+        np.copyto(out[:, :m], x, casting="same_kind")
+        np.copyto(out[:, m:], x, casting="same_kind")
+    else:
+        np.copyto(out[:, 0::2], x, casting="same_kind")
+        np.copyto(out[:, 1::2], x, casting="same_kind")
+
+
+def _laid_out(x: np.ndarray, layout: str) -> np.ndarray:
+    """One compact row laid out as a RoPE table's row."""
+    return np.concatenate([x, x]) if layout == "half" else np.repeat(x, 2)
+
+
+def _turns_rows_range(
+    pf: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    s: np.ndarray,
+    c: np.ndarray,
+    layout: str | None,
+    rows: int,
+    lo: int,
+    hi: int,
+) -> None:
+    """Rows ``lo .. hi-1`` of :func:`turns_numpy`'s blocked path, ``rows`` at a time."""
+    m = turns[0].shape[-1]
+    f, t = np.empty((rows, m)), np.empty((rows, m))
+    ah, al = np.empty((rows, m), dtype=np.float32), np.empty((rows, m), dtype=np.float32)
+    sb, cb = (s, c) if layout is None else (np.empty((rows, m), np.float32), np.empty((rows, m), np.float32))
+    for a in range(lo, hi, rows):
+        b = min(hi, a + rows)
+        k = b - a
+        _reduce_rows(pf[a:b], turns, f[:k], t[:k])
+        if layout is None:
+            _finish_rows(f[:k], s[a:b], c[a:b], ah[:k], al[:k], t[:k])
+        else:
+            _finish_rows(f[:k], sb[:k], cb[:k], ah[:k], al[:k], t[:k])
+            _lay_out(s[a:b], sb[:k], layout)
+            _lay_out(c[a:b], cb[:k], layout)
+
+
+def turns_numpy(
+    p: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    scale: float = 1.0,
+    clip: bool = False,
+    layout: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``(sin, cos)`` of ``p[..., None] * v`` in NumPy, times
+    ``scale`` (RoPE's attention factor) when it is not 1, laid out as a RoPE
+    table when ``layout`` is given (``(..., 2m)``).  ``turns`` is ``(v1, v2,
+    V)`` (:func:`posenc._angles.kernel_turns`), optionally with ``V`` laid out
+    in the table's columns as a fourth entry (decode steps).  One thread: the
+    blocks are a few microseconds each, and two Python threads stepping
+    through them contend for the GIL more than they gain (measured: 2.6x
+    slower at two threads)."""
+    m = turns[0].shape[-1]
+    width = m if layout is None else 2 * m
+    shape = p.shape + (width,)
+    if p.size == 1 and p.dtype.kind in "iu" and width <= SMALL_F64:
+        # one integer position (a decode step): float64 sin and cos of the angles, laid
+        # out already (``turns[3]``: ``V`` in the table's columns, when given)
+        q = int(p.reshape(()))
+        if -(2**62) < q < 2**62:
+            a = ((turns[3] if len(turns) > 3 and layout is not None else turns[2]) * q) * _FIXED_TO_RAD
+            s, c = np.sin(a).astype(np.float32), np.cos(a).astype(np.float32)
+            if layout is not None and len(turns) <= 3:
+                s, c = _laid_out(s, layout), _laid_out(c, layout)
+            if scale != 1.0:
+                s *= scale
+                c *= scale
+            return s.reshape(shape), c.reshape(shape)
+    if p.dtype.kind in "iu":
+        pf = p.reshape(-1, 1).astype(np.int64, copy=False)
+    else:
+        pf = p.reshape(-1, 1).astype(np.float64)
+        if clip:
+            np.clip(pf, -_MAX_POSITION, _MAX_POSITION, out=pf)
+    n = pf.shape[0]
+    s = np.empty((n, width), dtype=np.float32)
+    c = np.empty((n, width), dtype=np.float32)
+    if n * m <= SMALL_F64:
+        f = np.empty((n, m))
+        _reduce_rows(pf, turns, f, np.empty((n, m)))
+        _lay_out(s, np.sin(f), layout)
+        _lay_out(c, np.cos(f), layout)
+    else:
+        _turns_rows_range(pf, turns, s, c, layout, max(1, min(n, TURNS_BLOCK // max(m, 1))), 0, n)
+    if scale != 1.0:
+        s *= scale
+        c *= scale
+    return s.reshape(shape), c.reshape(shape)
+
+
+def turns_torch(
+    p: Array, turns: tuple[Array, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of ``p[..., None] * v``: ``_sincos_turns`` in
+    torch (any device, autograd; ``turns`` starts with ``(v1, v2)`` on the
+    positions' device), the portable path's operations, times ``scale`` when
+    it is not 1."""
+    import torch
+
+    v1, v2 = turns[0], turns[1]
+    p64 = p.to(torch.float64)
+    if clip:
+        p64 = p64.clamp(-_MAX_POSITION, _MAX_POSITION)
+    p64 = p64[..., None]
+    f = p64 * v1
+    f = (f - torch.round(f)) + p64 * v2
+    f = (f - torch.round(f)) * _TWO_PI
+    ah = f.to(torch.float32)
+    al = (f - ah.to(torch.float64)).to(torch.float32)
+    sn, cs = torch.sin(ah), torch.cos(ah)
+    s, c = sn + cs * al, cs - sn * al
+    if scale != 1.0:
+        s = s * scale
+        c = c * scale
+    if layout == "half":
+        return torch.cat([s, s], dim=-1), torch.cat([c, c], dim=-1)
+    if layout == "interleaved":
+        return s.repeat_interleave(2, dim=-1), c.repeat_interleave(2, dim=-1)
+    return s, c
+
+
+def turns_torch_cpu(
+    p: Array, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+) -> tuple[Array, Array]:
+    """:func:`turns_numpy` on a torch CPU tensor's memory (``turns`` on the
+    host): blocks of NumPy operations cost a fraction of torch's passes over
+    whole tensors.  Tensors NumPy cannot view (functorch's transforms,
+    forward-mode AD) take :func:`turns_torch`."""
+    import torch
+
+    views = torch_numpy_views(p)
+    if views is None:
+        # copies: the host arrays are read-only
+        return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
+    s, c = turns_numpy(views[0], turns, scale, clip, layout)
+    return torch.from_numpy(s), torch.from_numpy(c)

@@ -1,0 +1,345 @@
+"""The host constants of posenc's exact angles (:mod:`posenc._angles`): the
+frequencies as :class:`Freqs`, in turns to about 106 bits (:class:`Turns`),
+as int64 fixed point for the kernels, in base-256 digit tables for devices
+without float64, and the float64 sines and cosines of the coarse and fine
+positions of a range.  Host NumPy only, computed once per set of
+frequencies and kept in :data:`posenc._cache.HOST` (read-only); the
+functions other modules and traced code call are host constants of torch's
+graphs (:func:`posenc._trace.host_constant`).  The derivation of the
+reduction is in :mod:`posenc._angles`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _cache
+from ._trace import host_constant
+
+__all__ = [
+    "DIGIT",
+    "INV_HI",
+    "INV_LO",
+    "LEVELS",
+    "MAX_FREQUENCY",
+    "MAX_POSITION",
+    "TWO_PI",
+    "DigitTables",
+    "Freqs",
+    "Turns",
+    "as_freqs",
+    "digit_tables",
+    "fixed_turns",
+    "freqs_array",
+    "host_sincos",
+    "kernel_turns",
+    "laid_out_fixed",
+    "max_position",
+    "range_tables",
+    "range_tables_host",
+    "reduce_turns",
+    "turn_arrays",
+    "turns_of",
+]
+
+
+#: the digits of integer positions on devices without float64: base 256, four levels
+DIGIT = 256
+LEVELS = 4
+
+#: largest frequency magnitude used in an angle (larger ones are clipped):
+#: with |p| <= MAX_POSITION every product and split of reduce_turns is finite
+MAX_FREQUENCY = 2.0**900
+#: largest position magnitude of array positions used in a float64 angle
+MAX_POSITION = 2.0**64
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+@dataclass(frozen=True)
+class Freqs:
+    """Host float64 frequencies as a hashable constant.
+
+    The frequencies depend only on Python arguments (``dim``, ``base``, a
+    scaling), so they travel through a call as their float64 bytes: a value
+    that torch's tracer treats as a constant and that keys the host caches.
+    Magnitudes are clipped to :data:`MAX_FREQUENCY`.
+
+    Attributes
+    ----------
+    key : bytes
+        The float64 frequencies, native byte order.
+    m : int
+        How many there are.
+    top : float
+        The largest magnitude (0.0 when there are none).
+    """
+
+    key: bytes
+    m: int
+    top: float
+
+    @staticmethod
+    def from_array(values: Any) -> Freqs:
+        """Freqs of a host array (eager code and host functions only)."""
+        f = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        top = float(np.max(np.abs(f))) if f.size else 0.0
+        if not top <= MAX_FREQUENCY:
+            f = np.clip(f, -MAX_FREQUENCY, MAX_FREQUENCY)
+            top = float(np.max(np.abs(f)))
+        return Freqs(f.tobytes(), int(f.size), top)
+
+    @property
+    def array(self) -> np.ndarray:
+        """The frequencies as a read-only float64 NumPy array (host code only)."""
+        return np.frombuffer(self.key, dtype=np.float64)
+
+
+def as_freqs(freqs: Any) -> Freqs:
+    """``freqs`` as :class:`Freqs` (a host array is converted)."""
+    return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
+
+
+def _inverse_two_pi() -> tuple[float, float]:
+    """``1/(2 pi)`` as a float64 pair (radians to turns)."""
+    from decimal import Decimal, localcontext
+
+    # a local context: the importing thread's decimal settings stay as they were
+    with localcontext() as dec:
+        dec.prec = 60
+        inv = 1 / Decimal(TWO_PI_DIGITS)
+        inv_hi = float(inv)
+        return inv_hi, float(inv - Decimal(inv_hi))
+
+
+#: 2 pi to 60 digits
+TWO_PI_DIGITS = "6.283185307179586476925286766559005768394338798750211641949889"
+#: 1 / (2 pi) as a float64 pair (radians to turns)
+INV_HI, INV_LO = _inverse_two_pi()
+TWO_PI = 2.0 * math.pi
+_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
+
+
+def _split(x: Any) -> tuple[Any, Any]:
+    """Veltkamp's split of float64 ``x`` into a 26-bit head and the rest (any namespace)."""
+    t = x * _SPLIT
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def reduce_turns(p: Any, vh: Any, vl: Any, vhh: Any, vhl: Any, xp: Any) -> Any:
+    """The fractional part of ``p * (vh + vl)`` in [-1/2, 1/2], float64, to about 2**-53.
+
+    ``p * vh`` is formed exactly as ``h + e`` (Dekker's two-product; ``vhh``,
+    ``vhl`` are the Veltkamp halves of ``vh``), ``h - round(h)`` is exact, and
+    ``e`` and ``p * vl`` are small: the error does not grow with ``p`` while
+    ``|p * v| < 2**50``.  ``p`` broadcasts against the frequencies (the caller
+    adds the axis).  Works on NumPy arrays (host tables) and on any namespace
+    ``xp`` (plain multiplies, adds and ``round``).
+    """
+    h = p * vh
+    ph, pl = _split(p)
+    e = ((ph * vhh - h) + ph * vhl + pl * vhh) + pl * vhl
+    f = h - xp.round(h)
+    f = (f + e) + p * vl
+    return f - xp.round(f)
+
+
+class Turns(NamedTuple):
+    """The frequencies in turns per position, ``v = w / (2 pi)``, as host
+    float64 arrays (read-only), in the forms the paths need.
+
+    ``vh + vl`` is ``v`` to about 106 bits; ``vhh + vhl`` is ``vh`` split in
+    Veltkamp halves (float64 tables); ``v1`` is ``vh`` rounded to 21
+    significant bits and ``v2`` the float64 rest of ``v``, so that ``p * v1``
+    is exact for every integer ``|p| < 2**32`` (float32 tables).
+    """
+
+    vh: np.ndarray
+    vl: np.ndarray
+    vhh: np.ndarray
+    vhl: np.ndarray
+    v1: np.ndarray
+    v2: np.ndarray
+
+
+def _host_turns(w: np.ndarray) -> Turns:
+    """:class:`Turns` of float64 frequencies ``w`` (host NumPy, exact products)."""
+    w = np.asarray(w, dtype=np.float64)
+    # w * (inv_hi + inv_lo) as a pair: Dekker's two-product of w and inv_hi
+    h = w * INV_HI
+    wh, wl = _split(w)
+    ih, il = _split(np.float64(INV_HI))
+    e = ((wh * ih - h) + wh * il + wl * ih) + wl * il
+    lo = e + w * INV_LO
+    vh = h + lo
+    vl = lo - (vh - h)
+    vhh, vhl = _split(vh)
+    # v1: vh rounded to 21 significant bits (a power-of-two scaling and rint: exact)
+    mant, expo = np.frexp(vh)
+    v1 = np.ldexp(np.rint(np.ldexp(mant, 21)), expo - 21)
+    v2 = (vh - v1) + vl
+    return Turns(*_cache.readonly(vh, vl, vhh, vhl, v1, v2))
+
+
+def _turns(freqs_key: bytes) -> Turns:
+    """:class:`Turns` of :class:`Freqs` bytes (cached, read-only; host code:
+    other modules and traced code call :func:`turns_of`)."""
+    key = ("turns", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is None:
+        got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
+        _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
+
+
+#: :func:`_turns` as a host constant of torch's traced graphs
+turns_of = host_constant(_turns)
+
+
+def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``(sin, cos)`` of ``p[:, None] * w`` on the host (``p`` float64, exact values)."""
+    f = reduce_turns(p[:, None], t.vh, t.vl, t.vhh, t.vhl, np)
+    a = f * TWO_PI
+    return np.sin(a), np.cos(a)
+
+
+def _range_tables(start: int, nq: int, block: int, freqs_key: bytes) -> tuple[np.ndarray, ...]:
+    """Host float64 sin/cos of the coarse angles ``(start + q*block) * w`` and
+    the fine angles ``r * w`` (cached, read-only)."""
+    key = ("range", start, nq, block, freqs_key)
+    got = _cache.HOST.get(key)
+    if got is not None:
+        return got
+    # coarse positions start + q*block (exact integers in float64, |p| < 2**53)
+    # and fine positions r, reduced in one pass
+    p = np.concatenate([start + np.arange(nq, dtype=np.float64) * block, np.arange(block, dtype=np.float64)])
+    s, c = _host_sincos_turns(p, _turns(freqs_key))
+    got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
+    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
+
+
+#: :func:`_range_tables` as a host constant of torch's traced graphs (eager
+#: code calls :data:`range_tables_host`)
+range_tables = host_constant(_range_tables)
+range_tables_host = _range_tables
+
+
+class DigitTables(NamedTuple):
+    """Host float32 tables of the path without float64 (read-only).
+
+    ``hi[l, k] + lo[l, k]`` is ``frac(k * 256**l * v)`` in turns (levels l =
+    0..3, digits k = 0..255, per frequency); ``va`` is ``v`` rounded to 12
+    significant bits and ``vb`` the float32 rest (fractional positions);
+    ``vh32`` is ``v`` in float32.  Frequencies beyond the float32 range are
+    clipped there (they determine no angle of a float32 fraction).
+    """
+
+    hi: np.ndarray
+    lo: np.ndarray
+    va: np.ndarray
+    vb: np.ndarray
+    vh32: np.ndarray
+
+
+@host_constant
+def digit_tables(freqs_key: bytes) -> DigitTables:
+    """:class:`DigitTables` of :class:`Freqs` bytes (cached, read-only)."""
+    key = ("digits", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is not None:
+        return got
+    t = _turns(freqs_key)
+    k = (np.arange(DIGIT, dtype=np.float64)[None, :] * float(DIGIT) ** np.arange(LEVELS)[:, None]).reshape(-1)
+    f = reduce_turns(k[:, None], t.vh, t.vl, t.vhh, t.vhl, np).reshape(LEVELS, DIGIT, -1)
+    hi = f.astype(np.float32)
+    lo = (f - hi).astype(np.float32)
+    v = np.clip(t.vh, -_F32_MAX, _F32_MAX)
+    mant, expo = np.frexp(v)
+    va = np.ldexp(np.rint(np.ldexp(mant, 12)), expo - 12)
+    with np.errstate(over="ignore", invalid="ignore"):
+        va32 = va.astype(np.float32)
+    va32 = np.where(np.isfinite(va32), va32, np.float32(0.0))  # 12-bit heads beyond float32: no fraction angle
+    vb = (v - va32.astype(np.float64)).astype(np.float32)
+    got = DigitTables(*_cache.readonly(hi, lo, va32, vb, v.astype(np.float32)))
+    _cache.HOST.put(key, got, sum(a.nbytes for a in got))
+    return got
+
+
+def _fixed(vh: float, vl: float) -> int:
+    """``vh + vl`` turns as 64-bit fixed point: ``round((vh + vl) * 2**64)``
+    modulo 2**64, as a signed int64 value (exact rational arithmetic)."""
+    from fractions import Fraction
+
+    n = round((Fraction(vh) + Fraction(vl)) * 2**64) % 2**64
+    return n - 2**64 if n >= 2**63 else n
+
+
+def fixed_turns(freqs_key: bytes) -> np.ndarray:
+    """The frequencies in turns as int64 fixed point (``V = round(v *
+    2**64)`` modulo 2**64): ``p * V`` in wrapping int64 arithmetic is the
+    fractional part of ``p * v`` (the NumPy kernel of integer positions;
+    cached, read-only; eager code only: the kernels never run while torch
+    traces)."""
+    key = ("fixed-turns", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is None:
+        t = _turns(freqs_key)
+        (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
+        _cache.HOST.put(key, got, got.nbytes)
+    return got
+
+
+def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(v1, v2, V)``: the host turns of the NumPy kernels (eager code only)."""
+    t = _turns(freqs_key)
+    return t.v1, t.v2, fixed_turns(freqs_key)
+
+
+def laid_out_fixed(freqs_key: bytes, layout: str) -> np.ndarray:
+    """:func:`fixed_turns` laid out as a RoPE table's columns: ``[V, V]``
+    (``"half"``) or each value twice (``"interleaved"``); cached, read-only."""
+    key = ("fixed-turns", freqs_key, layout)
+    got = _cache.HOST.get(key)
+    if got is None:
+        v = fixed_turns(freqs_key)
+        (got,) = _cache.readonly(np.concatenate([v, v]) if layout == "half" else np.repeat(v, 2))
+        _cache.HOST.put(key, got, got.nbytes)
+    return got
+
+
+@host_constant
+def freqs_array(freqs_key: bytes) -> np.ndarray:
+    """The float64 frequencies of :class:`Freqs` bytes: a fresh host array
+    (a copy: torch's tracer takes only arrays that own their memory as
+    constants)."""
+    return np.frombuffer(freqs_key, dtype=np.float64).copy()
+
+
+def turn_arrays(freqs_key: bytes, names: tuple[str, ...]) -> np.ndarray:
+    """The :class:`Turns` arrays ``names`` of :class:`Freqs` bytes stacked,
+    shape ``(len(names), m)`` (one :func:`posenc._trace.graph_constant`)."""
+    t = _turns(freqs_key)
+    return np.stack([getattr(t, n) for n in names])
+
+
+def max_position() -> np.ndarray:
+    """``MAX_POSITION`` as a 0-d host array (a graph constant)."""
+    return np.asarray(MAX_POSITION)
+
+
+@host_constant
+def host_sincos(p: float, freqs: Freqs | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sin, cos)`` of ``p * freqs`` for one host position ``p``, float64 NumPy.
+
+    The float64 array path of :func:`sincos` on the host (same clipping of
+    ``p`` and ``freqs``): for positions given as Python numbers, whose angles
+    do not depend on the device's precision.
+    """
+    p = min(max(float(p), -MAX_POSITION), MAX_POSITION)
+    s, c = _host_sincos_turns(np.array([p]), _turns(as_freqs(freqs).key))
+    return s[0], c[0]
