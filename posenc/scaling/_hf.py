@@ -8,11 +8,16 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from posenc import _checks
 
-from ._formulas import NTK, DynamicNTK, Linear, Llama3, LongRoPE, Proportional, Scaling, YaRN
+from ._formulas import NTK, DynamicNTK, Linear, Llama3, LongRoPE, Proportional, Scaling, YaRN, default_inv_freq
 from ._models import (
     ATTRIBUTE_MAP,
+    AXIAL,
+    AXIAL_HEAD,
+    AXIAL_REFUSED,
     COMMON_KEYS,
     DEFAULT_THETA,
     FIXED_TABLE,
@@ -649,6 +654,120 @@ def _check_fixed_table(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str,
                 raise ValueError(msg)
 
 
+# --------------------------------------------------------------------------
+# vision towers: RoPE over several axes
+# --------------------------------------------------------------------------
+#: the keys an axial rotary module reads from its RoPE entry
+_AXIAL_KEYS = ("rope_type", "type", "rope_theta")
+
+
+def _axial_head(cfg: _HFConfig, mt: str) -> int:
+    """The head size an axial module reads (see ``AXIAL_HEAD``)."""
+    how = AXIAL_HEAD.get(mt, "head_dim")
+    if how == "memory_attention":  # SAM2 / SAM3-tracker / EdgeTAM video memory attention
+        keys = (
+            "memory_attention_hidden_size",
+            "memory_attention_downsample_rate",
+            "memory_attention_num_attention_heads",
+        )
+        values = [cfg.get_int(k) for k in keys]
+        missing = [k for k, v in zip(keys, values) if v is None]
+        if missing:
+            msg = f"`config` of model_type {mt!r} needs `{missing[0]}` (its rotary module reads the head size from it)"
+            raise ValueError(msg)
+        return values[0] // (values[1] * values[2])  # type: ignore[operator]
+    if how == "head_dim":
+        head = cfg.get_int("head_dim")
+        if head is not None:
+            return head
+    hidden_key = "embed_dim" if how == "embed_dim" else "hidden_size"
+    hidden, heads = cfg.get_int(hidden_key), cfg.get_int("num_attention_heads")
+    if hidden is None or heads is None:
+        need = "`head_dim`, or " if how in ("head_dim", "embed_dim") else ""
+        msg = f"`config` of model_type {mt!r} needs {need}`{hidden_key}` and `num_attention_heads`"
+        raise ValueError(msg)
+    return hidden // heads
+
+
+def _axial_freqs(pattern: str, f: Any) -> Any:
+    """The frequency matrix ``(hd // 2, 2)`` of the recompositions that
+    reorder the axes of the module's ids (h, w)."""
+    q = len(f)
+    F = np.zeros((2 * q, 2))
+    if pattern == "alternating":  # w f0, h f0, w f1, h f1, ...
+        F[0::2, 1] = f
+        F[1::2, 0] = f
+    else:  # cat(w f, h f)
+        F[:q, 1] = f
+        F[q:, 0] = f
+    F.flags.writeable = False
+    return F
+
+
+def _axial(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str) -> dict[str, Any]:
+    """The keyword arguments of :func:`posenc.rope_axes_cos_sin` for a
+    vision tower's RoPE over several axes."""
+    mt = cfg.model_type or ""
+    if mt in AXIAL_REFUSED:
+        msg = f"`rope_type` {rope_type!r} of model_type {mt!r} is not supported: {AXIAL_REFUSED[mt]}"
+        raise ValueError(msg)
+    kind = AXIAL.get(mt)
+    if kind is None:
+        msg = (
+            f"`rope_type` 'axial' of model_type {mt or None!r} is not supported: the vision towers recompose the "
+            "angles of their axes in different ways and posenc reads only the model types it knows (see "
+            "posenc.rope_axes_cos_sin to build the table)"
+        )
+        raise ValueError(msg)
+    own = "default" if kind in ("llama4", "dinov3") else "axial"
+    # transformers' vision configs turn "default" into their own rope type
+    if rope_type not in (own, "default"):
+        msg = f"`rope_type` {rope_type!r} of model_type {mt!r} is not supported: its rotary module takes {own!r} only"
+        raise ValueError(msg)
+    for key in entry:
+        if key not in _AXIAL_KEYS:
+            msg = (
+                f"`{key}` of {where} is not supported for the {own!r} RoPE of model_type {mt!r}: its rotary "
+                f"module reads {', '.join(_AXIAL_KEYS)} only"
+            )
+            raise ValueError(msg)
+    if kind == "dinov3" and mt == "dinov3_vit" and entry.get("rope_theta") is not None:
+        msg = f"`rope_theta` of {where} is not supported for model_type 'dinov3_vit': its module reads the top level's"
+        raise ValueError(msg)
+    for key in ("partial_rotary_factor", "rotary_dim"):
+        if cfg.get(key) is not None:
+            msg = f"`{key}` of model_type {mt!r} is not supported: its rotary module rotates the whole head"
+            raise ValueError(msg)
+    if mt == "dinov3_vit" and cfg.get("rope_theta") is None:
+        base = 100.0  # DINOv3ViTConfig's default rope_theta (its class names no default_theta)
+    else:
+        base = _base(cfg, entry)
+    head = _axial_head(cfg, mt)
+    if kind == "thw":  # MiniMax-M3-VL: three axes of 2 * ((hd // 3) // 2), the rest of the head unrotated
+        width = 2 * ((head // 3) // 2)
+        if width < 2:
+            msg = f"the head size {head} of model_type {mt!r} is too small for three rotary axes (head_dim >= 6)"
+            raise ValueError(msg)
+        return {"axes_dim": (width,) * 3, "base": base, "layout": "half", "split": "blocks"}
+    if head % 4:
+        msg = (
+            f"the head size {head} of model_type {mt!r} (head_dim, or hidden_size // num_attention_heads) must be "
+            "a multiple of 4: its rotary module gives each of two axes a quarter of the head's planes"
+        )
+        raise ValueError(msg)
+    dims = (head // 2, head // 2)
+    if kind in ("hw", "strided", "dinov3"):
+        out = {"axes_dim": dims, "base": base, "layout": "half", "split": "strided" if kind == "strided" else "blocks"}
+        if kind == "dinov3":
+            out["turns"] = True
+        return out
+    if kind in ("pairs", "llama4"):
+        return {"axes_dim": dims, "base": base, "layout": "interleaved", "split": "blocks"}
+    f = default_inv_freq(head // 2, base)
+    layout = "interleaved" if kind == "wh interleaved" else "half"
+    return {"freqs": _axial_freqs(kind, f), "layout": layout}
+
+
 def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -> dict[str, Any]:
     """Keyword arguments ``{"dim", "base", "scaling"}`` from a Hugging Face config.
 
@@ -761,6 +880,8 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     cfg = _HFConfig(config)
     entry, where, truncate = _rope_entry(cfg, layer_type)
     rope_type = _rope_type(entry, where)
+    if rope_type == "axial" or cfg.model_type in AXIAL or cfg.model_type in AXIAL_REFUSED:
+        return _axial(cfg, entry, rope_type, where)
     mrope = _mrope(cfg, entry, rope_type)
     if rope_type == "mrope" and mrope is not None:  # older Qwen2-VL config.json: plain RoPE plus sections
         rope_type = "default"

@@ -22,6 +22,9 @@ __all__ = [
     "MROPE_OTHER",
     "FIXED_TABLE",
     "ROTARY_DIM",
+    "AXIAL",
+    "AXIAL_REFUSED",
+    "AXIAL_HEAD",
 ]
 
 HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
@@ -77,6 +80,13 @@ HEAD_DIMS = ("head_dim", "qk_rope_head_dim", "attention_head_dim", "kv_channels"
 #: the keys posenc reads (transformers 5.24): a config object resolves them
 #: itself, a config dictionary through this table
 ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
+    **dict.fromkeys(
+        ("cohere_compass_vision", "ernie4_5_vl_moe_vision", "exaone4_5_vision", "glm4v_vision", "glm4v_moe_vision",
+         "glm5_next_vision", "glm_ocr_vision", "qwen2_5_omni_vision_encoder", "qwen2_5_vl_vision", "qwen2_vl_vision",
+         "qwen3_5_vision", "qwen3_5_moe_vision", "qwen3_omni_moe_vision_encoder", "qwen3_vl_vision",
+         "qwen3_vl_moe_vision", "qwen4_exp_vision"),
+        {"num_attention_heads": "num_heads"},
+    ),
     "bailing_hybrid": {"max_position_embeddings": "model_max_length"},
     "codegen": {"max_position_embeddings": "n_positions", "hidden_size": "n_embd", "num_attention_heads": "n_head"},
     "dbrx": {"num_attention_heads": "n_heads", "hidden_size": "d_model", "max_position_embeddings": "max_seq_len"},
@@ -93,7 +103,8 @@ ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
 #: default is not 10000 (``default_theta``), for config dictionaries without one
 DEFAULT_THETA: dict[str, float] = {
     "apertus": 12e6, "apertus1p5_text": 12e6, "bitnet": 5e5, "blt": 5e5, "cohere": 5e5, "cosmos3_edge_text": 1e8,
-    "csm": 5e5, "cwm": 1e6, "dots3_note_text": 8e7, "emu3_text_model": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
+    "csm": 5e5, "cwm": 1e6, "dots3_note_text": 8e7, "emu3_text_model": 1e6,
+    "eomt_dinov3": 100.0, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
     "ernie4_5_vl_moe_text": 5e5, "evolla": 5e5, "exaone": 5e5, "flex_olmo": 5e5, "fuyu": 25000.0, "gpt_oss": 150000.0,
     "gemma4_vision": 100.0, "gte": 160000.0, "helium": 1e5, "hy_v3": 11158840.0, "jina_embeddings_v3": 20000.0,
     "lfm2": 1e6, "lfm2_moe": 1e6, "lfm3": 1e6, "lfm3_vl_vision": 1e6, "llama4_text": 5e5, "longcat_flash": 1e7,
@@ -168,3 +179,54 @@ FIXED_TABLE = {
 #: CodeGen) or ``partial_rotary_factor = rotary_dim / head_dim`` (MiniMax-M2);
 #: any other model type with a ``rotary_dim`` is refused
 ROTARY_DIM = {"gptj": "width", "codegen": "width", "minimax_m2": "partial"}
+
+#: the vision towers whose rotary module builds a RoPE over several axes
+#: (transformers' ``rope_type`` ``"axial"``, and Llama 4's and DINOv3's own
+#: modules): model type -> how the module recomposes the axes' angles
+#: (read from the modeling code of transformers 5.24), with ``hd`` the head
+#: size and ``f = rope_frequencies(hd // 2, theta)``:
+#:
+#: * ``"hw"``: ``cat(h f, w f)`` doubled (``rotate_half``): axes ``[hd/2, hd/2]``, ``layout="half"``
+#: * ``"strided"``: Pixtral, one RoPE of the head dealt out, h the even and w the odd frequencies
+#: * ``"thw"``: MiniMax-M3-VL, three axes of ``2 * ((hd // 3) // 2)`` each, the rest of the head unrotated
+#: * ``"wh interleaved"`` / ``"wh half"``: Inkling2 / Step3p7, ``cat(w f, h f)`` (the axes of the
+#:   module's ids reversed) in the interleaved / half layout
+#: * ``"alternating"``: Kimi-K2.5, ``w f0, h f0, w f1, h f1, ...`` doubled
+#: * ``"pairs"``: SAM3 ViT, SAM2 / SAM3-tracker / EdgeTAM video, ``cat(col0 f, col1 f)``, each angle twice
+#: * ``"llama4"``: Llama 4 vision (``rope_type`` ``"default"``): ``cat(x f, y f)``, each angle twice
+#: * ``"dinov3"``: DINOv3 (``rope_theta`` at the top level): ``2 pi cat(y f, x f)`` doubled
+AXIAL: dict[str, str] = {
+    **dict.fromkeys(
+        ("qwen2_vl_vision", "qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder", "qwen3_vl_vision",
+         "qwen3_vl_moe_vision", "qwen3_omni_moe_vision_encoder", "qwen3_5_vision", "qwen3_5_moe_vision",
+         "qwen4_exp_vision", "glm4v_vision", "glm4v_moe_vision", "glm_ocr_vision", "glm5_next_vision",
+         "ernie4_5_vl_moe_vision", "paddleocr_vl_vision", "exaone4_5_vision", "lfm3_vl_vision", "mlcd_vision_model",
+         "muse_glimmer_vision", "muse_spark_vision", "cohere_compass_vision", "dots3_note_vision_encoder",
+         "video_llama_3_vision"),
+        "hw",
+    ),
+    "pixtral": "strided",
+    "minimax_m3_vl_vision": "thw",
+    "inkling2_vision": "wh interleaved",
+    "step3p5_vision": "wh half",
+    "kimi_k25_vision": "alternating",
+    **dict.fromkeys(("sam3_vit_model", "sam2_video", "sam3_tracker_video", "edgetam_video"), "pairs"),
+    "llama4_vision_model": "llama4",
+    **dict.fromkeys(("dinov3_vit", "eomt_dinov3"), "dinov3"),
+}  # fmt: skip
+#: axial vision towers posenc refuses: model type -> why, and what to do instead
+AXIAL_REFUSED = {
+    "gemma4_vision": (
+        "its rotary module rotates each axis by rotate_half inside its own block (h h w w), which no single "
+        "layout of apply_rope expresses; rotate x[..., :hd // 2] by rope_cos_sin(h, hd // 2, base=theta) and "
+        "x[..., hd // 2:] by rope_cos_sin(w, hd // 2, base=theta), each with layout='half'"
+    ),
+}
+#: how an axial module reads its head size when not ``head_dim`` or
+#: ``hidden_size // num_attention_heads``: model type -> reading
+AXIAL_HEAD = {
+    "qwen2_vl_vision": "embed_dim",
+    **dict.fromkeys(("sam2_video", "sam3_tracker_video", "edgetam_video"), "memory_attention"),
+    # these modules never read head_dim
+    **dict.fromkeys(("llama4_vision_model", "dinov3_vit", "eomt_dinov3"), "hidden_size"),
+}

@@ -159,7 +159,7 @@ def test_attribute_aliases_are_transformers():
         if mt not in CONFIG_MAPPING:
             continue
         amap = {k: v for k, v in (getattr(CONFIG_MAPPING[mt], "attribute_map", {}) or {}).items() if k in read}
-        if amap and not mt.endswith("_vision") and not mt.endswith("_vision_encoder"):  # no text RoPE
+        if amap:  # (the vision towers' too: from_hf reads their axial RoPE)
             found[mt] = amap
     assert found == scaling._models.ATTRIBUTE_MAP
 
@@ -519,3 +519,156 @@ def test_qwen2_vl_dynamic_rows_straddle_forward():
         err = float((outs[0] - outs[1]).abs().max() / scale)
         assert err <= tol, f"{dtype}: {err:.3g}"
         assert float((outs[0] - outs[2]).abs().max() / scale) > 1e-3
+
+
+# ------------------------------------------------ vision towers: RoPE over several axes
+def _vision_logits(build, run, dtype, patch=None):
+    """The tower's output (``run(model)``) in ``dtype``, its RoPE replaced by ``patch``."""
+    with precision(dtype), torch.no_grad(), contextlib.ExitStack() as stack:
+        torch.manual_seed(0)
+        model = build().eval()  # in the default dtype: float64 while lifted (Llama 4 keeps complex buffers)
+        for name, p in model.named_parameters():  # sharper attention (the random init's is near uniform)
+            if re.search(r"(qkv|q_proj|k_proj)\.weight$", name):
+                p.mul_(30.0)
+        if patch is not None:
+            patch(stack)
+        return run(model, dtype)
+
+
+def _vision_check(build, run, patch, control):
+    """Own vs posenc outputs in float64 (float32 casts lifted) and float32;
+    the control (a wrong convention) must differ by a clear margin."""
+    out = {}
+    for dtype, tol in ((torch.float64, 1e-10), (torch.float32, 2e-4)):
+        own = _vision_logits(build, run, dtype)
+        ours = _vision_logits(build, run, dtype, patch)
+        err = float((own - ours).abs().max() / own.abs().max())
+        assert err <= tol, f"{dtype}: relative difference {err:.3g}"
+        out[str(dtype)] = err
+    own = _vision_logits(build, run, torch.float64)
+    wrong = _vision_logits(build, run, torch.float64, control)
+    out["control"] = float((own - wrong).abs().max() / own.abs().max())
+    assert out["control"] > 1e-3, f"the control differs by {out['control']:.3g} only"
+    return out
+
+
+def _axes_patch(module, rotary, apply_name, cfg, ids, apply, change=None):
+    """Replace a vision tower's rotary module by posenc: the tables of
+    ``rope_axes_cos_sin(ids, **from_hf(config))`` (``change`` edits the
+    keyword arguments or the ids: the control) and its apply function by
+    ``apply(q, k, cos, sin, layout)`` over :func:`posenc.apply_rope`."""
+
+    def patch(stack):
+        mp = stack.enter_context(pytest.MonkeyPatch.context())
+
+        def forward(self, x, *args):
+            with SWEEP.unlifted():
+                kw, pos = scaling.from_hf(self.config), ids
+                if change is not None:
+                    kw, pos = change(dict(kw), pos)
+                return posenc.rope_axes_cos_sin(pos, **kw, dtype=x.dtype, xp=torch)
+
+        kw = scaling.from_hf(cfg)
+        layout = (change(dict(kw), ids)[0] if change is not None else kw)["layout"]
+
+        def apply_fn(q, k, cos=None, sin=None, freqs_ci=None, **_):
+            if freqs_ci is not None:  # Llama 4 passes the module's output by name: here posenc's (cos, sin)
+                cos, sin = freqs_ci
+            with SWEEP.unlifted():
+                return apply(q, k, cos, sin, layout)
+
+        mp.setattr(getattr(module, rotary), "forward", forward)
+        mp.setattr(module, apply_name, apply_fn)
+
+    return patch
+
+
+def test_qwen2_vl_vision_forward():
+    """Qwen2-VL's vision tower (merged-patch order, cat(h, w) doubled): ids
+    from grid_ids((h, w), merge=2); control: the axes swapped."""
+    from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+
+    cfg = transformers.Qwen2VLVisionConfig(
+        depth=2, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=2, temporal_patch_size=1,
+        in_channels=3, spatial_merge_size=2,
+    )  # fmt: skip
+    t, h, w = 1, 4, 6
+    ids = torch.as_tensor(posenc.grid_ids((h, w), merge=2))
+    gen = torch.Generator().manual_seed(1)
+    pixels = torch.randn(t * h * w, 3 * 2 * 2, generator=gen, dtype=torch.float64)
+    grid = torch.tensor([[t, h, w]])
+
+    def run(model, dtype):
+        return model(pixels.to(dtype), grid_thw=grid).last_hidden_state
+
+    def apply(q, k, cos, sin, layout):  # q, k: (seq, heads, head_dim)
+        c, s = cos[:, None], sin[:, None]
+        return posenc.apply_rope(q, c, s, layout=layout), posenc.apply_rope(k, c, s, layout=layout)
+
+    def patch(change=None):
+        return _axes_patch(m, "Qwen2VLVisionRotaryEmbedding", "apply_rotary_pos_emb_vision", cfg, ids, apply, change)
+
+    out = _vision_check(
+        lambda: m.Qwen2VisionTransformerPretrainedModel(cfg), run, patch(), patch(lambda kw, pos: (kw, pos.flip(-1)))
+    )
+    print("qwen2_vl vision", out)
+
+
+def test_pixtral_vision_forward():
+    """Pixtral's vision tower (the strided split: h the even, w the odd
+    frequencies of one RoPE); control: split="blocks"."""
+    from transformers.models.pixtral import modeling_pixtral as m
+
+    cfg = transformers.PixtralVisionConfig(
+        hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=2, num_channels=3,
+        image_size=32, patch_size=4, head_dim=16,
+    )  # fmt: skip
+    h, w = 3, 5
+    ids = torch.as_tensor(posenc.grid_ids((h, w)))
+    gen = torch.Generator().manual_seed(2)
+    pixels = torch.randn(1, 3, 4 * h, 4 * w, generator=gen, dtype=torch.float64)
+
+    def run(model, dtype):
+        return model(pixels.to(dtype)).last_hidden_state
+
+    def apply(q, k, cos, sin, layout):  # q, k: (batch, heads, seq, head_dim)
+        return posenc.apply_rope(q, cos, sin, layout=layout), posenc.apply_rope(k, cos, sin, layout=layout)
+
+    def patch(change=None):
+        return _axes_patch(m, "PixtralVisionRotaryEmbedding", "apply_rotary_pos_emb", cfg, ids, apply, change)
+
+    out = _vision_check(
+        lambda: m.PixtralVisionModel(cfg), run, patch(), patch(lambda kw, pos: ({**kw, "split": "blocks"}, pos))
+    )
+    print("pixtral vision", out)
+
+
+def test_llama4_vision_forward():
+    """Llama 4's vision tower (positions + 1 in (x, y) order, an unrotated
+    class token last, pairs of neighbours); control: the half layout."""
+    from transformers.models.llama4 import modeling_llama4 as m
+
+    cfg = transformers.Llama4VisionConfig(
+        hidden_size=32, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, num_channels=3,
+        image_size=16, patch_size=4, vision_output_dim=32, projector_input_dim=32, projector_output_dim=32,
+        pixel_shuffle_ratio=0.5,
+    )  # fmt: skip
+    n = cfg.image_size // cfg.patch_size
+    ids = torch.as_tensor(posenc.grid_ids((n, n), offset=1, indexing="xy", suffix_tokens=1))
+    gen = torch.Generator().manual_seed(3)
+    pixels = torch.randn(1, 3, cfg.image_size, cfg.image_size, generator=gen, dtype=torch.float64)
+
+    def run(model, dtype):
+        return model(pixels.to(dtype)).last_hidden_state
+
+    def apply(q, k, cos, sin, layout):  # q, k: (batch, seq, heads, head_dim); the tables (seq, head_dim)
+        c, s = cos[None, :, None], sin[None, :, None]
+        return posenc.apply_rope(q, c, s, layout=layout), posenc.apply_rope(k, c, s, layout=layout)
+
+    def patch(change=None):
+        return _axes_patch(m, "Llama4VisionRotaryEmbedding", "vision_apply_rotary_emb", cfg, ids, apply, change)
+
+    out = _vision_check(
+        lambda: m.Llama4VisionModel(cfg), run, patch(), patch(lambda kw, pos: ({**kw, "layout": "half"}, pos))
+    )
+    print("llama4 vision", out)

@@ -923,3 +923,114 @@ def test_from_hf_accepts_numpy_scalars_and_mirrors_transformers_defaults():
     # keys known not to change the tables are accepted (Ministral 3's query scaling)
     cfg = _with({**YARN, "llama_4_scaling_beta": 0.1, "max_position_embeddings": 4096})
     assert scaling.from_hf(cfg)["scaling"] == scaling.YaRN(4.0, 1024)
+
+
+# ---------------------------------------------------------------- vision towers: RoPE over several axes
+def _axes_oracle(ids, blocks, base, layout):
+    """float64 NumPy tables from the formulas: ``blocks`` lists, per plane
+    group, (the column of ids, the rotary width of its frequencies); angles
+    concatenated, then repeated pairwise (interleaved) or doubled (half)."""
+    ids = np.asarray(ids, np.float64)
+    ang = np.concatenate([ids[:, [col]] * base ** (-np.arange(0, d, 2) / d) for col, d in blocks], axis=-1)
+    ang = np.repeat(ang, 2, axis=-1) if layout == "interleaved" else np.concatenate([ang, ang], axis=-1)
+    return np.cos(ang), np.sin(ang)
+
+
+AXES_IDS = np.array([[0, 0], [1, 2], [3, 1], [7, 11], [250, 31]])
+
+
+@pytest.mark.parametrize(
+    "config, blocks, layout",
+    [
+        # Qwen2-VL (embed_dim // num_heads = 16): cat(h, w) doubled
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2, "hidden_size": 3584}, [(0, 8), (1, 8)],
+         "half"),
+        # SAM2 video: the memory attention's head, cat(col0, col1), each angle twice
+        ({"model_type": "sam2_video", "memory_attention_hidden_size": 64, "memory_attention_downsample_rate": 2,
+          "memory_attention_num_attention_heads": 2}, [(0, 8), (1, 8)], "interleaved"),
+        # Inkling2: cat(w, h), each angle twice
+        ({"model_type": "inkling2_vision", "hidden_size": 32, "num_attention_heads": 2}, [(1, 8), (0, 8)],
+         "interleaved"),
+        # Step3p7: cat(w, h) doubled
+        ({"model_type": "step3p5_vision", "hidden_size": 32, "num_attention_heads": 2}, [(1, 8), (0, 8)], "half"),
+        # LFM3-VL: its own default base (1e6)
+        ({"model_type": "lfm3_vl_vision", "hidden_size": 32, "num_attention_heads": 2}, [(0, 8), (1, 8)], "half"),
+    ],
+)  # fmt: skip
+def test_from_hf_axial_tables(config, blocks, layout):
+    kw = scaling.from_hf(config)
+    assert kw["layout"] == layout
+    cos, sin = posenc.rope_axes_cos_sin(AXES_IDS, **kw, dtype="float64")
+    base = 1e6 if config["model_type"] == "lfm3_vl_vision" else 1e4
+    c, s = _axes_oracle(AXES_IDS, blocks, base, layout)
+    np.testing.assert_allclose(cos, c, atol=1e-13)
+    np.testing.assert_allclose(sin, s, atol=1e-13)
+    if "freqs" in kw:  # read-only: a caller cannot change a later result
+        assert not kw["freqs"].flags.writeable
+
+
+def test_from_hf_axial_pixtral_minimax_kimi():
+    ids = AXES_IDS
+    # Pixtral: one RoPE of the head (16), h the even and w the odd frequencies
+    kw = scaling.from_hf({"model_type": "pixtral", "head_dim": 16, "rope_parameters": {"rope_type": "axial"}})
+    assert kw == {"axes_dim": (8, 8), "base": 10000.0, "layout": "half", "split": "strided"}
+    f = 1e4 ** (-np.arange(0, 16, 2) / 16)
+    ang = np.concatenate([ids[:, :1] * f[0::2], ids[:, 1:] * f[1::2]], axis=-1)
+    np.testing.assert_allclose(posenc.rope_axes_cos_sin(ids, **kw, dtype="float64")[1],
+                               np.sin(np.concatenate([ang, ang], -1)), atol=1e-13)  # fmt: skip
+    # MiniMax-M3-VL: three axes of 2 * ((hd // 3) // 2) = 10 of a head of 32
+    kw = scaling.from_hf({"model_type": "minimax_m3_vl_vision", "hidden_size": 64, "num_attention_heads": 2})
+    assert kw["axes_dim"] == (10, 10, 10) and kw["layout"] == "half"
+    # Kimi-K2.5: w f0, h f0, w f1, h f1, ... doubled
+    kw = scaling.from_hf({"model_type": "kimi_k25_vision", "hidden_size": 32, "num_attention_heads": 2})
+    f = 1e4 ** (-np.arange(0, 8, 2) / 8)
+    ang = np.stack([ids[:, 1:] * f, ids[:, :1] * f], axis=-1).reshape(len(ids), -1)
+    np.testing.assert_allclose(posenc.rope_axes_cos_sin(ids, **kw, dtype="float64")[0],
+                               np.cos(np.concatenate([ang, ang], -1)), atol=1e-13)  # fmt: skip
+
+
+def test_from_hf_axial_llama4_dinov3():
+    kw = scaling.from_hf({"model_type": "llama4_vision_model", "hidden_size": 64, "num_attention_heads": 2,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}})  # fmt: skip
+    assert kw == {"axes_dim": (16, 16), "base": 10000.0, "layout": "interleaved", "split": "blocks"}
+    kw = scaling.from_hf({"model_type": "dinov3_vit", "hidden_size": 64, "num_attention_heads": 2})
+    assert kw == {"axes_dim": (16, 16), "base": 100.0, "layout": "half", "split": "blocks", "turns": True}
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"model_type": "new_vision", "head_dim": 16, "rope_parameters": {"rope_type": "axial"}},
+         "`rope_type` 'axial' of model_type 'new_vision'"),
+        ({"head_dim": 16, "rope_parameters": {"rope_type": "axial"}}, "`rope_type` 'axial' of model_type None"),
+        ({"model_type": "gemma4_vision", "head_dim": 16}, "`rope_type` 'default' of model_type 'gemma4_vision'.*"
+         "rope_cos_sin"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2,
+          "rope_parameters": {"rope_type": "linear", "factor": 2.0}}, "`rope_type` 'linear' of model_type"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2,
+          "rope_parameters": {"rope_type": "axial", "factor": 2.0}}, "`factor` of rope_parameters"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2, "partial_rotary_factor": 0.5},
+         "`partial_rotary_factor` of model_type 'qwen2_vl_vision'"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 20, "num_heads": 2}, "head size 10 .* multiple of 4"),
+        ({"model_type": "qwen2_vl_vision", "hidden_size": 32, "num_heads": 2}, "`embed_dim`"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2, "num_attention_heads": 4},
+         "`num_attention_heads` = 4 and `num_heads` = 2"),
+        ({"model_type": "sam2_video", "memory_attention_hidden_size": 64}, "`memory_attention_downsample_rate`"),
+        ({"model_type": "dinov3_vit", "hidden_size": 64, "num_attention_heads": 2,
+          "rope_parameters": {"rope_theta": 5.0}}, "`rope_theta` of rope_parameters .* top level"),
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2, "rope_parameters": {"rope_theta": 1.0}},
+         "`rope_theta` must be > 1"),
+        ({"model_type": "minimax_m3_vl_vision", "head_dim": 4}, "too small for three rotary axes"),
+    ],
+)  # fmt: skip
+def test_from_hf_axial_refusals(config, match):
+    with pytest.raises(ValueError, match=match):
+        scaling.from_hf(config)
+
+
+def test_from_hf_axial_result_is_not_for_rope_cos_sin():
+    """A vision tower's keyword arguments are refused by the 1-D functions
+    (no silent 1-D table)."""
+    kw = scaling.from_hf({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2})
+    with pytest.raises(TypeError):
+        posenc.rope_cos_sin(np.arange(4), **kw)

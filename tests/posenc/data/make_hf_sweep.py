@@ -306,7 +306,7 @@ def discover() -> list[tuple[str, str, str]]:
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
         for f in sorted(d.glob("modeling_*.py")):
             src = f.read_text(encoding="utf-8")
-            for cls in re.findall(r"^class (\w*RotaryEmbedding\w*)\(", src, re.M):
+            for cls in re.findall(r"^class (\w*(?:RotaryEmbedding|RopePositionEmbedding)\w*)\(", src, re.M):
                 out.append((d.name, f.stem, cls))
     return out
 
@@ -427,6 +427,162 @@ def _same_kw(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] == b[k] for k in a)
 
 
+# --------------------------------------------------------------------------
+# vision towers: RoPE over several axes
+# --------------------------------------------------------------------------
+def _axes_ids(n_axes: int) -> Any:
+    """Position ids ``(N, n_axes)`` for a vision rotary module: a 3 x 4 grid
+    (each column its own values) and large ids (float32 rounding)."""
+    import torch
+
+    rows = [[i, j, i + j][:n_axes] for i in range(3) for j in range(4)]
+    rows += [[255, 7, 63][:n_axes], [1000, 300, 31][:n_axes], [0, 999, 500][:n_axes]]
+    return torch.tensor(rows, dtype=torch.int64)
+
+
+def _axes_tables(kw: dict, ids: Any, dtype: Any, compact: bool = False) -> tuple[Any, Any]:
+    """posenc's tables as float64 NumPy (``compact``: one column per plane
+    of the interleaved layout, as a complex table holds them)."""
+    import numpy as np
+
+    import posenc
+
+    cos, sin = posenc.rope_axes_cos_sin(np.asarray(ids), **kw, dtype=dtype)
+    cos, sin = np.asarray(cos, np.float64), np.asarray(sin, np.float64)
+    return (cos[..., 0::2], sin[..., 0::2]) if compact else (cos, sin)
+
+
+def _axes_read(kw: dict) -> str:
+    """What from_hf read for a vision tower, in words."""
+    if "freqs" in kw:
+        return f"freqs {tuple(kw['freqs'].shape)}, layout {kw['layout']}"
+    extra = ", turns" if kw.get("turns") else ""
+    return f"axes_dim {list(kw['axes_dim'])}, base {kw['base']:g}, layout {kw['layout']}, split {kw['split']}{extra}"
+
+
+def _axes_errors(h64: Any, h32: Any, kw: dict, ids: Any, compact: bool = False) -> tuple[float, float, float]:
+    """float64 error relative to the largest angle, float32 error and its tolerance."""
+    import numpy as np
+
+    p64 = _axes_tables(kw, ids, np.float64, compact)
+    err, scale = _error(h64, p64)
+    top = float(np.max(np.abs(np.asarray(ids, np.float64))))
+    if kw.get("turns"):
+        top *= 2 * math.pi
+    base = kw.get("base", 10000.0)
+    rel = err / (scale * max(1.0, top))
+    err32, scale32 = _error(h32, _axes_tables(kw, ids, np.float32, compact))
+    # transformers rounds p * w to float32 (half an ulp of the angle), its
+    # frequencies carry about ln(base) * 2**-24 relative error
+    tol = scale32 * (top * 2.0**-23 * (1.0 + math.log(max(base, 2.0))) + 4 * 2.0**-23)
+    return rel, err32, tol
+
+
+def _same_axes_kw(a: dict, b: dict) -> bool:
+    import numpy as np
+
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k], b[k]) if k == "freqs" else a[k] == b[k] for k in a
+    )
+
+
+def compare_axes(config: Any, rot_cls: Any, kw: dict, out: dict) -> dict[str, Any]:
+    """A vision tower's rotary module ``forward(x, position_ids)`` against
+    ``rope_axes_cos_sin(ids, **from_hf(config))`` at the module's own ids."""
+    import torch
+
+    out = {**out, "read": _axes_read(kw)}
+    n_axes = 2 if "freqs" in kw else len(kw["axes_dim"])
+    ids = _axes_ids(n_axes)
+    with lifted_float32():
+        h64 = _module_out(rot_cls(config), ids, None, torch.float64)
+    h32 = _module_out(rot_cls(config), ids, None, torch.float32)
+    rel, err32, tol = _axes_errors(h64, h32, kw, ids.numpy())
+    if not rel <= RTOL64:
+        return {**out, "status": "mismatch", "reason": f"float64 differs by {rel:.3g} relative (axes)"}
+    if not err32 <= tol:
+        return {**out, "status": "mismatch", "reason": f"float32 differs by {err32:.3g} (tolerance {tol:.3g})"}
+    return {**out, "form": "axes", "err64": rel, "err32": err32}
+
+
+def _llama4_vision(module: Any, cls: Any) -> tuple[Any, Any, Any, Any]:
+    """Llama 4's vision module: its whole table (complex, one column per
+    plane) from the config's image size, the ids the model uses."""
+    import posenc
+
+    config = module.Llama4VisionConfig(image_size=112, patch_size=14)
+    n = config.image_size // config.patch_size
+    ids = posenc.grid_ids((n, n), offset=1, indexing="xy", suffix_tokens=1)
+
+    def run():
+        out = cls(config).freqs_ci
+        return out.real.reshape(out.shape[0], -1), out.imag.reshape(out.shape[0], -1)
+
+    return config, ids, run, "compact"
+
+
+def _dinov3(module: Any, cls: Any) -> tuple[Any, Any, Any, Any]:
+    """DINOv3's module (eval mode) on a 3 x 5 patch image, the centred ids."""
+    import torch
+
+    import posenc
+
+    name = "DINOv3ViTConfig" if hasattr(module, "DINOv3ViTConfig") else "EomtDinov3Config"
+    config = getattr(module, name)(hidden_size=64, num_attention_heads=2, patch_size=4)
+    ids = posenc.grid_ids((3, 5), normalize="separate")
+
+    def run():
+        pix = torch.zeros(1, 3, 12, 20, dtype=torch.get_default_dtype())
+        return cls(config).eval()(pix)
+
+    return config, ids, run, "half"
+
+
+#: rotary modules of vision towers whose forward takes no position ids:
+#: class name -> (the module and class -> (config, posenc's ids, the module's
+#: table, how it lays it out))
+SPECIAL = {
+    "Llama4VisionRotaryEmbedding": _llama4_vision,
+    "DINOv3ViTRopePositionEmbedding": _dinov3,
+    "EomtDinov3RotaryEmbedding": _dinov3,
+}
+
+
+def compare_special(module: Any, cls: Any) -> dict[str, Any]:
+    """A vision tower's rotary module of :data:`SPECIAL` against
+    ``rope_axes_cos_sin(ids, **from_hf(config))`` at the model's own ids."""
+    import numpy as np
+    import torch
+
+    from posenc import scaling
+
+    config, ids, run, form = SPECIAL[cls.__name__](module, cls)
+    mt = {"model_type": config.model_type}
+    try:
+        kw = scaling.from_hf(config)
+    except ValueError as exc:
+        return {**mt, "status": "refused", "reason": str(exc)}
+    if "dim" in kw or not _same_axes_kw(kw, scaling.from_hf(_dict_of(config))):
+        return {**mt, "status": "mismatch", "reason": f"from_hf reads no axes, or its dict differs: {kw!r}"}
+    out = {**mt, "status": "match", "read": _axes_read(kw)}
+
+    def table() -> tuple[Any, Any]:
+        c, s = run()
+        c = c.detach().to(torch.float64).numpy().reshape(-1, c.shape[-1])
+        s = s.detach().to(torch.float64).numpy().reshape(-1, s.shape[-1])
+        return c, s
+
+    with lifted_float32():
+        h64 = table()
+    h32 = table()
+    rel, err32, tol = _axes_errors(h64, h32, kw, np.asarray(ids), form == "compact")
+    if not rel <= RTOL64:
+        return {**out, "status": "mismatch", "reason": f"float64 differs by {rel:.3g} relative (axes)"}
+    if not err32 <= tol:
+        return {**out, "status": "mismatch", "reason": f"float32 differs by {err32:.3g} (tolerance {tol:.3g})"}
+    return {**out, "form": "axes", "err64": rel, "err32": err32}
+
+
 def compare(config: Any, rot_cls: Any, layer_type: str | None) -> dict[str, Any]:
     """Compare one rotary module with posenc; the outcome as a dict."""
     import numpy as np
@@ -439,6 +595,14 @@ def compare(config: Any, rot_cls: Any, layer_type: str | None) -> dict[str, Any]
         kw = scaling.from_hf(config, layer_type=layer_type)
     except ValueError as exc:
         return {"status": "refused", "reason": str(exc)}
+    if "dim" not in kw:  # a vision tower: RoPE over several axes
+        try:
+            kw_dict = scaling.from_hf(_dict_of(config), layer_type=layer_type)
+        except ValueError as exc:
+            return {"status": "mismatch", "reason": f"from_hf(config.to_dict()) refuses: {exc}"}
+        if not _same_axes_kw(kw, kw_dict):
+            return {"status": "mismatch", "reason": f"from_hf(config.to_dict()) differs: {kw_dict!r}"}
+        return compare_axes(config, rot_cls, kw, {"status": "match"})
     out: dict[str, Any] = {"status": "match", "dim": kw["dim"], "base": kw["base"], "scaling": repr(kw["scaling"])}
     if "mrope_section" in kw:
         out["mrope"] = f"{list(kw['mrope_section'])}{' interleaved' if kw['mrope_interleaved'] else ''}"
@@ -529,6 +693,75 @@ _Q_NAMES = ("q", "x", "tensor", "query", "xq")
 _K_NAMES = ("k", "key", "xk", "v")
 
 
+def _apply_model(fn: Any, out: Any, q: Any, k: Any, n: int, width: int) -> tuple[Any, Any] | None:
+    """The model's apply function on ``q`` and ``k`` with its own tables
+    ``out``, as ``(n, width)`` NumPy arrays; None where it cannot be called so."""
+    names = list(inspect.signature(fn).parameters)
+    for shape in ((1, 1, n, width), (1, n, 1, width)):
+        qq, kk = q.reshape(shape), k.reshape(shape)
+        args: dict[str, Any] = {}
+        for name in names:
+            if name in _Q_NAMES:
+                args[name] = qq
+            elif name in _K_NAMES:
+                args[name] = kk
+            elif name in ("freqs_cis", "freqs_ci"):
+                args[name] = out
+            elif name in ("cos", "sin") and isinstance(out, tuple):
+                # the module's own order: (cos, sin), or GPT-J's (sin, cos) for apply(tensor, sin, cos)
+                first = "sin" if names.index("sin") < names.index("cos") else "cos"
+                args[name] = out[0] if name == first else out[1]
+        has_k = any(name in _K_NAMES for name in names)
+        try:
+            if has_k:
+                rq, rk = fn(**args)[:2]
+            else:
+                qname = next(name for name in names if name in _Q_NAMES)
+                rq, rk = fn(**args), fn(**{**args, qname: kk})
+        except Exception:  # another calling convention
+            continue
+        if tuple(rq.shape) != shape or tuple(rk.shape) != shape:
+            continue
+        return rq.reshape(n, width).numpy(), rk.reshape(n, width).numpy()
+    return None
+
+
+def _axes_rotation(module: Any, rot_cls: Any, config: Any, kw: dict) -> str:
+    """A vision tower's apply function with its module's tables against
+    ``apply_rope(x, *rope_axes_cos_sin(ids, **kw), layout=kw["layout"])``:
+    the layout when the attention scores agree, ``"differs"`` when they do
+    not, ``"?"`` where the function cannot be called."""
+    import numpy as np
+    import torch
+
+    import posenc
+
+    fn = next(
+        (getattr(module, name) for name in ("apply_rotary_pos_emb_vision", "apply_rotary_pos_emb_2d",
+                                             "apply_rotary_pos_emb") if hasattr(module, name)),
+        None,
+    )
+    if fn is None:
+        return "?"
+    ids = _axes_ids(2 if "freqs" in kw else len(kw["axes_dim"]))
+    gen = torch.Generator().manual_seed(0)
+    with lifted_float32(), torch.no_grad():
+        out = rot_cls(config)(torch.zeros(1, 1, 1, dtype=torch.float64), ids)
+        out = tuple(o.reshape(-1, o.shape[-1]) for o in out)
+        n, width = int(out[0].shape[0]), int(out[0].shape[-1])
+        q = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
+        k = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
+        got = _apply_model(fn, out, q, k, n, width)
+    if got is None:
+        return "?"
+    c, s = posenc.rope_axes_cos_sin(ids.numpy(), **kw, dtype=np.float64)
+    rq, rk = (posenc.apply_rope(v.reshape(n, width).numpy(), c, s, layout=kw["layout"]) for v in (q, k))
+    scores, ours = got[0] @ got[1].T, rq @ rk.T
+    if np.allclose(scores, ours, rtol=1e-9, atol=1e-9 * float(np.abs(ours).max())):
+        return kw["layout"]
+    return "differs"
+
+
 def rotation(module: Any, rot_cls: Any, config: Any, layer_type: str | None) -> str:
     """``"half"`` or ``"interleaved"``: the layout whose ``apply_rope`` gives
     the attention scores of the model's own apply function with its own
@@ -539,51 +772,25 @@ def rotation(module: Any, rot_cls: Any, config: Any, layer_type: str | None) -> 
     import posenc
     from posenc import scaling
 
-    fn = _apply_function(module, config)
-    if fn is None:
-        return "?"
     try:
         kw = scaling.from_hf(config, layer_type=layer_type)
     except ValueError:
+        return "?"
+    if "dim" not in kw:
+        return _axes_rotation(module, rot_cls, config, kw)
+    fn = _apply_function(module, config)
+    if fn is None:
         return "?"
     pos = [0, 1, 2, 5, 11, 17]
     n, width = len(pos), kw["dim"]
     pid = _pid(pos, 3 if "mrope_section" in kw else 1)
     gen = torch.Generator().manual_seed(0)
-    names = list(inspect.signature(fn).parameters)
-    got = None
     with lifted_float32(), torch.no_grad():
         x = torch.zeros(1, 1, 1, dtype=torch.float64)
         out = rot_cls(config)(*((x, pid) if layer_type is None else (x, pid, layer_type)))
         q = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
         k = torch.randn(1, 1, n, width, generator=gen, dtype=torch.float64)
-        for shape in ((1, 1, n, width), (1, n, 1, width)):
-            qq, kk = q.reshape(shape), k.reshape(shape)
-            args: dict[str, Any] = {}
-            for name in names:
-                if name in _Q_NAMES:
-                    args[name] = qq
-                elif name in _K_NAMES:
-                    args[name] = kk
-                elif name in ("freqs_cis", "freqs_ci"):
-                    args[name] = out
-                elif name in ("cos", "sin") and isinstance(out, tuple):
-                    # the module's own order: (cos, sin), or GPT-J's (sin, cos) for apply(tensor, sin, cos)
-                    first = "sin" if names.index("sin") < names.index("cos") else "cos"
-                    args[name] = out[0] if name == first else out[1]
-            has_k = any(name in _K_NAMES for name in names)
-            try:
-                if has_k:
-                    rq, rk = fn(**args)[:2]
-                else:
-                    qname = next(name for name in names if name in _Q_NAMES)
-                    rq, rk = fn(**args), fn(**{**args, qname: kk})
-            except Exception:  # another calling convention
-                continue
-            if tuple(rq.shape) != shape or tuple(rk.shape) != shape:
-                continue
-            got = (rq.reshape(n, width).numpy(), rk.reshape(n, width).numpy())
-            break
+        got = _apply_model(fn, out, q, k, n, width)
     if got is None:
         return "?"
     scores = got[0] @ got[1].T
@@ -768,6 +975,13 @@ def sweep(select: Any = None, *, variants: Any = True, rotations: bool = True) -
             if select is not None and not select(model):
                 continue
             key = f"{model}.{clsname}"
+            if clsname in SPECIAL:  # a vision tower's module without position ids
+                module = importlib.import_module(f"transformers.models.{model}.{modname}")
+                try:
+                    results[f"{key} default"] = compare_special(module, getattr(module, clsname))
+                except Exception as exc:
+                    results[key] = {"status": "not a config RoPE", "reason": _why(exc)}
+                continue
             try:
                 module, cls, default, cases, skipped = _cases(model, modname, clsname)
             except Exception as exc:  # an optional dependency, another signature
@@ -841,7 +1055,7 @@ def record(res: dict[str, Any]) -> str:
             if v.get("mrope"):
                 entry["mrope"] = v["mrope"]
         elif v["status"] == "match":
-            entry["read"] = f"dim {v['dim']}, base {v['base']:g}, {_short(v['scaling'])}"
+            entry["read"] = v.get("read") or f"dim {v['dim']}, base {v['base']:g}, {_short(v['scaling'])}"
             if v.get("mrope"):
                 entry["mrope"] = v["mrope"]
             entry["form"] = v["form"]
