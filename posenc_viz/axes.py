@@ -187,16 +187,50 @@ def plot_rope_axes(
     return ax
 
 
+def _vision_axes(vision: Mapping[str, Any], top: Any) -> tuple[dict[str, Any], str] | None:
+    """``from_hf`` of a vision tower's configuration as ``axes_dim`` /
+    ``base`` / ``split`` (a frequency matrix: each axis' frequencies are one
+    RoPE's, whatever order the model interleaves them in), and its model
+    type; None where no model type reads as one; from_hf's refusal of the
+    configuration's own model type is raised."""
+    own = vision.get("model_type")
+    names = [t for t in (own, top) if isinstance(t, str) and t]
+    tries = list(dict.fromkeys(names[:1] + [f"{t}{sfx}" for t in names for sfx in ("_vision", "_vision_encoder")]))
+    first: ValueError | None = None
+    for mtype in tries:
+        try:
+            kw = posenc.scaling.from_hf({**vision, "model_type": mtype})
+        except ValueError as exc:
+            first = first if first is not None or mtype != own else exc
+            continue
+        if "dim" in kw:  # a language model's RoPE: not this tower's
+            continue
+        if "freqs" in kw:  # one RoPE of width d per axis, the planes reordered (Inkling2, Step3p7, Kimi-K2.5)
+            f = np.asarray(kw["freqs"])
+            col = f[:, 0][f[:, 0] > 0]
+            d = 2 * col.size
+            base = float(f"{float(col[1]) ** (-d / 2):.12g}") if col.size > 1 else 10000.0
+            kw = {"axes_dim": (d,) * f.shape[1], "base": base, "split": "blocks"}
+        return kw, mtype
+    if first is not None and own is not None:
+        raise first
+    return None
+
+
 def axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The multi-axis RoPE of a model configuration (a parsed ``config.json``).
 
     Reads diffusers' transformer configurations (``axes_dims_rope`` with
     ``rope_theta`` or ``theta``: Flux, Flux 2, Qwen-Image; ``rope_axes_dim``
     summing to ``attention_head_dim``: HunyuanVideo) and transformers'
-    vision towers whose ``rope_parameters`` say ``"axial"`` (Qwen2-VL,
-    Qwen2.5-VL, Pixtral's strided split; also inside ``vision_config``).
-    Returns ``axes_dim``, ``base``, ``split``, ``grid_shape`` (or None) and
-    a ``label``; a ``ValueError`` says what is missing otherwise.
+    vision towers, read by :func:`posenc.scaling.from_hf` (Qwen2-VL and its
+    relatives, Pixtral's strided split, SAM, Llama 4, DINOv3, ...; also
+    inside ``vision_config``, whose older ``config.json`` files name the
+    model type of the whole model: ``<type>_vision`` and
+    ``<type>_vision_encoder`` are tried then).  Returns ``axes_dim``,
+    ``base``, ``split``, ``grid_shape`` (or None) and a ``label``; a
+    ``ValueError`` says what is missing (or why from_hf refuses the config,
+    or that its ids count turns: DINOv3) otherwise.
     """
     if not isinstance(config, Mapping):
         msg = f"`config` must be a mapping (a parsed config.json), got {show(config)}"
@@ -217,25 +251,25 @@ def axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
         base = config.get("rope_theta", config.get("theta", 10000.0))
         return {"axes_dim": dims, "base": base, "split": "blocks", "grid_shape": None, "label": str(label)}
     vision = config.get("vision_config") if isinstance(config.get("vision_config"), Mapping) else config
-    params = vision.get("rope_parameters") or {}
-    if isinstance(params, Mapping) and params.get("rope_type") == "axial":
-        heads = vision.get("num_attention_heads", vision.get("num_heads"))
-        width = vision.get("embed_dim", vision.get("hidden_size"))
-        head = vision.get("head_dim") or (width // heads if isinstance(width, int) and isinstance(heads, int) else None)
-        if not isinstance(head, int) or head % 4:
-            msg = f"`config` has an axial vision RoPE but no head dimension divisible by 4 (got {show(head)})"
+    found = _vision_axes(vision, config.get("model_type"))
+    if found is not None:
+        kw, mtype = found
+        if kw.get("turns"):
+            msg = (
+                f"`config` of model_type {mtype!r} turns its ids in turns (DINOv3's normalised coordinates times "
+                "2 pi), which this figure does not draw: call plot_rope_axes(..., turns=True)"
+            )
             raise ValueError(msg)
-        mtype = vision.get("model_type") or config.get("model_type") or ""
         grid = None
         if isinstance(vision.get("image_size"), int) and isinstance(vision.get("patch_size"), int):
             side = vision["image_size"] // vision["patch_size"]
-            grid = [side, side]
+            grid = [side] * len(kw["axes_dim"])
         return {
-            "axes_dim": [head // 2, head // 2],
-            "base": params.get("rope_theta", 10000.0),
-            "split": "strided" if "pixtral" in str(mtype) else "blocks",
+            "axes_dim": list(kw["axes_dim"]),
+            "base": kw["base"],
+            "split": kw["split"],
             "grid_shape": grid,
-            "label": str(mtype or label),
+            "label": str(vision.get("model_type") or config.get("model_type") or mtype),
         }
     msg = (
         "`config` has no multi-axis RoPE that posenc_viz reads: no `axes_dims_rope` or `rope_axes_dim` (diffusers) "

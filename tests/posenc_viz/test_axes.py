@@ -97,3 +97,23 @@ def test_subcommand_usage_errors(tmp_path, capsys, extra, config, needle):
     assert info.value.code == 2
     assert needle in capsys.readouterr().err.strip().splitlines()[-1]
     assert not any(tmp_path.glob("*.png"))
+
+
+def test_axes_from_config_reads_through_from_hf():
+    """The vision towers are read by posenc.scaling.from_hf: its widths,
+    base and split, the ones it refuses refused with its reason."""
+    from posenc_viz.axes import axes_from_config
+
+    pix = {"model_type": "pixtral", "head_dim": 64, "image_size": 64, "patch_size": 16}
+    assert axes_from_config(pix) == {
+        "axes_dim": [32, 32], "base": 10000.0, "split": "strided", "grid_shape": [4, 4], "label": "pixtral",
+    }  # fmt: skip
+    # a frequency matrix (Kimi-K2.5 interleaves the axes plane by plane): one RoPE of width 16 per axis
+    kimi = {"model_type": "kimi_k25_vision", "hidden_size": 64, "num_attention_heads": 2,
+            "rope_parameters": {"rope_type": "axial", "rope_theta": 500.0}}  # fmt: skip
+    got = axes_from_config({"model_type": "kimi_k25", "vision_config": kimi})
+    assert (got["axes_dim"], got["base"], got["split"]) == ([16, 16], 500.0, "blocks")
+    with pytest.raises(ValueError, match="gemma4_vision"):
+        axes_from_config({"model_type": "gemma4_vision", "head_dim": 64})
+    with pytest.raises(ValueError, match="turns"):
+        axes_from_config({"model_type": "dinov3_vit", "hidden_size": 64, "num_attention_heads": 2})
