@@ -700,8 +700,7 @@ def _axial_freqs(pattern: str, f: Any) -> Any:
     else:  # cat(w f, h f)
         F[:q, 1] = f
         F[q:, 0] = f
-    F.flags.writeable = False
-    return F
+    return F  # a new array on every call: a caller's change reaches no later result
 
 
 def _axial(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str) -> dict[str, Any]:
@@ -814,6 +813,62 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
       ``short_mscale`` / ``long_mscale`` (:class:`LongRoPE`); GPT-J, CodeGen
       and ESM read no RoPE entry (a scaling is refused).
 
+    * vision towers (transformers' ``rope_type`` ``"axial"``, also the
+      ``"default"`` their configurations turn into it; Llama 4's vision
+      model; DINOv3 and EoMT-DINOv3): the result is the keyword arguments
+      of :func:`posenc.rope_axes_cos_sin`, not of ``rope_cos_sin`` (which
+      refuses them with a ``TypeError``), for position ids in the column
+      order of the model's rotary module (see below).
+
+    The vision towers, with ``hd`` the head size (``head_dim``, else
+    ``hidden_size // num_attention_heads``; Qwen2-VL: ``embed_dim //
+    num_heads``; SAM2 / SAM3-tracker / EdgeTAM video:
+    ``memory_attention_hidden_size // (memory_attention_downsample_rate *
+    memory_attention_num_attention_heads)``), ``theta`` the config's
+    ``rope_theta`` and the ids as :func:`posenc.grid_ids` builds them for
+    one image of ``h x w`` patches (``t`` frames):
+
+    * Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL (MoE), Qwen3-Omni-MoE,
+      Qwen3.5 (MoE), Qwen4-exp, GLM-4V (MoE), GLM-OCR, GLM5-next,
+      ERNIE-4.5-VL, PaddleOCR-VL, EXAONE-4.5, LFM3-VL, MLCD, Muse, Cohere
+      Compass, dots3, VideoLLaMA3 (``cat(h, w)`` doubled):
+      ``axes_dim=(hd/2, hd/2)``, ``layout="half"``; ids
+      ``grid_ids((h, w), merge=spatial_merge_size)`` (the model's
+      ``get_vision_position_ids``, repeated for each frame);
+    * Pixtral: the same with ``split="strided"`` (h the even, w the odd
+      frequencies of one RoPE of the head); ids ``grid_ids((h, w))``;
+    * MiniMax-M3-VL: ``axes_dim=(s, s, s)``, ``s = 2 ((hd // 3) // 2)``,
+      ``layout="half"``, the rest of the head unrotated
+      (:func:`posenc.rope_axes` does that); ids ``(t, h, w)`` per patch;
+    * Inkling2 / Step3p7 (``cat(w, h)`` of the module's ``(h, w)`` ids):
+      ``freqs`` of shape ``(hd/2, 2)``, ``layout="interleaved"`` /
+      ``"half"``; Kimi-K2.5 (``w f0, h f0, w f1, h f1, ...``): ``freqs``,
+      ``layout="half"``; ids ``(h, w)`` per patch;
+    * SAM3 ViT, SAM2 / SAM3-tracker / EdgeTAM video: ``axes_dim=(hd/2,
+      hd/2)``, ``layout="interleaved"``; ids ``(x, y)``:
+      ``grid_ids((h, w), indexing="xy")`` (SAM3 also times ``window_size /
+      w``);
+    * Llama 4 vision: ``axes_dim=(hd/2, hd/2)``, ``layout="interleaved"``;
+      ids ``grid_ids((n, n), offset=1, indexing="xy", suffix_tokens=1)``,
+      ``n = image_size // patch_size``;
+    * DINOv3 ViT, EoMT-DINOv3: ``axes_dim=(hd/2, hd/2)``,
+      ``layout="half"``, ``turns=True`` (base 100 by default); ids
+      ``grid_ids((h, w), normalize="separate")`` (in eval mode: the
+      training augmentations are random).
+
+    ``freqs`` is a new float64 NumPy array on every call (one RoPE of width
+    ``hd / 2`` per axis, its planes reordered; ``torch.asarray(kw["freqs"])``
+    for torch ids).  Refused: Gemma 4's vision tower (each axis rotated by
+    ``rotate_half`` inside its own block of the head, which no single
+    layout expresses: the message gives the two-call recipe), a head size
+    that is not a multiple of 4 (MiniMax: below 6), any key of the RoPE
+    entry besides ``rope_type`` and ``rope_theta``, ``partial_rotary_factor``
+    or ``rotary_dim``, a rope type other than the module's, and an
+    ``"axial"`` model type posenc does not know.  No configuration of
+    transformers carries per-axis scalings (Cosmos's per-axis NTK lives in
+    diffusers): none is read; pass ``scaling=[...]`` to
+    :func:`posenc.rope_axes_cos_sin` yourself.
+
     The layout is not part of the result: most Hugging Face models rotate
     halves (``layout="half"``, the default of posenc); GPT-J and CodeGen, GLM,
     Helium, ERNIE 4.5 (and DeepSeek with ``rope_interleave``, Llama 4's
@@ -835,7 +890,9 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     dict
         ``{"dim": rotary dimension, "base": theta, "scaling": Scaling or None}``,
         plus ``"mrope_section"`` and ``"mrope_interleaved"`` for multimodal
-        RoPE.
+        RoPE; for a vision tower ``{"axes_dim", "base", "layout", "split"}``
+        (DINOv3: also ``"turns"``) or ``{"freqs", "layout"}``, the keyword
+        arguments of :func:`posenc.rope_axes_cos_sin`.
 
     Raises
     ------
@@ -869,6 +926,15 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     >>> scaling.from_hf({"model_type": "hunyuan_v1_dense", "head_dim": 128, "rope_theta": 10000.0,
     ...                  "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}})
     {'dim': 128, 'base': 10000.0, 'scaling': NTK(factor=1000.0)}
+    >>> vision = {"model_type": "qwen2_vl_vision", "embed_dim": 1280, "num_heads": 16,
+    ...           "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0}}
+    >>> kw = scaling.from_hf(vision)
+    >>> kw
+    {'axes_dim': (40, 40), 'base': 10000.0, 'layout': 'half', 'split': 'blocks'}
+    >>> import posenc
+    >>> cos, sin = posenc.rope_axes_cos_sin(posenc.grid_ids((4, 6), merge=2), **kw)
+    >>> cos.shape
+    (24, 80)
     >>> scaling.from_hf({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "scale": 3}})
     Traceback (most recent call last):
       ...

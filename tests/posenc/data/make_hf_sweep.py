@@ -21,7 +21,8 @@ is this function of the record)::
 How the sweep works (``sweep()`` is also what the test suite runs):
 
 1. Discovery: every ``transformers.models.<type>.modeling_*`` module whose
-   source defines a class named ``*RotaryEmbedding*`` (found by reading the
+   source defines a class named ``*RotaryEmbedding*`` (or DINOv3's
+   ``*RopePositionEmbedding*``; found by reading the
    source, imported only then).  Each class is paired with its configuration
    class through the annotation of its ``config`` argument.
 2. The configuration the module takes, built with its defaults (the rotary
@@ -53,8 +54,12 @@ How the sweep works (``sweep()`` is also what the test suite runs):
      is kept);
    * ``mismatch`` (silent): anything else -- the test suite fails on it.
 
-   A module whose defaults it cannot run (2-D vision grids, audio time
-   stamps, other signatures) is listed apart as ``not a config RoPE``.
+   A vision tower's module (``from_hf`` returns the keyword arguments of
+   ``posenc.rope_axes_cos_sin``) is compared at its own position ids
+   (``compare_axes``; Llama 4 vision and DINOv3, whose modules take no
+   ids, through ``SPECIAL`` at the ids their models build).  A module
+   whose defaults it cannot run (audio time stamps, other signatures) is
+   listed apart as ``not a config RoPE``.
 5. The rotation: the model's own ``apply_rotary_pos_emb`` (the one its
    attention calls) against :func:`posenc.apply_rope` in both layouts,
    compared by the attention scores it gives (so a permuted output, as
@@ -1165,7 +1170,11 @@ def _rst(recorded: dict[str, Any]) -> str:
         ":func:`posenc.mrope_cos_sin`) at positions below and past the original length:",
         "float64 (transformers' float32 casts lifted) within 1e-12 of the largest angle, float32",
         "within transformers' own rounding; ``from_hf`` of the configuration's ``to_dict()``",
-        "must agree.  Each case either matches or is refused by ``from_hf`` with a",
+        "must agree.  The vision towers (transformers' ``axial`` RoPE, Llama 4 vision, DINOv3)",
+        "are compared with :func:`posenc.rope_axes_cos_sin` ``(ids, **from_hf(config))`` at the",
+        "module's own position ids (Llama 4 and DINOv3, whose modules take none: at the ids their",
+        "models build), and their own apply function with :func:`posenc.apply_rope` (column",
+        "*table* ``axes``).  Each case either matches or is refused by ``from_hf`` with a",
         "``ValueError`` naming the key; none differs silently.",
         "",
         (
@@ -1274,7 +1283,7 @@ def _rst(recorded: dict[str, Any]) -> str:
     for (name, reason), labels in grouped.items():
         lines.append(f"* ``{name}`` ({', '.join(labels)}): {_rst_text(reason)}")
     lines += ["", "Not a configuration RoPE", "------------------------", ""]
-    lines += ["2-D vision grids, audio time stamps, other signatures:", ""]
+    lines += ["Audio time stamps, other signatures:", ""]
     lines += [f"* {o}" for o in other]
     return "\n".join(lines) + "\n"
 
