@@ -10,13 +10,20 @@
   the defaults of every class and every variant of ``SWEEP_MODELS`` (one
   model per cause the sweep has found); the script runs every variant of
   every class, and ``data/hf_sweep.json`` (and docs/models.rst) is its run.
-* The model tables of ``posenc.scaling`` (attribute aliases, default bases)
-  against the installed transformers.
+  The vision towers' modules are compared with
+  ``rope_axes_cos_sin(ids, **from_hf(config))`` at their own ids.
+* The model tables of ``posenc.scaling`` (attribute aliases, default bases,
+  the vision towers' rope types) against the installed transformers.
 * Full forward passes: the model's rotary module and apply function are
   replaced by posenc (``from_hf`` + ``rope_cos_sin`` / ``mrope_cos_sin`` +
   ``apply_rope``) and the logits compared with the model's own, in float64
   (float32 casts lifted) and float32; where posenc once read a model wrong,
-  that reading is the control and must differ by a clear margin.
+  that reading is the control and must differ by a clear margin.  The
+  vision towers of Qwen2-VL (merged-patch order, cat(h, w) doubled), Pixtral
+  (the strided split) and Llama 4 (positions + 1, a class token, pairs of
+  neighbours) run with posenc's ``rope_axes_cos_sin`` at the ids of
+  ``grid_ids`` and ``apply_rope``; controls: the axes swapped, the blocks
+  split, the half layout.
 
 T5 buckets, BLOOM / MPT ALiBi and the fairseq sinusoidal table of M2M100
 have their parity tests in test_bias.py and test_sinusoidal.py.
@@ -189,6 +196,28 @@ def test_mrope_tables_are_the_modules():
     for mt, desc in mrope.items():
         assert mt in scaling._models.MROPE, mt
         assert desc.endswith("interleaved") == scaling._models.MROPE[mt][1], (mt, desc)
+
+
+def test_axial_tables_are_transformers():
+    """The vision towers posenc reads: their configuration classes turn
+    "default" into the rope type posenc expects of them, every one of them
+    matched in the recorded sweep, and their own apply functions agree with
+    apply_rope in the layout from_hf gives (never "differs")."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    models = scaling._models
+    for mt, kind in models.AXIAL.items():
+        want = "default" if kind in ("llama4", "dinov3") else "axial"
+        assert getattr(CONFIG_MAPPING[mt], "default_rope_type", "default") == want, mt
+    assert getattr(CONFIG_MAPPING["gemma4_vision"], "default_rope_type", None) == "axial"
+    recorded = json.loads((DATA / "hf_sweep.json").read_text())
+    matched = {v["model_type"] for v in recorded["results"].values() if v.get("form") == "axes"}
+    assert matched == set(models.AXIAL)
+    rotation = recorded["rotation"]
+    for k, v in recorded["results"].items():
+        if v.get("form") == "axes" and k in rotation:
+            assert rotation[k] in ("half", "interleaved", "?"), (k, rotation[k])
+            assert rotation[k] == "?" or rotation[k] in v["read"], (k, rotation[k])
 
 
 # ---------------------------------------------------------------- full forward
