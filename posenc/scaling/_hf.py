@@ -843,7 +843,9 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     * Inkling2 / Step3p7 (``cat(w, h)`` of the module's ``(h, w)`` ids):
       ``freqs`` of shape ``(hd/2, 2)``, ``layout="interleaved"`` /
       ``"half"``; Kimi-K2.5 (``w f0, h f0, w f1, h f1, ...``): ``freqs``,
-      ``layout="half"``; ids ``(h, w)`` per patch;
+      ``layout="half"``; ids ``(h, w)`` per patch as the module takes them
+      (Step3p7, Kimi-K2.5: ``grid_ids((h, w))``; Inkling2's model adds 1 to
+      its merged-order ids and gives its other tokens 0);
     * SAM3 ViT, SAM2 / SAM3-tracker / EdgeTAM video: ``axes_dim=(hd/2,
       hd/2)``, ``layout="interleaved"``; ids ``(x, y)``:
       ``grid_ids((h, w), indexing="xy")`` (SAM3 also times ``window_size /
@@ -869,7 +871,7 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     diffusers): none is read; pass ``scaling=[...]`` to
     :func:`posenc.rope_axes_cos_sin` yourself.
 
-    The layout is not part of the result: most Hugging Face models rotate
+    For a language model the layout is not part of the result: most Hugging Face models rotate
     halves (``layout="half"``, the default of posenc); GPT-J and CodeGen, GLM,
     Helium, ERNIE 4.5 (and DeepSeek with ``rope_interleave``, Llama 4's
     complex rotation, ...) pair neighbours: pass ``layout="interleaved"`` for
