@@ -170,11 +170,20 @@ class RotaryEmbedding(nn.Module):
 
         ``kwargs`` (``layout``, ``max_positions``, ``dtype``, ``device``) go
         to the constructor.  Multimodal RoPE configs (``mrope_section``) are
-        refused: use :func:`posenc.mrope_cos_sin`.
+        refused: use :func:`posenc.mrope_cos_sin`; so are the RoPE over
+        several axes of vision towers: use :func:`posenc.rope_axes_cos_sin`
+        or :class:`AxesRotaryEmbedding`.
         """
         kw = posenc.scaling.from_hf(config, layer_type=layer_type)
         if "mrope_section" in kw:
             msg = "`config` describes multimodal RoPE (mrope_section): use posenc.mrope_cos_sin, not RotaryEmbedding"
+            raise ValueError(msg)
+        if "axes_dim" in kw:
+            msg = (
+                "`config` describes RoPE over several axes (a vision tower): use "
+                "posenc.rope_axes_cos_sin(ids, **posenc.scaling.from_hf(config)) or "
+                "posenc.torch.AxesRotaryEmbedding, not RotaryEmbedding"
+            )
             raise ValueError(msg)
         return cls(kw["dim"], base=kw["base"], scaling=kw["scaling"], **kwargs)
 

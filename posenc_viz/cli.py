@@ -427,6 +427,11 @@ def _read_config(path: str, layer_type: str | None) -> dict[str, Any]:
     except (ValueError, TypeError) as exc:
         text = str(exc).replace("`layer_type`", "--layer-type")
         raise _Usage(f"argument --hf-config: {' '.join(text.split())}") from None
+    if "axes_dim" in rope:
+        raise _Usage(
+            f"argument --hf-config: {path!r} describes RoPE over several axes (a vision tower): "
+            "draw it with `posenc-viz rope-axes --hf-config`"
+        )
     label = config.get("model_type")
     if not isinstance(label, str) or not label or len(label) > 64:
         label = Path(path).stem

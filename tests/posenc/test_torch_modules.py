@@ -159,6 +159,9 @@ def test_rotary_from_hf():
     mrope = dict(cfg, rope_scaling={"rope_type": "mrope", "mrope_section": [2, 3, 3]})
     with pytest.raises(ValueError, match="mrope_section"):
         RotaryEmbedding.from_hf(mrope)
+    vision = {"model_type": "pixtral", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 1e4}
+    with pytest.raises(ValueError, match=r"several axes .*rope_axes_cos_sin"):
+        RotaryEmbedding.from_hf(vision)
 
 
 def test_rotary_length_dependent_scaling_is_not_cached():

@@ -275,6 +275,11 @@ def test_hf_config_subprocess(tmp_path):
             [],
             "argument --hf-config: `rope_type` 'no-such-type' is not supported",
         ),
+        (
+            json.dumps({"model_type": "pixtral", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 1e4}),
+            [],
+            "argument --hf-config: '{cfg}' describes RoPE over several axes (a vision tower)",
+        ),
         (json.dumps(LLAMA31), ["--base", "1000"], "argument --base: not allowed with --hf-config (the config sets it)"),
         (json.dumps(LLAMA31), ["--head-dim", "64"], "argument --head-dim: not allowed with --hf-config"),
         (
