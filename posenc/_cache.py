@@ -324,9 +324,13 @@ class Share(enum.Enum):
     cannot change it.  :func:`posenc._kernels.handout` picks the mode of a
     backend."""
 
-    #: a read-only NumPy table: a fresh view of it, whose ``WRITEABLE`` flag
-    #: cannot be switched back on (its base is read-only)
-    VIEW = "view"
+    #: a NumPy table: a fresh read-only copy.  A view of the cached table
+    #: would not do: ``torch.from_numpy``, ``torch.as_tensor``, DLPack and
+    #: ``register_buffer`` + ``load_state_dict`` write through read-only
+    #: NumPy memory, and ``setflags(write=True)`` succeeds on a base that
+    #: owns its memory.  The copy costs a ``memcpy`` of the table (measured
+    #: by ``python -m benchmarks --only cache``)
+    COPY_READONLY = "read-only copy"
     #: immutable arrays (JAX): the array itself
     SAME = "same"
     #: tensors (they cannot be made read-only, and ``load_state_dict`` copies
@@ -341,8 +345,10 @@ class Share(enum.Enum):
 
 def share(value: Any, mode: Share, xp: Any) -> Any:
     """What a cached table is handed out as (see :class:`Share`)."""
-    if mode is Share.VIEW:
-        return value.view()
+    if mode is Share.COPY_READONLY:
+        out = np.array(value, copy=True)
+        out.setflags(write=False)
+        return out
     if mode is Share.SAME:
         return value
     if mode is Share.COW:

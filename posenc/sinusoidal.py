@@ -306,7 +306,10 @@ def sinusoidal(
     lookup, and no caller can change what a later call returns:
 
     * NumPy: the table is **read-only**, on the first call as on later ones
-      (``pe.copy()`` gives a writable one);
+      (``pe.copy()`` gives a writable one), and each call returns its own
+      copy of the cached table: ``torch.from_numpy``, DLPack and
+      ``load_state_dict`` write through NumPy's read-only flag, so a view
+      would not be safe (a repeated call costs a copy of the table);
     * JAX arrays are immutable and returned as they are;
     * torch, CuPy and array-api-strict: each call returns its own copy
       (tensors cannot be made read-only, and ``load_state_dict`` writes into
