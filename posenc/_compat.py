@@ -51,6 +51,7 @@ __all__ = [
     "has_float64",
     "is_array",
     "is_concrete",
+    "widest_int",
     "is_integer_dtype",
     "is_real_float_dtype",
     "namespace_name",
@@ -458,6 +459,28 @@ def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
 
 def is_integer_dtype(xp: Any, dtype: Any) -> bool:
     return _dtype_is(xp, dtype, "integral")
+
+
+def widest_int(xp: Any) -> Any:
+    """The widest signed integer dtype of ``xp``: int64, or the default
+    integer where int64 does not exist (JAX without ``jax_enable_x64``:
+    int32).  Offsets are added to integer positions in it."""
+    if _tracing():
+        return _widest_int(xp)
+    got = _WIDEST_INT.get(xp)
+    if got is None:
+        got = _widest_int(xp)
+        _WIDEST_INT.put(xp, got)
+    return got
+
+
+def _widest_int(xp: Any) -> Any:
+    info = xp.__array_namespace_info__()
+    signed = info.dtypes(kind="signed integer")
+    return signed["int64"] if "int64" in signed else info.default_dtypes()["integral"]
+
+
+_WIDEST_INT = _cache.Memo("compat.widest_int", 64)
 
 
 def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:

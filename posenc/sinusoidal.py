@@ -661,7 +661,10 @@ def add_sinusoidal(
     seq, dim = x.shape[-2], int(x.shape[-1])
     _, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     if _compat.is_array(offset):  # a traced offset (jax.jit, torch.compile): the array path
-        s, c = _angles.sincos(xp_.arange(seq, device=ctx.device) + offset, w, ctx)
+        pos, wrapped = _checks.add_offset(xp_.arange(seq, device=ctx.device), offset, ctx)
+        s, c = _angles.sincos(pos, w, ctx)
+        if wrapped is not None:  # positions that left the integer type: NaN rows
+            s, c = _angles.nan_rows(s, c, wrapped, ctx)
         pe = _tables.assemble(s, c, dim, layout, ctx)
     else:
         pe = _tables.range_table(offset, seq, w, dim, layout, ctx, share=False)
