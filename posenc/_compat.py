@@ -208,6 +208,17 @@ def array_kind(x: Any) -> str:
     return "strict" if strict else "other"
 
 
+def _jax_eager() -> bool:
+    """Whether JAX runs eagerly here: inside ``jax.jit`` (or ``vmap``, ``grad``)
+    even a concrete array closed over by the traced function gives traced
+    results, on which ``bool()`` raises."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:  # pragma: no cover - another JAX: assume it may trace
+        return False
+    return bool(trace_state_clean())
+
+
 def is_concrete(x: Array) -> bool:
     """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
 
@@ -218,11 +229,16 @@ def is_concrete(x: Array) -> bool:
         return True
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        # traced by torch.compile / torch.export: fake values, never read
-        return x.device.type != "meta" and not torch.compiler.is_compiling()
+        # traced by torch.compile / torch.export: fake values, never read; a
+        # tensor of torch.func's transforms (vmap: bool() on it raises)
+        return (
+            x.device.type != "meta"
+            and not torch.compiler.is_compiling()
+            and not torch._C._functorch.is_functorch_wrapped_tensor(x)
+        )
     if _aac.is_jax_array(x):
         jax = sys.modules.get("jax")
-        return jax is not None and not isinstance(x, jax.core.Tracer)
+        return jax is not None and not isinstance(x, jax.core.Tracer) and _jax_eager()
     if _aac.is_dask_array(x):
         return False
     return not _aac.is_lazy_array(x)
