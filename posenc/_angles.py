@@ -350,6 +350,13 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows)
 
 
+def nan_rows(s: Array, c: Array, bad: Array, ctx: Context) -> tuple[Array, Array]:
+    """``s`` and ``c`` (shape ``bad.shape + (m,)``) with NaN rows where ``bad``."""
+    nan = zeros((), s.dtype, ctx) + math.nan
+    mask = bad[..., None]
+    return ctx.xp.where(mask, nan, s), ctx.xp.where(mask, nan, c)
+
+
 def dense_span(p: Array) -> tuple[int, int] | None:
     """``(lo, span)`` where the concrete integer positions ``p`` (a gather
     kernel was chosen for them) are dense enough that rows of the range ``lo

@@ -55,11 +55,13 @@ __all__ = [
     "clear",
     "device_key",
     "limits",
+    "MEMO_BYTES",
     "memoize",
     "nbytes_of",
     "readonly",
     "set_max_bytes",
     "share",
+    "sizeof",
 ]
 
 #: every cache of posenc by name (a :class:`Memo` or an :class:`LRU`)
@@ -73,13 +75,68 @@ def _register(name: str, cache: Memo | LRU) -> None:
     CACHES[name] = cache
 
 
+#: bytes of arrays one :class:`Memo` may keep (plans, frequencies and device
+#: constants grow with ``dim``: 40 calls with ``dim = 2**20`` kept 3 GB); an
+#: entry above a quarter of it is not kept (computed again per call)
+MEMO_BYTES = 32 * 2**20
+
+
+def sizeof(value: Any, depth: int = 0) -> int:
+    """Bytes of the arrays held by ``value`` (a memo's entry): arrays of any
+    namespace (``nbytes``), ``bytes`` (:class:`posenc._turns.Freqs`), tuples, lists, dicts, objects with slots or a
+    ``__dict__`` and the cells of closures, a few levels deep (modules,
+    types and namespaces are not walked)."""
+    if isinstance(value, (bytes, bytearray)):  # frequencies travel as their float64 bytes
+        return len(value)
+    if value is None or isinstance(value, (bool, int, float, str, type)) or depth > 6:
+        return 0
+    nb = getattr(value, "nbytes", None) if hasattr(value, "shape") else None
+    if isinstance(nb, int):
+        return nb
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return sum(sizeof(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return sum(sizeof(v, depth + 1) for v in value.values())
+    if type(value).__module__.split(".")[0] != "posenc" and not callable(value):
+        return 0  # a namespace, device or dtype object
+    total = 0
+    if callable(value):
+        cells = getattr(value, "__closure__", None) or ()
+        total += sum(sizeof(c.cell_contents, depth + 1) for c in cells if _cell_full(c))
+        owner = getattr(value, "__self__", None)
+        if owner is not None and type(owner).__module__.split(".")[0] == "posenc":
+            total += sizeof(owner, depth + 1)
+        for name in ("args", "keywords"):  # functools.partial
+            total += sizeof(getattr(value, name, None), depth + 1) if isinstance(value, functools.partial) else 0
+        if type(value).__module__.split(".")[0] != "posenc":
+            return total
+    for cls in type(value).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            total += sizeof(getattr(value, name, None), depth + 1)
+    inst = getattr(value, "__dict__", None)
+    if isinstance(inst, dict):
+        total += sum(sizeof(v, depth + 1) for v in inst.values())
+    return total
+
+
+def _cell_full(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
 class Memo:
-    """A registered dict of at most ``limit`` entries.
+    """A registered dict of at most ``limit`` entries and :data:`MEMO_BYTES`
+    bytes of arrays.
 
     Read it with ``memo.get(key)`` (the dict's own ``get``: no Python call on
     the hot path; ``None`` for a missing key); :meth:`put` stores a value,
     dropping the oldest entry when the memo is full (a model that meets ever
-    new shapes keeps its latest ones).  Values are computed outside any lock:
+    new shapes keeps its latest ones; the oldest ones go too while the arrays
+    the memo holds pass its byte budget, and an entry above a quarter of it
+    is not kept, see :func:`sizeof`).  Values are computed outside any lock:
     two threads asking for the same missing key may both compute it, and the
     second ``put`` wins (harmless for pure functions).  Memos are never read
     while torch's compiler traces (its tracer would follow the lookups and
@@ -87,12 +144,15 @@ class Memo:
     (:func:`posenc._trace.host_constant`), which it runs eagerly.
     """
 
-    __slots__ = ("name", "limit", "_data", "get")
+    __slots__ = ("name", "limit", "max_bytes", "nbytes", "_data", "_sizes", "get")
 
-    def __init__(self, name: str, limit: int) -> None:
+    def __init__(self, name: str, limit: int, max_bytes: int = MEMO_BYTES) -> None:
         self.name = name
         self.limit = int(limit)
+        self.max_bytes = int(max_bytes)
+        self.nbytes = 0
         self._data: dict[Any, Any] = {}
+        self._sizes: dict[Any, int] = {}  # keys of entries that hold arrays
         self.get = self._data.get
         _register(name, self)
 
@@ -113,15 +173,35 @@ class Memo:
 
     def clear(self) -> None:
         self._data.clear()
+        self._sizes.clear()
+        self.nbytes = 0
+
+    def _drop_oldest(self) -> None:
+        data = self._data
+        # another thread may have evicted it first
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+            old = next(iter(data))
+            del data[old]
+            self.nbytes -= self._sizes.pop(old, 0)
 
     def put(self, key: Any, value: Any) -> None:
-        """Keep ``value`` under ``key``, dropping the oldest entry when full."""
+        """Keep ``value`` under ``key``, dropping the oldest entries while the
+        memo is full (in entries or in bytes); a value of more than a quarter
+        of the byte budget is not kept."""
+        size = sizeof(value) + sizeof(key)  # keys hold frequencies as bytes
+        if size > self.max_bytes // 4:
+            return
         data = self._data
-        if len(data) >= self.limit:
-            # another thread may have evicted it first
-            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                del data[next(iter(data))]
+        if key in data:
+            self.nbytes -= self._sizes.pop(key, 0)
+            with contextlib.suppress(KeyError):
+                del data[key]
+        while data and (len(data) >= self.limit or (size and self.nbytes + size > self.max_bytes)):
+            self._drop_oldest()
         data[key] = value
+        if size:
+            self._sizes[key] = size
+            self.nbytes += size
 
     def get_or_make(self, key: Any, make: Callable[..., Any], *args: Any) -> Any:
         """The value under ``key``, or ``make(*args)`` (then kept).
@@ -204,8 +284,9 @@ class LRU:
             return item[0]
 
     def put(self, key: Any, value: Any, nbytes: int) -> bool:
-        """Store ``value``; False (and nothing stored) when it is too large."""
-        nbytes = int(nbytes)
+        """Store ``value`` (``nbytes``, plus what its key holds: frequencies as
+        bytes); False (and nothing stored) when it is too large."""
+        nbytes = int(nbytes) + sizeof(key)
         with self._lock:
             if nbytes > self.max_bytes * self.max_entry_fraction:
                 return False
@@ -324,9 +405,13 @@ class Share(enum.Enum):
     cannot change it.  :func:`posenc._kernels.handout` picks the mode of a
     backend."""
 
-    #: a read-only NumPy table: a fresh view of it, whose ``WRITEABLE`` flag
-    #: cannot be switched back on (its base is read-only)
-    VIEW = "view"
+    #: a NumPy table: a fresh read-only copy.  A view of the cached table
+    #: would not do: ``torch.from_numpy``, ``torch.as_tensor``, DLPack and
+    #: ``register_buffer`` + ``load_state_dict`` write through read-only
+    #: NumPy memory, and ``setflags(write=True)`` succeeds on a base that
+    #: owns its memory.  The copy costs a ``memcpy`` of the table (measured
+    #: by ``python -m benchmarks --only cache``)
+    COPY_READONLY = "read-only copy"
     #: immutable arrays (JAX): the array itself
     SAME = "same"
     #: tensors (they cannot be made read-only, and ``load_state_dict`` copies
@@ -341,8 +426,10 @@ class Share(enum.Enum):
 
 def share(value: Any, mode: Share, xp: Any) -> Any:
     """What a cached table is handed out as (see :class:`Share`)."""
-    if mode is Share.VIEW:
-        return value.view()
+    if mode is Share.COPY_READONLY:
+        out = np.array(value, copy=True)
+        out.setflags(write=False)
+        return out
     if mode is Share.SAME:
         return value
     if mode is Share.COW:

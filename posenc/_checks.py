@@ -360,6 +360,60 @@ def check_offset(offset: Any, name: str, ctx: _compat.Context | None, *, bits: i
     return value
 
 
+def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = "offset") -> tuple[Array, Any]:
+    """``positions + offset`` in an integer type wide enough for the sum, and
+    a mask of the positions whose sum left it (``None`` where none can).
+
+    Integer positions of a narrower dtype (uint8, int8, int16, int32, uint32)
+    are widened to :func:`posenc._compat.widest_int` first: NumPy, torch and
+    JAX add a Python int in the array's own dtype and wrap (``uint8`` 255 + 1
+    is position 0).  Where the sum can still leave the wide type (int64
+    positions near 2**63; int32, JAX's default without x64), concrete
+    positions are read and refused with a ``ValueError`` naming ``name``;
+    traced ones (``jax.jit``) get the mask, whose rows the caller makes NaN
+    (never a finite wrong row).  Floating positions are added as they are.
+    """
+    if type(offset) is int and offset == 0:
+        return positions, None
+    xp = ctx.xp
+    if not _compat.is_integer_dtype(xp, positions.dtype):
+        return positions + offset, None
+    wide = _compat.widest_int(xp)
+    top = xp.iinfo(wide)
+    src = xp.iinfo(positions.dtype)
+    if _trace.is_symbolic(offset):
+        # torch's tracer (int64 everywhere): no guard on the offset's value
+        p = positions if positions.dtype == wide else xp.astype(positions, wide)
+        return p + offset, None
+    ranged = not _compat.is_array(offset)  # a Python int: its value bounds the sum
+    if ranged and not top.min <= offset <= top.max:
+        msg = f"`{name}` must fit {wide} (the widest integer type here) when added to integer positions, got {offset}"
+        raise ValueError(msg)
+    olo, ohi = (offset, offset) if ranged else (xp.iinfo(offset.dtype).min, xp.iinfo(offset.dtype).max)
+    safe = src.max <= top.max and src.min + olo >= top.min and src.max + ohi <= top.max
+    p = positions if positions.dtype == wide else None
+    if not safe and ranged and _compat.is_concrete(positions) and math.prod(positions.shape):
+        lo, hi = int(xp.min(positions)), int(xp.max(positions))
+        if lo + offset < top.min or hi + offset > top.max or hi > top.max:
+            msg = (
+                f"`{name}` = {offset} moves positions {lo} .. {hi} out of {wide} "
+                f"(the widest integer type here): positions {lo + offset} .. {hi + offset}"
+            )
+            raise ValueError(msg)
+        safe = True
+    if p is None:
+        p = xp.astype(positions, wide)
+    total = p + offset
+    if safe:
+        return total, None
+    # traced, or an array offset: the rows whose sum wrapped
+    if ranged:
+        wrapped = total < p if offset > 0 else total > p
+    else:
+        wrapped = xp.where(offset >= 0, total < p, total > p)
+    return total, wrapped
+
+
 #: the axes of multimodal RoPE's position ids, in order
 MROPE_AXES = ("temporal", "height", "width")
 

@@ -51,6 +51,7 @@ __all__ = [
     "has_float64",
     "is_array",
     "is_concrete",
+    "widest_int",
     "is_integer_dtype",
     "is_real_float_dtype",
     "namespace_name",
@@ -207,6 +208,17 @@ def array_kind(x: Any) -> str:
     return "strict" if strict else "other"
 
 
+def _jax_eager() -> bool:
+    """Whether JAX runs eagerly here: inside ``jax.jit`` (or ``vmap``, ``grad``)
+    even a concrete array closed over by the traced function gives traced
+    results, on which ``bool()`` raises."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:  # pragma: no cover - another JAX: assume it may trace
+        return False
+    return bool(trace_state_clean())
+
+
 def is_concrete(x: Array) -> bool:
     """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
 
@@ -217,11 +229,16 @@ def is_concrete(x: Array) -> bool:
         return True
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        # traced by torch.compile / torch.export: fake values, never read
-        return x.device.type != "meta" and not torch.compiler.is_compiling()
+        # traced by torch.compile / torch.export: fake values, never read; a
+        # tensor of torch.func's transforms (vmap: bool() on it raises)
+        return (
+            x.device.type != "meta"
+            and not torch.compiler.is_compiling()
+            and not torch._C._functorch.is_functorch_wrapped_tensor(x)
+        )
     if _aac.is_jax_array(x):
         jax = sys.modules.get("jax")
-        return jax is not None and not isinstance(x, jax.core.Tracer)
+        return jax is not None and not isinstance(x, jax.core.Tracer) and _jax_eager()
     if _aac.is_dask_array(x):
         return False
     return not _aac.is_lazy_array(x)
@@ -458,6 +475,28 @@ def is_real_float_dtype(xp: Any, dtype: Any) -> bool:
 
 def is_integer_dtype(xp: Any, dtype: Any) -> bool:
     return _dtype_is(xp, dtype, "integral")
+
+
+def widest_int(xp: Any) -> Any:
+    """The widest signed integer dtype of ``xp``: int64, or the default
+    integer where int64 does not exist (JAX without ``jax_enable_x64``:
+    int32).  Offsets are added to integer positions in it."""
+    if _tracing():
+        return _widest_int(xp)
+    got = _WIDEST_INT.get(xp)
+    if got is None:
+        got = _widest_int(xp)
+        _WIDEST_INT.put(xp, got)
+    return got
+
+
+def _widest_int(xp: Any) -> Any:
+    info = xp.__array_namespace_info__()
+    signed = info.dtypes(kind="signed integer")
+    return signed["int64"] if "int64" in signed else info.default_dtypes()["integral"]
+
+
+_WIDEST_INT = _cache.Memo("compat.widest_int", 64)
 
 
 def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:

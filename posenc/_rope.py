@@ -146,9 +146,10 @@ def compact_cos_sin(
     else:
         if isinstance(positions, int) or is_symbolic(positions):
             positions = ctx.xp.arange(positions, device=ctx.device)
-        if not (isinstance(offset, int) and offset == 0):
-            positions = positions + offset
+        positions, wrapped = _checks.add_offset(positions, offset, ctx)
         s, c = _angles.prepare(positions, freqs, ctx)(positions)
+        if wrapped is not None:  # traced positions whose sum left the integer type: NaN rows
+            s, c = _angles.nan_rows(s, c, wrapped, ctx)
     if attention != 1.0:
         c = c * attention
         s = s * attention

@@ -133,7 +133,7 @@ def range_table(
       :data:`posenc._cache.TABLES`, keyed by every argument plus namespace,
       device and dtype.  With ``share=True`` (tables returned to users) they
       are handed out through :func:`posenc._cache.share`, in the mode
-      :func:`posenc._kernels.handout` picks: a read-only NumPy view, the JAX
+      :func:`posenc._kernels.handout` picks: a read-only NumPy copy, the JAX
       array itself, a copy elsewhere (torch, CuPy, strict).  NumPy tables are
       read-only even on the first call (the result does not depend on the
       state of the cache).  ``share=False`` is for callers that only read the
@@ -190,7 +190,7 @@ def range_table(
     if table is None:
         table = _portable_table(start, n, fkey, m, dim, layout, ctx)
     mode = _kernels.handout(ctx)
-    if mode is _cache.Share.VIEW:
+    if mode is _cache.Share.COPY_READONLY:
         _cache.readonly(table)
     if key is not None and is_concrete(table) and _cache.TABLES.put(key, (table, mode), _cache.nbytes_of(table, xp)):
         # the cache holds it now: hand out what cannot change the cached one

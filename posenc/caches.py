@@ -9,13 +9,17 @@ posenc keeps what it computed between calls only where a repeated call
   table above a quarter of the budget never kept;
 * host tables of exact angles (NumPy, float64): least-recently-used,
   128 MiB by default;
-* small answers, each memo bounded by its number of entries: resolved
+* small answers, each memo bounded by its number of entries and by 32 MiB
+  of the arrays its entries hold (frequencies, prepared angles and device
+  constants grow with ``dim``; an entry above 8 MiB is not kept): resolved
   contexts, the validated arguments of a call and the kernels chosen for
   arrays of its type, dtype, device and shape (the plans of the hot paths),
   device copies of host constants, frequencies of configurations.
 
-No caller can change what a later call returns (cached tables are handed out
-read-only, immutable or as copies), a forked child process starts with empty
+No caller can change what a later call returns (cached NumPy tables are
+handed out as read-only copies: ``torch.from_numpy`` and DLPack write through
+a read-only view; JAX arrays as they are, immutable; copies elsewhere), a
+forked child process starts with empty
 caches, and posenc keeps no thread or other resource beyond a call.
 """
 

@@ -306,7 +306,10 @@ def sinusoidal(
     lookup, and no caller can change what a later call returns:
 
     * NumPy: the table is **read-only**, on the first call as on later ones
-      (``pe.copy()`` gives a writable one);
+      (``pe.copy()`` gives a writable one), and each call returns its own
+      copy of the cached table: ``torch.from_numpy``, DLPack and
+      ``load_state_dict`` write through NumPy's read-only flag, so a view
+      would not be safe (a repeated call costs a copy of the table);
     * JAX arrays are immutable and returned as they are;
     * torch, CuPy and array-api-strict: each call returns its own copy
       (tensors cannot be made read-only, and ``load_state_dict`` writes into
@@ -658,7 +661,10 @@ def add_sinusoidal(
     seq, dim = x.shape[-2], int(x.shape[-1])
     _, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     if _compat.is_array(offset):  # a traced offset (jax.jit, torch.compile): the array path
-        s, c = _angles.sincos(xp_.arange(seq, device=ctx.device) + offset, w, ctx)
+        pos, wrapped = _checks.add_offset(xp_.arange(seq, device=ctx.device), offset, ctx)
+        s, c = _angles.sincos(pos, w, ctx)
+        if wrapped is not None:  # positions that left the integer type: NaN rows
+            s, c = _angles.nan_rows(s, c, wrapped, ctx)
         pe = _tables.assemble(s, c, dim, layout, ctx)
     else:
         pe = _tables.range_table(offset, seq, w, dim, layout, ctx, share=False)

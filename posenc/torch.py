@@ -18,9 +18,22 @@ frequencies are host constants of its configuration, and every call embeds
 the timesteps it is given.
 
 The cached tables cover positions ``0 .. max_positions - 1``.  A call that
-needs positions beyond them grows the cache (to the next power of two) when
-it runs eagerly; while torch compiles or exports (where a buffer cannot
-grow) it computes the tables of that call directly, with the same functions.
+needs positions just beyond them grows the cache (to the next power of two)
+when it runs eagerly, up to ``GROW_BYTES`` (64 MiB) per table (or the
+``max_positions`` asked for, if larger); positions further out (a decode step
+far beyond the cache, a huge position id) and every call while torch
+compiles or exports (where a buffer cannot grow) get the tables of that call
+computed directly, with the same functions.  A cache grown under
+:func:`torch.inference_mode` is an ordinary tensor (later training steps can
+save it for backward).
+
+Model plumbing: the tables are recomputed from the configuration whenever
+the module's tensors are converted (``_apply``: ``to_empty`` after building
+on the ``meta`` device, ``.to(dtype)``, ``.double()``, ``.half()``, device
+moves), so a table never holds garbage or values of two precisions; and
+``reset_parameters()`` recomputes them (and re-initialises learned ALiBi
+slopes) for the initialisers that call it.  Position ids of any integer
+dtype are positions (``uint8`` ids never index as a boolean mask).
 """
 
 from __future__ import annotations
@@ -38,8 +51,49 @@ from .scaling._formulas import length_dependent
 __all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding"]
 
 
+#: bytes one cached table may grow to (beyond the ``max_positions`` asked for):
+#: positions further out are computed per call, so a decode step far out
+#: (offset 2**19) keeps nothing and a huge position id allocates nothing
+GROW_BYTES = 64 * 2**20
+
+
 def _max_positions(value: Any) -> int:
     return _checks.check_int(value, "max_positions", minimum=0, maximum=_checks.MAX_ELEMENTS)
+
+
+def _grow_rows(need: int, cached: int, row_bytes: int, floor: int) -> int | None:
+    """The rows a cache of ``cached`` rows grows to for ``need`` positions, or
+    ``None`` to compute that call's tables directly: the next power of two,
+    when ``need`` is at most twice the cache (positions reached by steps, not
+    a jump far out) and the table stays within ``GROW_BYTES`` (or the
+    ``floor`` rows the module was built with)."""
+    n = _grown(need)
+    if need > 2 * max(cached, 1024) or n * row_bytes > max(GROW_BYTES, floor * row_bytes):
+        return None
+    return n
+
+
+def _ids(position_ids: Any, device: Any) -> torch.Tensor:
+    """Integer ``position_ids`` as int64 (or int32) on ``device``: uint8 ids
+    would index as a boolean mask, int8 / int16 ones are not indices at all."""
+    if (
+        not isinstance(position_ids, torch.Tensor)
+        or position_ids.dtype.is_floating_point
+        or position_ids.dtype.is_complex
+        or position_ids.dtype == torch.bool
+    ):
+        msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
+        raise TypeError(msg)
+    if position_ids.dtype not in (torch.int64, torch.int32):
+        return position_ids.to(device=device, dtype=torch.int64)
+    return position_ids.to(device)
+
+
+def _refilled(module: nn.Module, name: str) -> torch.Tensor | None:
+    """The buffer ``name`` of ``module`` if it holds values to recompute
+    (not on the ``meta`` device), else ``None``."""
+    buf = getattr(module, name)
+    return None if buf.device.type == "meta" else buf
 
 
 def _grown(need: int) -> int:
@@ -161,6 +215,7 @@ class RotaryEmbedding(nn.Module):
         self.dim = _checks.check_dim(dim, even=True)
         self.base = float(base)
         self.scaling = scaling
+        self.max_positions = n
         self.register_buffer("cos_cached", cos, persistent=False)
         self.register_buffer("sin_cached", sin, persistent=False)
 
@@ -195,12 +250,37 @@ class RotaryEmbedding(nn.Module):
         """Number of cached positions."""
         return int(self.cos_cached.shape[0])
 
-    def _grow(self, need: int) -> None:
-        n = _grown(need)
+    def _fill(self, n: int) -> None:
+        """Recompute the cached tables for ``n`` positions, in the buffers'
+        dtype and on their device (an ordinary tensor, also under
+        ``inference_mode``)."""
         dev, dt = self.cos_cached.device, self.cos_cached.dtype
-        self.cos_cached, self.sin_cached = posenc.rope_cos_sin(
-            n, self.dim, **self._table_kwargs(), dtype=dt, device=dev, xp=torch
-        )
+        with torch.inference_mode(False), torch.no_grad():
+            self.cos_cached, self.sin_cached = posenc.rope_cos_sin(
+                n, self.dim, **self._table_kwargs(), dtype=dt, device=dev, xp=torch
+            )
+
+    def _grow(self, need: int) -> bool:
+        """Grow the cache to cover ``need`` positions; False where the call
+        must compute its tables directly (see ``GROW_BYTES``)."""
+        row_bytes = self.dim * self.cos_cached.element_size() * 2
+        n = _grow_rows(need, self.cached, row_bytes, self.max_positions)
+        if n is None:
+            return False
+        self._fill(n)
+        return True
+
+    def reset_parameters(self) -> None:
+        """Recompute the cached tables from the configuration (what
+        initialisers of meta-built models call)."""
+        if _refilled(self, "cos_cached") is not None:
+            self._fill(self.cached)
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        module = super()._apply(fn, *args, **kwargs)
+        # to_empty leaves garbage, a dtype change the values of another precision: recompute
+        self.reset_parameters()
+        return module
 
     def cos_sin(
         self,
@@ -226,29 +306,23 @@ class RotaryEmbedding(nn.Module):
                 pos, self.dim, **kw, seq_len=seq_len, offset=start, dtype=dt, device=dev, xp=torch
             )
         if position_ids is not None:
-            if (
-                not isinstance(position_ids, torch.Tensor)
-                or position_ids.dtype.is_floating_point
-                or position_ids.dtype == torch.bool
-            ):
-                msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
-                raise TypeError(msg)
-            if _trace.compiling() or not _compat.is_concrete(position_ids):
+            ids = _ids(position_ids, dev)
+            if _trace.compiling() or not _compat.is_concrete(ids):
                 # traced (or meta) ids cannot be bounded: the exact tables of these ids
-                return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
-            if position_ids.numel():
-                lo, hi = (int(v) for v in torch.aminmax(position_ids))
-                if lo < 0:
-                    return posenc.rope_cos_sin(position_ids.to(dev), self.dim, **kw, dtype=dt, xp=torch)
-                if hi >= self.cached:
-                    self._grow(hi + 1)
-            ids = position_ids.to(dev)
+                return posenc.rope_cos_sin(ids, self.dim, **kw, dtype=dt, xp=torch)
+            if ids.numel():
+                lo, hi = (int(v) for v in torch.aminmax(ids))
+                if lo < 0 or (hi >= self.cached and not self._grow(hi + 1)):
+                    # negative or far ids: their tables directly
+                    return posenc.rope_cos_sin(ids, self.dim, **kw, dtype=dt, xp=torch)
             return self.cos_cached[ids], self.sin_cached[ids]
         offset = _int_offset(offset)
         if not _fits(offset, seq, self.cached):
             if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
                 return posenc.rope_cos_sin(_positions(seq, offset, dev), self.dim, **kw, dtype=dt, xp=torch)
-            self._grow(offset + seq)
+            if not self._grow(offset + seq):
+                # far out: this call's tables directly, nothing kept
+                return posenc.rope_cos_sin(seq, self.dim, **kw, offset=offset, dtype=dt, device=dev, xp=torch)
         return self.cos_cached[offset : offset + seq], self.sin_cached[offset : offset + seq]
 
     def forward(
@@ -373,7 +447,28 @@ class SinusoidalEmbedding(nn.Module):
             msg = f"`dropout` must be a probability in [0, 1], got {dropout!r}"
             raise ValueError(msg)
         self.dropout = nn.Dropout(p)
+        self.max_positions = n
         self.register_buffer("table", table, persistent=False)
+
+    def _fill(self, n: int) -> None:
+        """Recompute the cached table for ``n`` positions in the buffer's dtype
+        and on its device (an ordinary tensor, also under ``inference_mode``)."""
+        with torch.inference_mode(False), torch.no_grad():
+            self.table = posenc.sinusoidal(
+                n, self.dim, **self.options, dtype=self.table.dtype, device=self.table.device, xp=torch
+            )
+
+    def reset_parameters(self) -> None:
+        """Recompute the cached table from the configuration (what initialisers
+        of meta-built models call)."""
+        if _refilled(self, "table") is not None:
+            self._fill(self.cached)
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        module = super()._apply(fn, *args, **kwargs)
+        # to_empty leaves garbage, a dtype change the values of another precision: recompute
+        self.reset_parameters()
+        return module
 
     @property
     def cached(self) -> int:
@@ -384,21 +479,27 @@ class SinusoidalEmbedding(nn.Module):
         """``dropout(x * input_scale + PE)`` for ``x`` of shape ``(..., seq, dim)``
         at positions ``offset .. offset + seq - 1`` (``offset``: an int, the
         number of cached tokens in a decode step)."""
+        if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+            msg = f"`x` must be a floating tensor (token embeddings), got {_checks.show(x)}"
+            raise TypeError(msg)
         if x.ndim < 2 or x.shape[-1] != self.dim:
             msg = f"`x` must have shape (..., seq, {self.dim}), got shape {tuple(x.shape)}"
             raise ValueError(msg)
         seq = x.shape[-2]
         offset = _int_offset(offset)
+        dt, dev = self.table.dtype, self.table.device
         if not _fits(offset, seq, self.cached):
             if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
-                pos = _positions(seq, offset, self.table.device)
-                pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=self.table.dtype, xp=torch)
+                pos = _positions(seq, offset, dev)
+                pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=dt, xp=torch)
             else:
-                n = _grown(offset + seq)
-                self.table = posenc.sinusoidal(
-                    n, self.dim, **self.options, dtype=self.table.dtype, device=self.table.device, xp=torch
-                )
-                pe = self.table[offset : offset + seq]
+                n = _grow_rows(offset + seq, self.cached, self.dim * self.table.element_size(), self.max_positions)
+                if n is None:  # far out: this call's rows directly, nothing kept
+                    pos = torch.arange(seq, device=dev, dtype=torch.int64) + offset
+                    pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=dt, xp=torch)
+                else:
+                    self._fill(n)
+                    pe = self.table[offset : offset + seq]
         else:
             pe = self.table[offset : offset + seq]
         if pe.dtype != x.dtype:
@@ -473,10 +574,37 @@ class ALiBi(nn.Module):
         learned = _checks.check_bool(learned, "learned")
         causal = _checks.check_bool(causal, "causal")
         self.causal = causal
+        self.max_bias = float(max_bias)
         if learned:
             self.slopes = nn.Parameter(slopes)
         else:
             self.register_buffer("slopes", slopes, persistent=False)
+
+    def _fresh_slopes(self) -> torch.Tensor:
+        s = self.slopes
+        return posenc.alibi_slopes(self.num_heads, max_bias=self.max_bias, dtype=s.dtype, device=s.device, xp=torch)
+
+    def reset_parameters(self) -> None:
+        """Set the slopes to their initial values :func:`posenc.alibi_slopes`
+        (learned slopes are re-initialised in place; what initialisers of
+        meta-built models call)."""
+        if _refilled(self, "slopes") is None:
+            return
+        with torch.inference_mode(False), torch.no_grad():
+            fresh = self._fresh_slopes()
+            if isinstance(self.slopes, nn.Parameter):
+                self.slopes.copy_(fresh)
+            else:
+                self.slopes = fresh
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        module = super()._apply(fn, *args, **kwargs)
+        # fixed slopes are a function of the configuration: recomputed after to_empty or a
+        # dtype change; learned ones are the model's state (reset_parameters initialises them)
+        if not isinstance(self.slopes, nn.Parameter) and _refilled(self, "slopes") is not None:
+            with torch.inference_mode(False), torch.no_grad():
+                self.slopes = self._fresh_slopes()
+        return module
 
     def bias(
         self, query_len: int, key_len: int | None = None, *, offset: Any = None, dtype: Any = None
@@ -635,6 +763,9 @@ class AxesRotaryEmbedding(nn.Module):
     torch.Size([1, 4, 8, 10])
     """
 
+    #: the frequencies of every axis (a non-persistent buffer)
+    inv_freq: torch.Tensor
+
     def __init__(
         self,
         axes_dim: Any,
@@ -684,13 +815,18 @@ class AxesRotaryEmbedding(nn.Module):
         host = np.concatenate([f.array for f in freqs])
         return torch.tensor(host, dtype=dtype, device=device)
 
+    def reset_parameters(self) -> None:
+        """Refill ``inv_freq`` from the configuration (what initialisers of
+        meta-built models call)."""
+        buf = self.inv_freq
+        if buf.device.type != "meta":
+            with torch.inference_mode(False), torch.no_grad():
+                self.inv_freq = self._host_freqs(buf.dtype, buf.device)
+
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         module = super()._apply(fn, *args, **kwargs)
         # to_empty leaves the buffer uninitialised: refill it from the configuration
-        buf = self.inv_freq
-        if buf.device.type != "meta":
-            with torch.no_grad():
-                buf.copy_(self._host_freqs(buf.dtype, "cpu"))
+        self.reset_parameters()
         return module
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -351,10 +351,10 @@ def gather(p: Array, ctx: Context, size: int) -> Gather | None:
 
 def handout(ctx: Context) -> Share:
     """How a cached table of ``ctx`` is handed out (:func:`posenc._cache.share`):
-    a read-only NumPy table as a view, a JAX array as itself, a torch CPU
+    a NumPy table as a read-only copy, a JAX array as itself, a torch CPU
     tensor as a copy-on-write clone, anything else as a copy."""
     if ctx.backend is Backend.NUMPY:
-        return Share.VIEW
+        return Share.COPY_READONLY
     if ctx.backend is Backend.JAX:
         return Share.SAME
     if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):

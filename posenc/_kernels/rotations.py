@@ -256,7 +256,8 @@ def rotate_torch(x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lea
 def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
     """Per call: the torch fast path writes into a fresh tensor with ``out=``
     operations, so it is not for inputs that need autograd (reverse or
-    forward mode); NumPy views keep their strides."""
+    forward mode) or that torch.func's transforms wrap; NumPy views keep
+    their strides."""
     if kind == "numpy":
         return x.strides[-1] == x.itemsize
     if x.stride(-1) != 1:
@@ -265,6 +266,8 @@ def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
 
     if forward_ad_active():
         return False
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(a) for a in (x, c, s)):
+        return False  # torch.func's transforms (vmap, grad, jvp): no batching rule for out= operations
     return not (torch.is_grad_enabled() and (x.requires_grad or c.requires_grad or s.requires_grad))
 
 

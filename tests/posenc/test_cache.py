@@ -55,9 +55,10 @@ def _mutate(xp, arr):
     if xp.name == "numpy":
         with pytest.raises(ValueError, match="read-only"):
             arr[0, 0] = 123.0
-        with pytest.raises(ValueError):
-            arr.setflags(write=True)
-        return False
+        # the caller's own read-only copy: made writable, written (torch.from_numpy would write it too)
+        arr.setflags(write=True)
+        arr[0, 0] = 123.0
+        return True
     arr[0, ...] = xp.asarray(np.full(arr.shape[1:], 123.0), dtype=str(arr.dtype).split(".")[-1])
     return True
 
@@ -203,7 +204,8 @@ def test_torch_tables_too_large_for_the_cache():
 def test_large_tables_are_not_kept():
     old = _cache.TABLES.max_bytes
     try:
-        _cache.set_max_bytes(4 * 100 * 64 * 4)  # a quarter: exactly one 100 x 64 float32 table
+        # a quarter: one 100 x 64 float32 table and its key (32 frequencies as bytes), not 101 rows
+        _cache.set_max_bytes(4 * (100 * 64 * 4 + 32 * 8 + 64))
         posenc.sinusoidal(100, 64, dtype=np.float32)
         assert len(_cache.TABLES) == 1
         posenc.sinusoidal(101, 64, dtype=np.float32)
@@ -297,3 +299,38 @@ def test_torch_cpu_sincos_range_equals_the_portable_formula():
     with torch.device("meta"):  # not on the CPU: the portable path, on that device
         s, _ = _angles.sincos_range(0, 10, w, _compat.resolve(xp=torch))
     assert s.device.type == "meta"
+
+
+def test_memos_are_bounded_in_bytes():
+    """Plans, frequencies and device constants grow with ``dim``: 40 calls with
+    ``dim = 2**20`` kept 3 GB in the memos.  Each memo keeps at most its byte
+    budget (here lowered to 256 KiB), measured by what emptying it frees."""
+    import gc
+    import tracemalloc
+
+    torch = pytest.importorskip("torch")
+    gc.collect()
+    memos = [c for c in _cache.CACHES.values() if isinstance(c, _cache.Memo)]
+    old = [m.max_bytes for m in memos]
+    posenc.clear_caches()
+    tracemalloc.start()
+    try:
+        for m in memos:
+            m.max_bytes = 2**18
+        for i in range(6):
+            d = 2**14 + 2 * i  # 64 KiB of frequencies, 128 KiB of angles per configuration
+            posenc.rope_cos_sin(np.arange(3), d)
+            posenc.rope_cos_sin(1, d, xp=torch)
+            posenc.sinusoidal(np.arange(3), d)
+            posenc.timestep_embedding(np.arange(3.0), d)
+        for m in memos:
+            assert m.nbytes <= m.max_bytes, m
+            before = tracemalloc.get_traced_memory()[0]
+            m.clear()
+            freed = before - tracemalloc.get_traced_memory()[0]
+            assert freed <= 1.25 * 2**18, (m.name, freed)
+    finally:
+        tracemalloc.stop()
+        for m, b in zip(memos, old):
+            m.max_bytes = b
+        posenc.clear_caches()

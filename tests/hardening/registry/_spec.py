@@ -72,7 +72,8 @@ def register(name: str, **kw: Any) -> Callable:
 #: ``scaling.YaRN`` for ``posenc.scaling.YaRN``; ``posenc_viz.*`` as is
 _PREFIXES = (("posenc.scaling.", "scaling."), ("posenc_viz.", "posenc_viz."), ("posenc.", ""))
 
-#: public namespaces outside the fuzz suite: posenc.torch's nn.Module adapters
+#: public namespaces outside the function registry: posenc.torch's nn.Module
+#: adapters, fuzzed through model plumbing in tests/hardening/test_fuzz_modules.py
 #: (tests/posenc/test_torch_modules.py checks them against the functions they wrap)
 NOT_FUZZED = ("posenc.torch.",)
 

@@ -1,0 +1,94 @@
+"""Offsets added to integer positions of every width, on every backend.
+
+``positions + offset`` in the positions' own dtype wraps (``uint8`` 255 + 1 is
+position 0, ``int32`` 2**31 - 1 + 1 is -2**31): posenc adds in the widest
+integer type of the namespace (int64; int32 for JAX without x64), refuses a
+concrete sum that leaves it (a ``ValueError`` naming ``offset``) and gives NaN
+rows for traced positions whose sum left it (``jax.jit``) -- never the row of
+another position.  The oracle is the float64 formula ``sin(p * base**(-2i/dim))``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import posenc
+
+#: each integer dtype at its top, plus one
+EDGES = {"uint8": 255, "int8": 127, "int16": 32767, "uint16": 65535, "int32": 2**31 - 1}
+
+
+def _sin_row(p: int, dim: int) -> np.ndarray:
+    w = 10000.0 ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
+    return np.sin(p * w)
+
+
+def _widest_bits(xp) -> int:
+    from posenc._compat import widest_int
+
+    return int(xp.ns.iinfo(widest_int(xp.ns)).bits)
+
+
+@pytest.mark.parametrize("dtype", sorted(EDGES))
+@pytest.mark.parametrize("fn", ["rope_cos_sin", "rope"])
+def test_offset_past_the_top_of_the_dtype(xp, dtype, fn):
+    if not hasattr(xp.ns, dtype):
+        pytest.skip(f"{xp.name} has no {dtype}")
+    top = EDGES[dtype]
+    pos = xp.asarray(np.array([top - 1, top]), dtype=dtype)
+    want = np.stack([_sin_row(top, 8), _sin_row(top + 1, 8)])
+    x = xp.asarray(np.zeros((2, 8)) + np.array([0, 0, 0, 0, 1, 1, 1, 1.0]))  # rope: x2 = 1 -> x'1 = -sin
+
+    def call(p):
+        if fn == "rope_cos_sin":
+            return posenc.rope_cos_sin(p, 8, offset=1, xp=xp.ns)[1][..., :4]
+        return -posenc.rope(x, p, offset=1)[..., :4]
+
+    if top + 1 >= 2 ** (_widest_bits(xp) - 1):  # int32 positions where int32 is the widest (JAX without x64)
+        if xp.jit:
+            got = xp.to_numpy(xp.call(call, pos))
+            assert np.isnan(got[1]).all() and not np.isnan(got[0]).any()  # NaN, never another position's row
+            return
+        with pytest.raises(ValueError, match="`offset`"):
+            xp.call(call, pos)
+        return
+    got = xp.call(call, pos)
+    xp.assert_close(got, want, atol=1e-6, dtype=got.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+def test_negative_offset_below_the_dtype(xp, dtype):
+    """A negative offset takes unsigned positions below zero (uint8 0 - 1 is not 255)."""
+    pos = xp.asarray(np.array([0, 1]), dtype=dtype)
+    got = xp.call(lambda p: posenc.rope_cos_sin(p, 8, offset=-(2**15 + 1), xp=xp.ns)[1][..., :4], pos)
+    want = np.stack([_sin_row(-(2**15 + 1), 8), _sin_row(-(2**15), 8)])
+    xp.assert_close(got, want, atol=5e-6, dtype=got.dtype)
+
+
+def test_offset_that_leaves_int64_refused():
+    pos = np.array([2**63 - 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="`offset`"):
+        posenc.rope_cos_sin(pos, 8, offset=1)
+    with pytest.raises(ValueError, match="`offset`"):
+        posenc.rope_cos_sin(np.array([0], dtype=np.uint8), 8, offset=2**63)
+
+
+def test_traced_offset_jax_int32():
+    """A traced offset (jax.jit) with JAX's default int32 positions: the rows
+    whose sum wrapped are NaN."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    if jax.config.jax_enable_x64:
+        pytest.skip("int64 exists: no wrap")
+    pos = jnp.array([0, 2**31 - 1], dtype=jnp.int32)
+    got = jax.jit(lambda p, o: posenc.rope_cos_sin(p, 8, offset=o)[1])(pos, jnp.asarray(1, dtype=jnp.int32))
+    got = np.asarray(got)
+    assert np.isnan(got[1]).all()
+    np.testing.assert_allclose(got[0, :4], _sin_row(1, 8), atol=3e-7)
+    out = jax.jit(lambda x, o: posenc.add_sinusoidal(x, offset=o))(jnp.zeros((2, 8)), jnp.asarray(2**31 - 1))
+    out = np.asarray(out)
+    assert not np.isnan(out[0]).any() and np.isnan(out[1]).all()
+    assert math.isclose(float(out[0, 0]), math.sin(2**31 - 1), abs_tol=1e-3)
