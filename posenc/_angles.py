@@ -116,6 +116,11 @@ __all__ = [
     "zeros",
     "sincos",
     "sincos_range",
+    "check_range_span",
+    "check_magnitude",
+    "integer_limit",
+    "EXACT_F64",
+    "EXACT_F32",
     "traced_length",
     "prepare",
     "dense_span",
@@ -196,6 +201,66 @@ def traced_length(n: Any) -> bool:
     return type(n) is not int and is_symbolic(n)
 
 
+#: integer positions must stay below these magnitudes: float64 tables (and
+#: every range table) are exact for ``|p| < 2**53``; float32 tables of
+#: integer arrays for ``|p| < 2**32`` (the exact split ``p * v1``, and the
+#: digit tables of devices without float64).  Beyond, a position in host
+#: memory is a ValueError; a traced, lazy or device one gives a NaN row.
+EXACT_F64 = 2**53
+EXACT_F32 = 2**32
+
+
+def check_range_span(start: int, n: int, name: str = "offset") -> None:
+    """Refuse a range ``start .. start+n-1`` beyond :data:`EXACT_F64`."""
+    if n > 0 and max(abs(start), abs(start + n - 1)) >= EXACT_F64:
+        msg = (
+            f"`{name}` puts positions at {start if abs(start) >= abs(start + n - 1) else start + n - 1}: "
+            f"posenc's tables are exact for integer |p| < 2**53 only"
+        )
+        raise ValueError(msg)
+
+
+def integer_limit(p: Array, ctx: Context) -> int | None:
+    """The magnitude integer positions like ``p`` must stay below, or None
+    where their dtype cannot reach it."""
+    xp = ctx.xp
+    if not ctx.float64 or not is_integer_dtype(xp, p.dtype):
+        return None  # (the digit path of devices without float64 gives NaN rows from 2**32 on)
+    limit = EXACT_F64 if ctx.work == xp.float64 else EXACT_F32
+    bits = _bits(xp, p.dtype)
+    signed = _signed(xp, p.dtype)
+    top = 2 ** (bits - 1) if signed else 2**bits
+    return limit if top > limit else None
+
+
+def _signed(xp: Any, dtype: Any) -> bool:
+    try:
+        return int(xp.iinfo(dtype).min) < 0
+    except Exception:  # pragma: no cover
+        return True
+
+
+def check_magnitude(
+    p: Array, limit: int, read: Callable[[Any], tuple[int, int]] | None, name: str = "positions"
+) -> Array | None:
+    """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
+    :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
+    limit`` (returns None).  Elsewhere (traced, lazy or device arrays, read
+    without a round trip): the mask of the rows that must be NaN."""
+    if read is None or not is_concrete(p):
+        return (p >= limit) | (p <= -limit)
+    if math.prod(p.shape) == 0:
+        return None
+    lo, hi = read(p)
+    if hi >= limit or lo <= -limit:
+        bad = hi if hi >= limit else lo
+        what = "float64 tables" if limit == EXACT_F64 else "float32 tables of integer position arrays"
+        hint = "" if limit == EXACT_F64 else ": use float64 tables (exact for |p| < 2**53)"
+        msg = f"`{name}` holds the position {bad}: {what} are exact for |p| < 2**{limit.bit_length() - 1} only{hint}"
+        raise ValueError(msg)
+    return None
+
+
 def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
     """``(sin, cos)`` of ``p * freqs`` for ``p = start .. start+n-1``, shape (n, m).
 
@@ -216,6 +281,7 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
         p = xp.arange(n, device=ctx.device)
         return sincos(p + start if not (isinstance(start, int) and start == 0) else p, freqs, ctx)
     start, n = int(start), int(n)
+    check_range_span(start, n)
     block, nq = range_split(n)
     if n == 0 or m == 0:
         z = zeros((n, m), ctx.work, ctx)
@@ -323,13 +389,26 @@ class Angles:
     #: how rows of a range's sin/cos are gathered for dense integer positions
     #: like these (:func:`posenc._kernels.gather`), or None
     rows: _kernels.Gather | None = None
+    #: the magnitude integer positions must stay below (:func:`integer_limit`), or None
+    limit: int | None = None
+    #: how the (min, max) of such positions is read (:func:`posenc._kernels.extremes`), or None
+    read: Callable[[Any], tuple[int, int]] | None = None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
-        if self.rows is not None:
+        bad = None if self.limit is None else check_magnitude(p, self.limit, self.read)
+        if self.rows is not None and bad is None:
             got = _gathered_sincos(p, self)
             if got is not None:
                 return got
-        return self.path(p, self)
+        s, c = self.path(p, self)
+        return (s, c) if bad is None else nan_rows(s, c, bad, self.ctx)
+
+    def guard(self, p: Array) -> bool:
+        """Whether a kernel lane (which computes without :meth:`__call__`) may
+        take the integer positions ``p``: True within :attr:`limit`, a
+        ValueError beyond it for positions in host memory, False where only
+        :meth:`__call__` can mask the rows (device arrays)."""
+        return self.limit is None or check_magnitude(p, self.limit, self.read) is None
 
 
 def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
@@ -343,11 +422,13 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
         return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
+    limit = integer_limit(p, ctx) if integer else None
+    read = None if limit is None else _kernels.extremes(p, ctx)
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
-        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows)
+        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read)
     dev = _device_turns(freqs, ctx, ("v1", "v2"))
-    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows)
+    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows, limit, read)
 
 
 def nan_rows(s: Array, c: Array, bad: Array, ctx: Context) -> tuple[Array, Array]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _cache, _kernels
-from ._angles import Freqs, as_freqs, cast, dense_span, range_split, range_tables, sincos_range, zeros
+from ._angles import Freqs, as_freqs, cast, check_range_span, dense_span, range_split, range_tables, sincos_range, zeros
 from ._compat import Array, Context, is_concrete, is_integer_dtype, numpy_dtype
 from ._trace import host_constant, is_symbolic
 
@@ -159,6 +159,7 @@ def range_table(
         s, c = sincos_range(start, n, freqs, ctx)
         return assemble(s, c, dim, layout, ctx)
     start, n = int(start), int(n)
+    check_range_span(start, n)
     m = freqs.m
     if n == 0 or m == 0:
         return zeros((n, dim), ctx.dtype, ctx)

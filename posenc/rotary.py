@@ -201,7 +201,7 @@ def rope_cos_sin(
         positions, offset = plan.positions, plan.offset
     if plan.scan:
         _checks.check_finite(positions, "positions", plan.ctx.xp)
-    if plan.small is not None:  # small integer tables in one kernel pass (a decode step)
+    if plan.small is not None and plan.angles.guard(positions):  # small integer tables in one pass (a decode step)
         lane, turns = plan.small
         s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
         ctx = plan.ctx
@@ -388,7 +388,7 @@ def rope(
         positions, offset = plan.positions, plan.offset
     if plan.scan:
         _checks.check_finite(positions, "positions", plan.ctx.xp)
-    if plan.small is not None:
+    if plan.small is not None and plan.angles.guard(positions):
         # the full tables in one kernel pass, then the formula (a decode step)
         lane, turns = plan.small
         shape = None if plan.aligned is None else plan.aligned + (plan.dim,)

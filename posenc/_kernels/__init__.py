@@ -337,6 +337,36 @@ _GATHER_NUMPY = Gather(take_rows_numpy, take_pair_numpy, None)
 _GATHER_TORCH = Gather(take_rows_torch, take_pair_torch, is_consecutive_torch)
 
 
+def _extremes_numpy(p: Any) -> tuple[int, int]:
+    if p.size == 1:
+        v = int(p.item())
+        return v, v
+    return int(p.min()), int(p.max())
+
+
+def _extremes_torch(p: Any) -> tuple[int, int]:
+    if p.numel() == 1:
+        v = int(p.item())
+        return v, v
+    lo, hi = sys.modules["torch"].aminmax(p)
+    return int(lo), int(hi)
+
+
+def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int]] | None:
+    """``(min, max)`` of concrete integer positions in host memory (NumPy
+    arrays, torch CPU tensors), read without a device round trip; None
+    elsewhere (traced, lazy or device arrays: the caller masks rows instead).
+    Not a fast path: :func:`disabled` leaves it on, the check is the same."""
+    if ctx.traced:
+        return None
+    kind = _eager(p)
+    if kind is Backend.NUMPY:
+        return _extremes_numpy
+    if kind is Backend.TORCH and p.device.type == "cpu":
+        return _extremes_torch
+    return None
+
+
 def gather(p: Array, ctx: Context, size: int) -> Gather | None:
     """How to gather the rows of a range table for the positions ``p`` of a
     table of ``size`` elements: eager NumPy and torch (no autograd), from

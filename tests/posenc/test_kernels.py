@@ -174,7 +174,7 @@ def test_small_table_equals_compact_layout(kind, layout, dtype, scaling, monkeyp
     """rope_cos_sin's one-pass tables of small integer arrays: bit for bit
     the compact tables laid out (the path of larger tables) and, for torch
     CPU tensors (computed through NumPy), NumPy's tables."""
-    raw = np.array([[0, 1, 4096, -7], [2**31 - 1, 5, 2**40 + 3, 77]])
+    raw = np.array([[0, 1, 4096, -7], [2**31 - 1, 5, 2**32 - 3, 77]])  # float32: exact for |p| < 2**32
     p = BACKENDS[kind](raw)
     dt = getattr(np if kind == "numpy" else torch, dtype)
     _rope.TABLE_PLANS.clear()

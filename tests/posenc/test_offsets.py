@@ -92,3 +92,68 @@ def test_traced_offset_jax_int32():
     out = np.asarray(out)
     assert not np.isnan(out[0]).any() and np.isnan(out[1]).all()
     assert math.isclose(float(out[0, 0]), math.sin(2**31 - 1), abs_tol=1e-3)
+
+
+# -- integer positions beyond the exact range ---------------------------------
+# float32 tables of integer position arrays are exact for |p| < 2**32, float64
+# tables and every range table for |p| < 2**53.  Beyond, the rows drift (0.94 at
+# 2**53 + 3 in float64; 4e-5 at 2**48 in float32 before this check): a concrete
+# position in host memory is a ValueError naming it; a traced, lazy or device one
+# gives a NaN row (as does any one on a device without float64, documented).
+
+
+def _cos_row_f64(p: int, dim: int) -> np.ndarray:
+    """cos of p times posenc's float64 frequencies, in 200-bit arithmetic (mpmath)."""
+    import mpmath
+
+    w = np.asarray(posenc.rope_frequencies(dim, dtype="float64"), dtype=np.float64)
+    with mpmath.workprec(200):
+        return np.array([float(mpmath.cos(mpmath.mpf(p) * mpmath.mpf(float(f)))) for f in w])
+
+
+@pytest.mark.parametrize(("dtype", "limit"), [("float32", 2**32), ("float64", 2**53)])
+@pytest.mark.parametrize("fn", ["rope_cos_sin", "rope", "sinusoidal"])
+def test_positions_beyond_the_exact_range(xp, dtype, limit, fn):
+    if not hasattr(xp.ns, "int64") or _widest_bits(xp) < 64:
+        pytest.skip(f"{xp.name} has no int64 positions")
+    if dtype == "float64" and not xp.float64:
+        pytest.skip(f"{xp.name} has no float64")
+    if not xp.has_values:
+        pytest.skip(f"{xp.name} arrays have no values")
+    x = xp.asarray(np.ones((2, 8)), dtype=dtype)
+
+    def call(p):
+        if fn == "rope_cos_sin":
+            return posenc.rope_cos_sin(p, 8, dtype=getattr(xp.ns, dtype), xp=xp.ns)[0]
+        if fn == "rope":
+            return posenc.rope(x, p)
+        return posenc.sinusoidal(p, 8, dtype=getattr(xp.ns, dtype), xp=xp.ns)
+
+    inside = xp.asarray(np.array([3, limit - 1]), dtype="int64")
+    got = xp.to_numpy(xp.call(call, inside))
+    assert np.isfinite(got).all()
+    if fn == "rope_cos_sin":  # the last position inside is right (the control of the refusal below)
+        np.testing.assert_allclose(got[1, :4], _cos_row_f64(limit - 1, 8), atol=2.5e-7 if dtype == "float32" else 1e-12)
+    for bad in (limit, -limit, 2**62):
+        pos = xp.asarray(np.array([3, bad]), dtype="int64")
+        # positions in host memory (NumPy, torch CPU) are read; traced, lazy and other arrays (and the digit
+        # path of a device without float64) get NaN rows, without a round trip to the host
+        if xp.jit or xp.lazy or not xp.float64 or xp.family not in ("numpy", "torch"):
+            got = xp.to_numpy(xp.call(call, pos))
+            assert np.isnan(got[1]).all() and not np.isnan(got[0]).any()  # NaN, never a drifted row
+            continue
+        with pytest.raises(ValueError, match=rf"`positions` holds the position {bad}: .*exact for \|p\| < 2\*\*"):
+            xp.call(call, pos)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_range_tables_beyond_2_53_are_refused(dtype):
+    cos, _ = posenc.rope_cos_sin(2, 8, offset=2**53 - 2, dtype=dtype)  # the last exact range
+    np.testing.assert_allclose(cos[1, :4], _cos_row_f64(2**53 - 1, 8), atol=2.5e-7 if dtype == "float32" else 1e-12)
+    for call in (
+        lambda: posenc.rope_cos_sin(2, 8, offset=2**53 - 1, dtype=dtype),
+        lambda: posenc.rope_cos_sin(1, 8, offset=-(2**53), dtype=dtype),
+        lambda: posenc.add_sinusoidal(np.zeros((2, 8), dtype=dtype), offset=2**60),
+    ):
+        with pytest.raises(ValueError, match=r"`offset` puts positions at .*exact for integer \|p\| < 2\*\*53"):
+            call()
