@@ -241,17 +241,16 @@ def _signed(xp: Any, dtype: Any) -> bool:
 
 
 def check_magnitude(
-    p: Array, limit: int, read: Callable[[Any], tuple[int, int]] | None, name: str = "positions"
+    p: Array, limit: int, read: Callable[[Any], tuple[int, int] | None] | None, name: str = "positions"
 ) -> Array | None:
     """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
     limit`` (returns None).  Elsewhere (traced, lazy or device arrays, read
     without a round trip): the mask of the rows that must be NaN."""
-    if read is None or not is_concrete(p):
+    got = None if read is None else read(p)
+    if got is None:
         return (p >= limit) | (p <= -limit)
-    if math.prod(p.shape) == 0:
-        return None
-    lo, hi = read(p)
+    lo, hi = got
     if hi >= limit or lo <= -limit:
         bad = hi if hi >= limit else lo
         what = "float64 tables" if limit == EXACT_F64 else "float32 tables of integer position arrays"
@@ -392,7 +391,7 @@ class Angles:
     #: the magnitude integer positions must stay below (:func:`integer_limit`), or None
     limit: int | None = None
     #: how the (min, max) of such positions is read (:func:`posenc._kernels.extremes`), or None
-    read: Callable[[Any], tuple[int, int]] | None = None
+    read: Callable[[Any], tuple[int, int] | None] | None = None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
         bad = None if self.limit is None else check_magnitude(p, self.limit, self.read)
@@ -423,7 +422,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
     limit = integer_limit(p, ctx) if integer else None
-    read = None if limit is None else _kernels.extremes(p, ctx)
+    read = None if limit is None or not is_concrete(p) else _kernels.extremes(p, ctx)
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read)

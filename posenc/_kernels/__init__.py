@@ -337,26 +337,35 @@ _GATHER_NUMPY = Gather(take_rows_numpy, take_pair_numpy, None)
 _GATHER_TORCH = Gather(take_rows_torch, take_pair_torch, is_consecutive_torch)
 
 
-def _extremes_numpy(p: Any) -> tuple[int, int]:
+def _extremes_numpy(p: Any) -> tuple[int, int] | None:
     if p.size == 1:
         v = int(p.item())
         return v, v
+    if p.size == 0:
+        return 0, 0
     return int(p.min()), int(p.max())
 
 
-def _extremes_torch(p: Any) -> tuple[int, int]:
-    if p.numel() == 1:
+def _extremes_torch(p: Any) -> tuple[int, int] | None:
+    torch = sys.modules["torch"]
+    if torch._C._functorch.is_functorch_wrapped_tensor(p):
+        return None  # a tensor of torch.func's transforms (vmap): its values are not read
+    n = p.numel()
+    if n == 1:
         v = int(p.item())
         return v, v
-    lo, hi = sys.modules["torch"].aminmax(p)
+    if n == 0:
+        return 0, 0
+    lo, hi = torch.aminmax(p)
     return int(lo), int(hi)
 
 
-def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int]] | None:
-    """``(min, max)`` of concrete integer positions in host memory (NumPy
-    arrays, torch CPU tensors), read without a device round trip; None
-    elsewhere (traced, lazy or device arrays: the caller masks rows instead).
-    Not a fast path: :func:`disabled` leaves it on, the check is the same."""
+def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int] | None] | None:
+    """How to read ``(min, max)`` of concrete integer positions in host
+    memory (NumPy arrays, torch CPU tensors) without a device round trip; the
+    reader answers None for a tensor it must not read (torch.func), and this
+    chooser None for other arrays (traced, lazy, device: the caller masks
+    rows instead).  Not a fast path: :func:`disabled` leaves it on."""
     if ctx.traced:
         return None
     kind = _eager(p)
