@@ -212,11 +212,9 @@ EXACT_F32 = 2**32
 
 def check_range_span(start: int, n: int, name: str = "offset") -> None:
     """Refuse a range ``start .. start+n-1`` beyond :data:`EXACT_F64`."""
-    if n > 0 and max(abs(start), abs(start + n - 1)) >= EXACT_F64:
-        msg = (
-            f"`{name}` puts positions at {start if abs(start) >= abs(start + n - 1) else start + n - 1}: "
-            f"posenc's tables are exact for integer |p| < 2**53 only"
-        )
+    far = max(start, start + n - 1, key=abs)
+    if n > 0 and abs(far) >= EXACT_F64:
+        msg = f"`{name}` puts positions at {far}: posenc's tables are exact for integer |p| < 2**53 only"
         raise ValueError(msg)
 
 
@@ -227,17 +225,8 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
     if not ctx.float64 or not is_integer_dtype(xp, p.dtype):
         return None  # (the digit path of devices without float64 gives NaN rows from 2**32 on)
     limit = EXACT_F64 if ctx.work == xp.float64 else EXACT_F32
-    bits = _bits(xp, p.dtype)
-    signed = _signed(xp, p.dtype)
-    top = 2 ** (bits - 1) if signed else 2**bits
-    return limit if top > limit else None
-
-
-def _signed(xp: Any, dtype: Any) -> bool:
-    try:
-        return int(xp.iinfo(dtype).min) < 0
-    except Exception:  # pragma: no cover
-        return True
+    info = xp.iinfo(p.dtype)
+    return limit if max(-int(info.min), int(info.max) + 1) > limit else None
 
 
 def check_magnitude(

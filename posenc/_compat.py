@@ -481,13 +481,8 @@ def widest_int(xp: Any) -> Any:
     """The widest signed integer dtype of ``xp``: int64, or the default
     integer where int64 does not exist (JAX without ``jax_enable_x64``:
     int32).  Offsets are added to integer positions in it."""
-    if _tracing():
-        return _widest_int(xp)
-    got = _WIDEST_INT.get(xp)
-    if got is None:
-        got = _widest_int(xp)
-        _WIDEST_INT.put(xp, got)
-    return got
+    # (no lookup while torch's compiler traces: its tracer must not follow the memo)
+    return _WIDEST_INT.get_or_make(None if _tracing() else xp, _widest_int, xp)
 
 
 def _widest_int(xp: Any) -> Any:

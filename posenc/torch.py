@@ -96,6 +96,20 @@ def _refilled(module: nn.Module, name: str) -> torch.Tensor | None:
     return None if buf.device.type == "meta" else buf
 
 
+class _FromConfig(nn.Module):
+    """A module whose tensors are a function of its configuration: after
+    every conversion of its tensors (``to_empty`` leaves garbage, a dtype
+    change values of another precision) :meth:`_recompute` refills them."""
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        module = super()._apply(fn, *args, **kwargs)
+        self._recompute()
+        return module
+
+    def _recompute(self) -> None:
+        self.reset_parameters()
+
+
 def _grown(need: int) -> int:
     """The cache length that covers ``need`` positions: the next power of two."""
     return 1 << max(int(need) - 1, 0).bit_length()
@@ -130,7 +144,7 @@ def _int_offset(offset: Any) -> Any:
     return _checks.check_offset(offset, "offset", None)
 
 
-class RotaryEmbedding(nn.Module):
+class RotaryEmbedding(_FromConfig):
     r"""Rotary position embedding (RoPE) of queries and keys.
 
     Holds exact ``cos`` / ``sin`` tables of :func:`posenc.rope_cos_sin` for
@@ -276,12 +290,6 @@ class RotaryEmbedding(nn.Module):
         if _refilled(self, "cos_cached") is not None:
             self._fill(self.cached)
 
-    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        module = super()._apply(fn, *args, **kwargs)
-        # to_empty leaves garbage, a dtype change the values of another precision: recompute
-        self.reset_parameters()
-        return module
-
     def cos_sin(
         self,
         seq: int,
@@ -369,7 +377,7 @@ class RotaryEmbedding(nn.Module):
         )
 
 
-class SinusoidalEmbedding(nn.Module):
+class SinusoidalEmbedding(_FromConfig):
     r"""Adds the sinusoidal table of Vaswani et al. to token embeddings.
 
     Holds the table of :func:`posenc.sinusoidal` for positions
@@ -464,12 +472,6 @@ class SinusoidalEmbedding(nn.Module):
         if _refilled(self, "table") is not None:
             self._fill(self.cached)
 
-    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        module = super()._apply(fn, *args, **kwargs)
-        # to_empty leaves garbage, a dtype change the values of another precision: recompute
-        self.reset_parameters()
-        return module
-
     @property
     def cached(self) -> int:
         """Number of cached positions."""
@@ -513,7 +515,7 @@ class SinusoidalEmbedding(nn.Module):
         return f"dim={self.dim}, {opts}, input_scale={self.input_scale}, cached={self.cached}"
 
 
-class ALiBi(nn.Module):
+class ALiBi(_FromConfig):
     r"""ALiBi attention biases (Press et al., 2022), with fixed or learned slopes.
 
     ``forward(scores)`` adds :func:`posenc.alibi_bias` to attention logits of
@@ -597,14 +599,11 @@ class ALiBi(nn.Module):
             else:
                 self.slopes = fresh
 
-    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        module = super()._apply(fn, *args, **kwargs)
-        # fixed slopes are a function of the configuration: recomputed after to_empty or a
-        # dtype change; learned ones are the model's state (reset_parameters initialises them)
-        if not isinstance(self.slopes, nn.Parameter) and _refilled(self, "slopes") is not None:
-            with torch.inference_mode(False), torch.no_grad():
-                self.slopes = self._fresh_slopes()
-        return module
+    def _recompute(self) -> None:
+        # fixed slopes are a function of the configuration; learned ones are the
+        # model's state (reset_parameters initialises them)
+        if not isinstance(self.slopes, nn.Parameter):
+            self.reset_parameters()
 
     def bias(
         self, query_len: int, key_len: int | None = None, *, offset: Any = None, dtype: Any = None
@@ -724,7 +723,7 @@ class Timesteps(nn.Module):
         return out
 
 
-class AxesRotaryEmbedding(nn.Module):
+class AxesRotaryEmbedding(_FromConfig):
     r"""RoPE over several axes from position ids: ``forward(ids) -> (cos, sin)``.
 
     The module of image and video diffusion transformers (diffusers'
@@ -818,16 +817,10 @@ class AxesRotaryEmbedding(nn.Module):
     def reset_parameters(self) -> None:
         """Refill ``inv_freq`` from the configuration (what initialisers of
         meta-built models call)."""
-        buf = self.inv_freq
-        if buf.device.type != "meta":
+        buf = _refilled(self, "inv_freq")
+        if buf is not None:
             with torch.inference_mode(False), torch.no_grad():
                 self.inv_freq = self._host_freqs(buf.dtype, buf.device)
-
-    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        module = super()._apply(fn, *args, **kwargs)
-        # to_empty leaves the buffer uninitialised: refill it from the configuration
-        self.reset_parameters()
-        return module
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The ``cos`` and ``sin`` tables of ``ids`` (shape ``(..., n_axes)``),
