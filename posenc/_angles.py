@@ -231,14 +231,15 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
 
 def check_magnitude(
     p: Array, limit: int, read: Callable[[Any], tuple[int, int] | None] | None, name: str = "positions"
-) -> Array | None:
+) -> tuple[Array | None, tuple[int, int] | None]:
     """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
-    limit`` (returns None).  Elsewhere (traced, lazy or device arrays, read
-    without a round trip): the mask of the rows that must be NaN."""
+    limit``, else ``(None, (min, max))``.  Elsewhere (traced, lazy or device
+    arrays, read without a round trip): ``(mask, None)``, the mask of the
+    rows that must be NaN."""
     got = None if read is None else read(p)
     if got is None:
-        return (p >= limit) | (p <= -limit)
+        return (p >= limit) | (p <= -limit), None
     lo, hi = got
     if hi >= limit or lo <= -limit:
         bad = hi if hi >= limit else lo
@@ -246,7 +247,7 @@ def check_magnitude(
         hint = "" if limit == EXACT_F64 else ": use float64 tables (exact for |p| < 2**53)"
         msg = f"`{name}` holds the position {bad}: {what} are exact for |p| < 2**{limit.bit_length() - 1} only{hint}"
         raise ValueError(msg)
-    return None
+    return None, got
 
 
 def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
@@ -383,9 +384,11 @@ class Angles:
     read: Callable[[Any], tuple[int, int] | None] | None = None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
-        bad = None if self.limit is None else check_magnitude(p, self.limit, self.read)
+        bad = extremes = None
+        if self.limit is not None:
+            bad, extremes = check_magnitude(p, self.limit, self.read)
         if self.rows is not None and bad is None:
-            got = _gathered_sincos(p, self)
+            got = _gathered_sincos(p, self, extremes)
             if got is not None:
                 return got
         s, c = self.path(p, self)
@@ -396,7 +399,7 @@ class Angles:
         take the integer positions ``p``: True within :attr:`limit`, a
         ValueError beyond it for positions in host memory, False where only
         :meth:`__call__` can mask the rows (device arrays)."""
-        return self.limit is None or check_magnitude(p, self.limit, self.read) is None
+        return self.limit is None or check_magnitude(p, self.limit, self.read)[0] is None
 
 
 def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
@@ -426,26 +429,28 @@ def nan_rows(s: Array, c: Array, bad: Array, ctx: Context) -> tuple[Array, Array
     return ctx.xp.where(mask, nan, s), ctx.xp.where(mask, nan, c)
 
 
-def dense_span(p: Array) -> tuple[int, int] | None:
+def dense_span(p: Array, extremes: tuple[int, int] | None = None) -> tuple[int, int] | None:
     """``(lo, span)`` where the concrete integer positions ``p`` (a gather
     kernel was chosen for them) are dense enough that rows of the range ``lo
     .. lo+span-1`` beat computing every angle: ``span = max - min + 1`` at
     most twice their number (an ``arange``, a window of a cache, batches of
-    nearby sequences), and within 2**53.  Two reductions over the positions
-    decide it; else None."""
+    nearby sequences), and below :data:`EXACT_F64` (beyond, the array path
+    says which position is out of range).  Two reductions over the positions
+    decide it (none where ``extremes``, their ``(min, max)``, were read
+    already); else None."""
     size = math.prod(p.shape)
-    lo, hi = int(p.min()), int(p.max())
+    lo, hi = extremes if extremes is not None else (int(p.min()), int(p.max()))
     span = hi - lo + 1
-    if span > 2 * size or max(abs(lo), abs(hi)) > 2**53:
+    if span > 2 * size or max(abs(lo), abs(hi)) >= EXACT_F64:
         return None
     return lo, span
 
 
-def _gathered_sincos(p: Array, a: Angles) -> tuple[Array, Array] | None:
+def _gathered_sincos(p: Array, a: Angles, extremes: tuple[int, int] | None) -> tuple[Array, Array] | None:
     """:func:`sincos` of dense integer positions as rows of
     :func:`sincos_range` (two products and a sum per element, within the
     range path's bound), or None (:func:`dense_span`)."""
-    dense = dense_span(p)
+    dense = dense_span(p, extremes)
     if dense is None:
         return None
     lo, span = dense
