@@ -44,9 +44,8 @@ import torch
 from torch import nn
 
 import posenc
-
-from . import _checks, _compat, _trace
-from .scaling._formulas import length_dependent
+from posenc import _checks, _compat, _trace
+from posenc.scaling._formulas import length_dependent
 
 __all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding"]
 
@@ -778,7 +777,7 @@ class AxesRotaryEmbedding(_FromConfig):
         device: Any = None,
     ) -> None:
         super().__init__()
-        from .axes._rope_axes import check_axes_dim
+        from posenc.axes._rope_axes import check_axes_dim
 
         self.axes_dim = check_axes_dim(axes_dim)
         self.base = tuple(base) if isinstance(base, list) else base
@@ -805,7 +804,7 @@ class AxesRotaryEmbedding(_FromConfig):
     def _host_freqs(self, dtype: Any, device: Any) -> torch.Tensor:
         import numpy as np
 
-        from .axes._rope_axes import axes_freqs, check_scalings, per_axis
+        from posenc.axes._rope_axes import axes_freqs, check_scalings, per_axis
 
         n = len(self.axes_dim)
         bases = tuple(float(b) for b in per_axis(self.base, "base", n))
