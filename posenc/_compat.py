@@ -51,6 +51,9 @@ __all__ = [
     "has_float64",
     "is_array",
     "is_concrete",
+    "has_values",
+    "in_host_memory",
+    "AS_DEVICE",
     "widest_int",
     "is_integer_dtype",
     "is_real_float_dtype",
@@ -219,12 +222,35 @@ def _jax_eager() -> bool:
     return bool(trace_state_clean())
 
 
-def is_concrete(x: Array) -> bool:
-    """Whether the values of ``x`` can be read cheaply (not traced, lazy or meta).
+#: whether CPU torch tensors take the decisions of a device's
+#: (:func:`posenc._kernels.as_device` sets it, for tests, counts and checks)
+AS_DEVICE = False
 
-    Value checks (NaN positions, out-of-range codes) run only on concrete
-    arrays; traced and lazy arrays are never computed by posenc.
-    """
+
+def in_host_memory(x: Array) -> bool:
+    """Whether the values of an eager array live in host memory, where
+    reading them costs no device round trip: NumPy arrays, torch CPU tensors
+    (not under :func:`posenc._kernels.as_device`), JAX arrays on the CPU,
+    array-api-strict arrays; not CUDA tensors, CuPy arrays or JAX arrays on
+    an accelerator."""
+    if type(x) is np.ndarray:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.device.type == "cpu" and not AS_DEVICE
+    if _aac.is_cupy_array(x):
+        return False
+    if _aac.is_jax_array(x):
+        try:
+            return all(d.platform == "cpu" for d in x.devices())
+        except Exception:  # noqa: BLE001 - a tracer or an array without devices
+            return False
+    return True
+
+
+def has_values(x: Array) -> bool:
+    """Whether ``x`` holds values at all (not traced, lazy or ``meta``),
+    wherever they live."""
     if type(x) is np.ndarray:
         return True
     torch = sys.modules.get("torch")
@@ -242,6 +268,18 @@ def is_concrete(x: Array) -> bool:
     if _aac.is_dask_array(x):
         return False
     return not _aac.is_lazy_array(x)
+
+
+def is_concrete(x: Array) -> bool:
+    """Whether the values of ``x`` can be read cheaply: it holds values
+    (:func:`has_values`: not traced, lazy or ``meta``) in host memory
+    (:func:`in_host_memory`: not on a device).
+
+    Value checks (NaN positions, out-of-range codes) run only on concrete
+    arrays; traced and lazy arrays are never computed by posenc, and a
+    device array is never read back (its checks become NaN rows).
+    """
+    return has_values(x) and in_host_memory(x)
 
 
 # --------------------------------------------------------------------------

@@ -127,8 +127,9 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
             return None
         return max(1, math.ceil(top))
     msg = (
-        f"`seq_len` is required with `scaling` = {_checks.show(scaling)} for traced or lazy positions "
-        "(its tables depend on the sequence length; Hugging Face uses max(positions) + 1): pass seq_len"
+        f"`seq_len` is required with `scaling` = {_checks.show(scaling)} for traced, lazy or device "
+        "positions (its tables depend on the sequence length; Hugging Face uses max(positions) + 1, which posenc "
+        "does not read back from a device): pass seq_len"
     )
     raise ValueError(msg)
 
@@ -223,7 +224,18 @@ def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array,
     (the one-pass kernel of small integer tables aside): the compact tables
     laid out."""
     ctx = plan.ctx
-    c, s = compact_cos_sin(positions, plan.freqs, plan.attention, ctx, offset, plan.angles)
+    freqs = plan.freqs
+    ranged = isinstance(positions, int) and (isinstance(offset, int) or is_symbolic(offset))
+    if ranged and not ctx.traced and positions * freqs.m >= _kernels.SMALL_TABLE:  # a range: its cached tables
+        return _tables.rope_range(offset, positions, freqs, plan.layout, plan.attention, ctx)
+    a = plan.angles
+    if a is not None and a.rows is not None:  # dense integer positions: rows of a range's cached tables
+        bad, extremes = (None, None) if a.limit is None else _angles.check_magnitude(positions, a.limit, a.read)
+        if bad is None:
+            got = _tables.gathered_rope(positions, a.rows, freqs, plan.layout, plan.attention, ctx, extremes)
+            if got is not None:
+                return got
+    c, s = compact_cos_sin(positions, freqs, plan.attention, ctx, offset, a)
     return _tables.rope_tables(c, s, plan.layout, ctx)
 
 

@@ -25,10 +25,19 @@ import numpy as np
 
 from . import _cache, _kernels
 from ._angles import Freqs, as_freqs, cast, check_range_span, dense_span, range_split, range_tables, sincos_range, zeros
-from ._compat import Array, Context, is_concrete, is_integer_dtype, numpy_dtype
+from ._compat import Array, Context, has_values, is_concrete, is_integer_dtype, numpy_dtype
 from ._trace import host_constant, is_symbolic
 
-__all__ = ["assemble", "lay_out", "rope_tables", "range_table", "gathered_table", "gather_rows"]
+__all__ = [
+    "assemble",
+    "lay_out",
+    "rope_tables",
+    "range_table",
+    "rope_range",
+    "gathered_table",
+    "gathered_rope",
+    "gather_rows",
+]
 
 
 def assemble(s: Array, c: Array, dim: int, layout: str, ctx: Context) -> Array:
@@ -94,20 +103,35 @@ def _pair(a: np.ndarray, b: np.ndarray, layout: str) -> np.ndarray:
     return np.concatenate([a, b], axis=-1)
 
 
+def _factors(sq: np.ndarray, cq: np.ndarray, sr: np.ndarray, cr: np.ndarray, layout: str) -> tuple[np.ndarray, ...]:
+    """``U, V, X, Y`` of a layout: a sinusoidal table (``"interleaved"``,
+    ``"concat"``: sines and cosines), or one of a RoPE table's pair
+    (``"cos:half"``, ``"sin:interleaved"``, ...: the cosines or the sines,
+    each value twice as the layout lays it out)."""
+    if ":" not in layout:
+        return tuple(_pair(a, b, layout) for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr)))
+    which, pairs = layout.split(":")
+    u, v, x, y = (cq, sq, cr, -sr) if which == "cos" else (sq, cq, cr, sr)
+    return tuple(_pair(t, t, pairs) for t in (u, v, x, y))
+
+
 @host_constant
-def _pair_tables(start: int, n: int, freqs_key: bytes, layout: str, dtype: str) -> tuple[int, tuple[np.ndarray, ...]]:
+def _pair_tables(
+    start: int, n: int, freqs_key: bytes, layout: str, dtype: str, factor: float = 1.0
+) -> tuple[int, tuple[np.ndarray, ...]]:
     """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (a
-    name; cached, read-only)."""
+    name; cached, read-only); ``U`` and ``V`` times ``factor`` (a RoPE
+    scaling's attention factor) when it is not 1."""
     np_dtype = np.dtype(dtype)
     block, nq = range_split(n)
-    key = ("pairs", start, nq, block, freqs_key, layout, np_dtype.str)
+    key = ("pairs", start, nq, block, freqs_key, layout, np_dtype.str, factor)
     got = _cache.HOST.get(key)
     if got is None:
         sq, cq, sr, cr = range_tables(start, nq, block, freqs_key)
-        got = tuple(
-            np.ascontiguousarray(_pair(a, b, layout), dtype=np_dtype)
-            for a, b in ((sq, cq), (cq, sq), (cr, cr), (sr, -sr))
-        )
+        u, v, x, y = _factors(sq, cq, sr, cr, layout)
+        if factor != 1.0:
+            u, v = u * factor, v * factor
+        got = tuple(np.ascontiguousarray(t, dtype=np_dtype) for t in (u, v, x, y))
         _cache.readonly(*got)
         _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return block, got
@@ -123,11 +147,15 @@ def range_table(
     *,
     share: bool = True,
     cache: bool = True,
+    factor: float = 1.0,
 ) -> Array:
     """The ``(n, dim)`` sin/cos table of positions ``start .. start+n-1`` in ``ctx.dtype``.
 
     ``layout`` is ``"interleaved"`` (sin, cos, sin, cos, ...) or ``"concat"``
     (all sines, then all cosines); for odd ``dim`` the last column is zero.
+    RoPE's tables are ``"cos:half"``, ``"sin:half"``, ``"cos:interleaved"``,
+    ``"sin:interleaved"`` (``dim`` = twice the frequencies), times
+    ``factor`` (the attention factor of a scaling).
 
     * ``cache``: finished tables of eager backends are kept in
       :data:`posenc._cache.TABLES`, keyed by every argument plus namespace,
@@ -157,6 +185,10 @@ def range_table(
     # (SymInts exist only while torch traces: ints are answered without a call)
     if ctx.traced or (type(n) is not int and is_symbolic(n)) or (type(start) is not int and is_symbolic(start)):
         s, c = sincos_range(start, n, freqs, ctx)
+        if ":" in layout:  # one of RoPE's tables
+            t = lay_out(c if layout.startswith("cos") else s, layout.split(":")[1], xp)
+            t = t * factor if factor != 1.0 else t
+            return cast(t, ctx.dtype, xp)
         return assemble(s, c, dim, layout, ctx)
     start, n = int(start), int(n)
     check_range_span(start, n)
@@ -166,11 +198,11 @@ def range_table(
     fkey = freqs.key
     lazy = _kernels.lazy(ctx)
     if lazy is not None:
-        return _lazy_table(lazy, start, n, fkey, dim, layout, ctx)
+        return _lazy_table(lazy, start, n, fkey, dim, layout, ctx, factor)
     key = None
     if cache and _cache.TABLES.max_bytes > 0:
         try:
-            key = ("table", start, n, fkey, dim, layout, xp, _cache.device_key(ctx), ctx.dtype)
+            key = ("table", start, n, fkey, dim, layout, factor, xp, _cache.device_key(ctx), ctx.dtype)
             hash(key)
         except Exception:  # pragma: no cover - unhashable exotic device
             key = None
@@ -185,24 +217,26 @@ def range_table(
         cached = key is not None and _cache.TABLES.fits(n * dim * numpy_dtype(ctx.dtype).itemsize)
 
         def fill(dtype: np.dtype, out: np.ndarray, lo: int) -> None:
-            _numpy_table(start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out)
+            _numpy_table(start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out, factor=factor)
 
         table = kernel(fill, (n, dim), ctx, cached=cached)
     if table is None:
-        table = _portable_table(start, n, fkey, m, dim, layout, ctx)
+        table = _portable_table(start, n, fkey, m, dim, layout, ctx, factor)
     mode = _kernels.handout(ctx)
     if mode is _cache.Share.COPY_READONLY:
         _cache.readonly(table)
-    if key is not None and is_concrete(table) and _cache.TABLES.put(key, (table, mode), _cache.nbytes_of(table, xp)):
+    if key is not None and has_values(table) and _cache.TABLES.put(key, (table, mode), _cache.nbytes_of(table, xp)):
         # the cache holds it now: hand out what cannot change the cached one
         return _cache.share(table, mode, xp) if share else table
     return table
 
 
-def _portable_table(start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context) -> Array:
+def _portable_table(
+    start: int, n: int, fkey: bytes, m: int, dim: int, layout: str, ctx: Context, factor: float = 1.0
+) -> Array:
     """Array API path: two broadcast products and a sum, then a reshape."""
     xp = ctx.xp
-    block, tabs = _pair_tables(start, n, fkey, layout, "float64")
+    block, tabs = _pair_tables(start, n, fkey, layout, "float64", factor)
     u, v, x, y = (ctx.from_host(t) for t in tabs)
     nq = int(u.shape[0])
     t = u[:, None, :] * x[None, ...] + v[:, None, :] * y[None, ...]
@@ -226,27 +260,31 @@ def _numpy_table(
     lo: int = 0,
     rows: int | None = None,
     out: np.ndarray | None = None,
+    factor: float = 1.0,
 ) -> np.ndarray:
     """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
     NumPy kernel (:func:`posenc._kernels.tables.numpy_table`) on the cached host
     tables of the whole range, so a slice of rows is bit-identical to the
     same rows of the full table."""
-    block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str)
+    block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str, factor)
     return _kernels.tables.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
 
 
-def _lazy_table(lazy: Any, start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context) -> Array:
+def _lazy_table(
+    lazy: Any, start: int, n: int, fkey: bytes, dim: int, layout: str, ctx: Context, factor: float = 1.0
+) -> Array:
     """Lazy table (Dask), chunked along the rows; nothing is computed here."""
     dtype = np.dtype(ctx.dtype)
     work = np.dtype(ctx.work)
     block, _ = range_split(n)
 
     def rows(lo: int, k: int) -> np.ndarray:
-        t = _numpy_table(start, n, fkey, dim, layout, work, lo=lo, rows=k)
+        t = _numpy_table(start, n, fkey, dim, layout, work, lo=lo, rows=k, factor=factor)
         return t if work == dtype else t.astype(dtype)
 
     row_bytes = dim * max(dtype.itemsize, work.itemsize)
-    return lazy(rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", (start, n, fkey, dim, layout, dtype.str))
+    token = (start, n, fkey, dim, layout, dtype.str, factor)
+    return lazy(rows, n, (dim,), block, row_bytes, dtype, "posenc-table-", token)
 
 
 # --------------------------------------------------------------------------
@@ -279,6 +317,39 @@ def gathered_table(
         return ctx.xp.reshape(range_table(lo, span, freqs, dim, layout, ctx), tuple(p.shape) + (dim,))
     table = range_table(lo, span, freqs, dim, layout, ctx, share=False)
     return rows.take(table, p, lo)
+
+
+def rope_range(
+    start: int, n: int, freqs: Freqs, layout: str, factor: float, ctx: Context, *, share: bool = True
+) -> tuple[Array, Array]:
+    """RoPE's ``cos`` and ``sin`` tables ``(n, 2m)`` of the positions ``start
+    .. start+n-1`` in ``layout`` (``"half"`` or ``"interleaved"``), times
+    ``factor``: two :func:`range_table` tables (exact, made in their layout,
+    cached)."""
+    dim = 2 * freqs.m
+    c = range_table(start, n, freqs, dim, "cos:" + layout, ctx, share=share, factor=factor)
+    s = range_table(start, n, freqs, dim, "sin:" + layout, ctx, share=share, factor=factor)
+    return c, s
+
+
+def gathered_rope(
+    p: Array, rows: _kernels.Gather, freqs: Freqs, layout: str, factor: float, ctx: Context,
+    extremes: tuple[int, int] | None = None,
+) -> tuple[Array, Array] | None:
+    """RoPE's tables of dense integer array positions as rows of
+    :func:`rope_range` (as :func:`gathered_table` does for a sinusoidal
+    table; ``extremes`` the positions' ``(min, max)`` where the range check
+    read them), or None where that does not pay off."""
+    dense = dense_span(p, extremes)
+    if dense is None:
+        return None
+    lo, span = dense
+    shape = tuple(p.shape) + (2 * freqs.m,)
+    if rows.consecutive is not None and span == math.prod(p.shape) and rows.consecutive(p):
+        c, s = rope_range(lo, span, freqs, layout, factor, ctx)
+        return ctx.xp.reshape(c, shape), ctx.xp.reshape(s, shape)
+    c, s = rope_range(lo, span, freqs, layout, factor, ctx, share=False)
+    return rows.take_pair(s, c, p, lo)[::-1]
 
 
 def gather_rows(p: Array, dim: int, ctx: Context) -> _kernels.Gather | None:

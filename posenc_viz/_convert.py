@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._internals import array_kind, is_array, is_concrete, show
+from ._internals import array_kind, has_values, is_array, show
 
 __all__ = ["to_numpy"]
 
@@ -145,7 +145,7 @@ def _from_torch(x: Any, name: str) -> np.ndarray:
 def _from_jax(x: Any, name: str) -> np.ndarray:
     import jax
 
-    if not is_concrete(x):
+    if not has_values(x):
         msg = f"`{name}` is a traced JAX array (inside jax.jit or grad): plot concrete arrays"
         raise ValueError(msg)
     out = np.asarray(jax.device_get(x))

@@ -7,7 +7,7 @@ array-api-compat).
 from __future__ import annotations
 
 from posenc._checks import TABLE_LAYOUTS, check_bool, check_int, check_size, show
-from posenc._compat import array_kind, is_array, is_concrete
+from posenc._compat import array_kind, has_values, is_array
 
 __all__ = [
     "TABLE_LAYOUTS",
@@ -16,6 +16,6 @@ __all__ = [
     "check_int",
     "check_size",
     "is_array",
-    "is_concrete",
+    "has_values",
     "show",
 ]

@@ -11,6 +11,10 @@ the ids of the parametrised tests, so ``-k numpy`` selects too):
 ``torch``                      PyTorch on the CPU
 ``torch-meta``                 PyTorch ``meta`` tensors: shapes, dtypes and
                                device propagation only (no values)
+``torch-device``               PyTorch CPU tensors on the device path
+                               (``posenc._kernels.as_device()``): every call
+                               through ``xp.call`` fails on a read of a
+                               value (``posenc._kernels.probes.no_reads``)
 ``jax``                        jax.numpy, eager (float64 disabled, as JAX's
                                default)
 ``jax-jit``                    the same calls under ``jax.jit``
@@ -34,7 +38,7 @@ import functools
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +70,7 @@ class BackendKind(enum.Enum):
     STRICT_NO_FLOAT64 = "strict-no_float64"
     TORCH = "torch"
     TORCH_META = "torch-meta"
+    TORCH_DEVICE = "torch-device"
     JAX = "jax"
     JAX_JIT = "jax-jit"
     DASK = "dask"
@@ -180,6 +185,14 @@ class Backend:
     lazy: bool = False
     jit: bool = False
     module: Any = None  # the user-facing module (torch, jax.numpy, ...)
+    device_path: bool = False  # CPU tensors taking a device's decisions (as_device)
+
+    @property
+    def host(self) -> bool:
+        """Whether posenc reads the values of this backend's arrays (host
+        memory, eager): checks refuse there; traced, lazy, ``meta`` and
+        device arrays give NaN rows instead."""
+        return self.has_values and not (self.jit or self.lazy or self.device_path)
 
     @property
     def name(self) -> str:
@@ -247,6 +260,11 @@ class Backend:
             import dask
 
             with dask.config.set(scheduler=_forbid_compute):
+                return fn(*args, **kwargs)
+        if self.device_path:
+            from posenc._kernels.probes import no_reads
+
+            with no_reads():
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -323,7 +341,14 @@ def _torch(kind: BackendKind) -> Backend:
     import torch
 
     device = {BackendKind.TORCH_META: "meta", BackendKind.TORCH_CUDA: "cuda"}.get(kind, "cpu")
-    return Backend(kind, ns, device=torch.device(device), has_values=kind is not BackendKind.TORCH_META, module=torch)
+    return Backend(
+        kind,
+        ns,
+        device=torch.device(device),
+        has_values=kind is not BackendKind.TORCH_META,
+        module=torch,
+        device_path=kind is BackendKind.TORCH_DEVICE,
+    )
 
 
 def _jax(kind: BackendKind) -> Backend:
@@ -364,6 +389,13 @@ _BUILDERS: dict[str, Callable[[BackendKind], Backend]] = {
 
 
 @pytest.fixture(params=[kind.param() for kind in selected()])
-def xp(request: pytest.FixtureRequest) -> Backend:
+def xp(request: pytest.FixtureRequest) -> Iterator[Backend]:
     """One array backend (see the module docstring)."""
-    return request.param.make()
+    backend = request.param.make()
+    if not backend.device_path:
+        yield backend
+        return
+    from posenc import _kernels
+
+    with _kernels.as_device():
+        yield backend

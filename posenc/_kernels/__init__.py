@@ -44,6 +44,7 @@ Imports: :mod:`posenc._cache`, :mod:`posenc._compat` (and its own modules).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -52,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from posenc import _cache
+from posenc import _cache, _compat
 from posenc._cache import Share
 from posenc._compat import Array, Backend, Context
 
@@ -88,6 +89,7 @@ __all__ = [
     "SMALL_TABLE",
     "Gather",
     "Lane",
+    "as_device",
     "disabled",
     "gather",
     "handout",
@@ -97,6 +99,7 @@ __all__ = [
     "rope_step",
     "rotation",
     "table_turns",
+    "triton_hook",
     "turns",
 ]
 
@@ -131,6 +134,48 @@ def disabled() -> Iterator[None]:
     finally:
         _enabled = before
         _cache.clear()
+
+
+@contextlib.contextmanager
+def as_device() -> Iterator[None]:
+    """CPU torch tensors take exactly the decisions of CUDA tensors inside:
+    the device lanes and kernels (Triton's, run by its interpreter when
+    ``TRITON_INTERPRET=1``), no value read back (checks become NaN rows),
+    cached tables handed out as copies.  For the tests, the launch counts and
+    the device check, which prove the device path on a machine without one
+    (:mod:`posenc._kernels.probes`).  posenc's caches are cleared on entry
+    and on exit, as in :func:`disabled`."""
+    before = _compat.AS_DEVICE
+    _cache.clear()
+    _compat.AS_DEVICE = True
+    try:
+        yield
+    finally:
+        _compat.AS_DEVICE = before
+        _cache.clear()
+
+
+@contextlib.contextmanager
+def triton_hook(hook: Callable[[str], None]) -> Iterator[None]:
+    """Call ``hook(name)`` at each launch of a Triton kernel inside (when
+    posenc's Triton kernels exist; for :func:`posenc._kernels.probes.count_launches`)."""
+    try:
+        kernels = importlib.import_module(f"{__name__}.triton")
+    except ImportError:  # pragma: no cover - no Triton kernels in this build
+        yield
+        return
+    before = kernels.on_launch
+    kernels.on_launch = hook
+    try:
+        yield
+    finally:
+        kernels.on_launch = before
+
+
+def _host(x: Any) -> bool:
+    """Whether a torch tensor's memory is host memory as the choosers see it
+    (a CPU tensor, outside :func:`as_device`)."""
+    return x.device.type == "cpu" and not _compat.AS_DEVICE
 
 
 # --------------------------------------------------------------------------
@@ -196,12 +241,14 @@ def _lane(x: Any, *more: Any) -> Lane | None:
     if kind is Backend.NUMPY:
         return NUMPY
     if kind is Backend.TORCH:
-        return TORCH_CPU if x.device.type == "cpu" else TORCH
+        return TORCH_CPU if _host(x) else TORCH
     return None
 
 
 def _torch_on_cpu(ctx: Context) -> bool:
     """Whether a torch context makes its arrays on the CPU."""
+    if _compat.AS_DEVICE:
+        return False
     if ctx.device is not None:
         return getattr(ctx.device, "type", None) == "cpu"
     import torch
@@ -268,7 +315,7 @@ def rotation(
         elif kind is Backend.TORCH:
             import torch
 
-            if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
+            if _host(x) and x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
                 return None, rotate_large_torch
         return None, None
     if small:
@@ -288,7 +335,7 @@ def range_table(ctx: Context) -> Callable[..., Array | None] | None:
         return None
     if ctx.backend is Backend.NUMPY:
         return numpy_fill_table
-    if ctx.backend is Backend.TORCH:
+    if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):
         return torch_cpu_table
     return None
 
@@ -371,7 +418,7 @@ def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int] | None] 
     kind = _eager(p)
     if kind is Backend.NUMPY:
         return _extremes_numpy
-    if kind is Backend.TORCH and p.device.type == "cpu":
+    if kind is Backend.TORCH and _host(p):
         return _extremes_torch
     return None
 
