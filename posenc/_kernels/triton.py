@@ -141,6 +141,23 @@ def _cos32(a, INTERP):
         return libdevice.cos(a)
 
 
+def _cast_out(v, ty, INTERP):
+    """``v`` (float32 or float64) in the output dtype ``ty``, rounded to
+    nearest even.  The interpreter truncates float32 to bfloat16 (the compiled
+    conversion rounds to nearest even): there the rounding is done on the bits."""
+    if INTERP:
+        if ty == tl.bfloat16:
+            v = v.to(tl.float32)
+            b = v.to(tl.uint32, bitcast=True)
+            r = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+            r = tl.where(v != v, 0x7FC0, r)
+            return r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+        else:
+            return v.to(ty)
+    else:
+        return v.to(ty)
+
+
 def _sincos(p, v1, v2, INTERP):
     """float32 ``(sin, cos)`` of ``p * (v1 + v2)`` turns, float64 ``p``:
     posenc._angles._sincos_turns and finish_f32, in their order."""
@@ -210,8 +227,8 @@ def _table_kernel(
     v1 = tl.load(v1_ptr + cols, mask=cm, other=0.0)
     v2 = tl.load(v2_ptr + cols, mask=cm, other=0.0)
     s, c = _sincos(p[:, None], v1[None, :], v2[None, :], INTERP)
-    s = (s * scale).to(o_ptr.dtype.element_ty)
-    c = (c * scale).to(o_ptr.dtype.element_ty)
+    s = _cast_out(s * scale, o_ptr.dtype.element_ty, INTERP)
+    c = _cast_out(c * scale, o_ptr.dtype.element_ty, INTERP)
     mask = rm[:, None] & cm[None, :]
     base = r64[:, None] * width
     if LAYOUT == 1:
@@ -235,7 +252,7 @@ def _table_kernel(
         tl.store(o_ptr + off, s, mask=mask)
         tl.store(o_ptr + off + m, c, mask=mask)
     if (width > 2 * m) & (tl.program_id(1) == 0):  # odd sinusoidal dim: the zero last column
-        zero = tl.zeros([BLOCK_R], dtype=tl.float32).to(o_ptr.dtype.element_ty)
+        zero = tl.full([BLOCK_R], 0.0, o_ptr.dtype.element_ty)
         tl.store(o_ptr + r64 * width + 2 * m, zero, mask=rm)
 
 
@@ -256,7 +273,7 @@ def _rotate_rows(
     rows, n_rows, x_ptr, c_ptr, s_ptr, o_ptr, B1, B2, B3,
     x0, x1, x2, x3, xd, c0, c1, c2, c3, cd, s0, s1, s2, s3, sd, o0, o1, o2, o3, od,
     half, rd, head_dim,
-    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr,
+    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_H: tl.constexpr, BLOCK_REST: tl.constexpr,
 ):
     """Rotate the pairs of ``rows`` (posenc._rope.rotate_portable): ``o1 =
@@ -306,8 +323,8 @@ def _rotate_rows(
             sb = sb.to(tl.float32)
         oa = xa * ca - xb * sa
         ob = xb * cb + xa * sb
-        tl.store(o_ptr + orow + j1 * od, oa.to(o_ptr.dtype.element_ty), mask=mask)
-        tl.store(o_ptr + orow + j2 * od, ob.to(o_ptr.dtype.element_ty), mask=mask)
+        tl.store(o_ptr + orow + j1 * od, _cast_out(oa, o_ptr.dtype.element_ty, INTERP), mask=mask)
+        tl.store(o_ptr + orow + j2 * od, _cast_out(ob, o_ptr.dtype.element_ty, INTERP), mask=mask)
     if REST:
         for j0 in range(rd, head_dim, BLOCK_REST):
             j = j0 + tl.arange(0, BLOCK_REST)
@@ -321,14 +338,14 @@ def _rotate_kernel(
     x_ptr, c_ptr, s_ptr, o_ptr, n_rows, B1, B2, B3,
     x0, x1, x2, x3, xd, c0, c1, c2, c3, cd, s0, s1, s2, s3, sd, o0, o1, o2, o3, od,
     half, rd, head_dim,
-    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr,
+    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_REST: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     _rotate_rows(
         rows, n_rows, x_ptr, c_ptr, s_ptr, o_ptr, B1, B2, B3,
         x0, x1, x2, x3, xd, c0, c1, c2, c3, cd, s0, s1, s2, s3, sd, o0, o1, o2, o3, od,
-        half, rd, head_dim, LAYOUT, COMPACT, REST, F64, BLOCK_H, BLOCK_REST,
+        half, rd, head_dim, LAYOUT, COMPACT, REST, F64, INTERP, BLOCK_H, BLOCK_REST,
     )
 
 
@@ -338,7 +355,7 @@ def _rotate_pair_kernel(
     k_ptr, kc_ptr, ks_ptr, ko_ptr, nk, KB1, KB2, KB3,
     kx0, kx1, kx2, kx3, kxd, kc0, kc1, kc2, kc3, kcd, ks0, ks1, ks2, ks3, ksd, ko0, ko1, ko2, ko3, kod,
     half, rd, head_dim,
-    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr,
+    LAYOUT: tl.constexpr, COMPACT: tl.constexpr, REST: tl.constexpr, F64: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_REST: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -347,14 +364,14 @@ def _rotate_pair_kernel(
         _rotate_rows(
             rows, nq, q_ptr, qc_ptr, qs_ptr, qo_ptr, QB1, QB2, QB3,
             qx0, qx1, qx2, qx3, qxd, qc0, qc1, qc2, qc3, qcd, qs0, qs1, qs2, qs3, qsd, qo0, qo1, qo2, qo3, qod,
-            half, rd, head_dim, LAYOUT, COMPACT, REST, F64, BLOCK_H, BLOCK_REST,
+            half, rd, head_dim, LAYOUT, COMPACT, REST, F64, INTERP, BLOCK_H, BLOCK_REST,
         )
     else:
         rows = (pid - progs_q) * BLOCK_R + tl.arange(0, BLOCK_R)
         _rotate_rows(
             rows, nk, k_ptr, kc_ptr, ks_ptr, ko_ptr, KB1, KB2, KB3,
             kx0, kx1, kx2, kx3, kxd, kc0, kc1, kc2, kc3, kcd, ks0, ks1, ks2, ks3, ksd, ko0, ko1, ko2, ko3, kod,
-            half, rd, head_dim, LAYOUT, COMPACT, REST, F64, BLOCK_H, BLOCK_REST,
+            half, rd, head_dim, LAYOUT, COMPACT, REST, F64, INTERP, BLOCK_H, BLOCK_REST,
         )
 
 
@@ -396,7 +413,7 @@ def _rope_kernel(
         tl.store(o_ptr + orow + j2 * od, ob, mask=mask)
 
 
-_HELPERS = ("_rint", "_sin32", "_cos32", "_sincos", "_row_offsets", "_rotate_rows")
+_HELPERS = ("_rint", "_sin32", "_cos32", "_cast_out", "_sincos", "_row_offsets", "_rotate_rows")
 _KERNELS = ("_turns_kernel", "_table_kernel", "_rotate_kernel", "_rotate_pair_kernel", "_rope_kernel")
 #: the built forms: {False: compiled, True: interpreted}, each {name: kernel}
 _FORMS: dict[bool, dict[str, Any]] = {}
@@ -459,8 +476,7 @@ def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: A
     interp = device.type != "cuda" or interpreting()
     kernel = _forms(interp)[name]
     meta["enable_fp_fusion"] = False
-    if name in ("_turns_kernel", "_table_kernel", "_rope_kernel"):
-        meta["INTERP"] = interp
+    meta["INTERP"] = interp
     if device.type == "cuda" and not interp:
         import torch
 
