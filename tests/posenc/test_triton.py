@@ -214,7 +214,7 @@ def test_turns_accuracy(kind):
     err = max(np.abs(s.numpy() - es).max(), np.abs(c.numpy() - ec).max())
     assert err <= BOUND, err
     # a deliberately wrong control: the angle rounded to float32 first (the naive formula) fails
-    naive = np.sin((p[:, None].astype(np.float32) * freqs.astype(np.float32)))
+    naive = np.sin(p[:, None].astype(np.float32) * freqs.astype(np.float32))
     assert np.abs(naive - es).max() > BOUND
 
 
