@@ -11,9 +11,11 @@ cos ah * al``, ``cos a = cos ah - sin ah * al``), and the products of
 :func:`posenc._rope.rotate_portable`, with no fused multiply-add (every
 launch passes ``enable_fp_fusion=False``): elementwise arithmetic is bit for
 bit the portable path's.  On CUDA, ``round``, ``sin`` and ``cos`` are
-libdevice's ``rint``, ``sinf`` and ``cosf`` (what torch's own CUDA kernels
-call); under Triton's interpreter ``round`` is an exact round-half-to-even
-made of ``floor`` and ``sin`` / ``cos`` are NumPy's (within an ulp of
+libdevice's ``rint``, ``sinf`` and ``cosf``, without flush-to-zero where
+Triton lets it be turned off: the functions torch's own CUDA kernels call
+(``tl.sin`` / ``tl.cos`` may lower to approximate instructions).  Under
+Triton's interpreter ``round`` is an exact round-half-to-even made of
+``floor``, and ``sin`` / ``cos`` are NumPy's (within an ulp of
 torch's CPU functions).
 
 Two forms of every kernel are built, lazily, from the same Python source:
@@ -21,8 +23,13 @@ compiled (``triton.jit``) for CUDA tensors and interpreted (Triton's
 ``InterpretedFunction``) for CPU tensors.  ``triton.jit`` reads
 ``TRITON_INTERPRET`` when it decorates a function; this module decorates
 nothing at import and picks the form per launch from the tensors' device,
-so the variable need not be set before anything is imported.  CPU tensors
-take these kernels only while the interpreter is on (:func:`available`).
+so the variable need not be set before anything is imported.  (That holds
+because the kernels call only Triton's builtins: the functions that
+``triton.language`` itself defines with ``triton.jit`` -- ``tl.zeros``,
+``tl.sum``, ``tl.cdiv`` ... -- are decorated when triton is imported, and the
+interpreter can call them only if the variable was set by then.)  CPU
+tensors take these kernels only while the interpreter is on
+(:func:`available`).
 
 This module is never imported by ``import posenc``, and imports triton only
 when a kernel is first built (:func:`available` imports it to answer).
@@ -47,6 +54,7 @@ __all__ = [
     "available",
     "interpreting",
     "on_launch",
+    "rope_pair_triton",
     "rope_small_triton",
     "rotate_large_triton",
     "rotate_pair_triton",
@@ -375,16 +383,14 @@ def _rotate_pair_kernel(
         )
 
 
-def _rope_kernel(
-    x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, n_rows, B1, B2, B3,
+def _rope_rows(
+    rows, n_rows, x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, B1, B2, B3,
     x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale,
-    LAYOUT: tl.constexpr, INTERP: tl.constexpr,
-    BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+    LAYOUT: tl.constexpr, INTERP: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
-    """rope's decode step: the tables of integer positions (the turns kernel,
-    times ``scale``), then the rotation of full tables whose pairs hold one
-    value (posenc._kernels.rotations.rope_small_torch)."""
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    """rope's decode step for ``rows``: the tables of integer positions (the
+    turns kernel, times ``scale``), then the rotation of full tables whose
+    pairs hold one value (posenc._kernels.rotations.rope_small_torch)."""
     rm = rows < n_rows
     xr = _row_offsets(rows, B1, B2, B3, x0, x1, x2, x3)[:, None]
     orow = _row_offsets(rows, B1, B2, B3, o0, o1, o2, o3)[:, None]
@@ -413,8 +419,49 @@ def _rope_kernel(
         tl.store(o_ptr + orow + j2 * od, ob, mask=mask)
 
 
-_HELPERS = ("_rint", "_sin32", "_cos32", "_cast_out", "_sincos", "_row_offsets", "_rotate_rows")
-_KERNELS = ("_turns_kernel", "_table_kernel", "_rotate_kernel", "_rotate_pair_kernel", "_rope_kernel")
+def _rope_kernel(
+    x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, n_rows, B1, B2, B3,
+    x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale,
+    LAYOUT: tl.constexpr, INTERP: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    _rope_rows(
+        rows, n_rows, x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, B1, B2, B3,
+        x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale, LAYOUT, INTERP, BLOCK_H,
+    )
+
+
+def _rope_pair_kernel(
+    q_ptr, qp_ptr, qo_ptr, nq, progs_q, QB1, QB2, QB3,
+    qx0, qx1, qx2, qx3, qxd, qp0, qp1, qp2, qp3, qo0, qo1, qo2, qo3, qod,
+    k_ptr, kp_ptr, ko_ptr, nk, KB1, KB2, KB3,
+    kx0, kx1, kx2, kx3, kxd, kp0, kp1, kp2, kp3, ko0, ko1, ko2, ko3, kod,
+    v1_ptr, v2_ptr, half, scale,
+    LAYOUT: tl.constexpr, INTERP: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if pid < progs_q:
+        rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)
+        _rope_rows(
+            rows, nq, q_ptr, qp_ptr, v1_ptr, v2_ptr, qo_ptr, QB1, QB2, QB3,
+            qx0, qx1, qx2, qx3, qxd, qp0, qp1, qp2, qp3, qo0, qo1, qo2, qo3, qod, half, scale,
+            LAYOUT, INTERP, BLOCK_H,
+        )
+    else:
+        rows = (pid - progs_q) * BLOCK_R + tl.arange(0, BLOCK_R)
+        _rope_rows(
+            rows, nk, k_ptr, kp_ptr, v1_ptr, v2_ptr, ko_ptr, KB1, KB2, KB3,
+            kx0, kx1, kx2, kx3, kxd, kp0, kp1, kp2, kp3, ko0, ko1, ko2, ko3, kod, half, scale,
+            LAYOUT, INTERP, BLOCK_H,
+        )
+
+
+_HELPERS = ("_rint", "_sin32", "_cos32", "_cast_out", "_sincos", "_row_offsets", "_rotate_rows", "_rope_rows")
+_KERNELS = (
+    "_turns_kernel", "_table_kernel", "_rotate_kernel", "_rotate_pair_kernel", "_rope_kernel", "_rope_pair_kernel",
+)
 #: the built forms: {False: compiled, True: interpreted}, each {name: kernel}
 _FORMS: dict[bool, dict[str, Any]] = {}
 
@@ -432,13 +479,12 @@ def _libdevice() -> Any:
 
 
 def _forms(interp: bool) -> dict[str, Any]:
-    """The kernels, compiled (``triton.jit``) or interpreted, built once each
+    """The kernels, compiled (``triton.jit``'s ``JITFunction``) or interpreted, built once each
     from the functions above in a namespace of their own (where the helpers'
     names are bound to helpers of the same form)."""
     got = _FORMS.get(interp)
     if got is not None:
         return got
-    triton = _triton()
     import triton.language as tl_
 
     if interp:
@@ -446,7 +492,10 @@ def _forms(interp: bool) -> dict[str, Any]:
 
         wrap: Any = InterpretedFunction
     else:
-        wrap = triton.jit
+        # the class itself: triton.jit would read TRITON_INTERPRET now
+        from triton.runtime.jit import JITFunction
+
+        wrap = JITFunction
     ns: dict[str, Any] = dict(globals())
     ns["tl"] = tl_
     ns["libdevice"] = None if interp else _libdevice()
@@ -466,6 +515,29 @@ def _forms(interp: bool) -> dict[str, Any]:
     return made
 
 
+_OPTIONS: dict[bool, dict[str, Any]] = {}
+
+
+def _options(interp: bool) -> dict[str, Any]:
+    """The compile options of every launch: no fused multiply-add (the
+    portable path rounds each product), and where this Triton has the option,
+    libdevice without flush-to-zero (``sinf`` / ``cosf`` as torch's CUDA
+    kernels compute them, subnormal results kept)."""
+    got = _OPTIONS.get(interp)
+    if got is None:
+        got = {"enable_fp_fusion": False}
+        if not interp:
+            try:
+                from triton.backends.nvidia.compiler import CUDAOptions
+
+                if "enable_reflect_ftz" in CUDAOptions.__dataclass_fields__:
+                    got["enable_reflect_ftz"] = False
+            except (ImportError, AttributeError):
+                pass
+        _OPTIONS[interp] = got
+    return got
+
+
 def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> None:
     """Launch kernel ``name`` on ``grid`` for tensors on ``device``: the
     compiled form on CUDA (on that device), the interpreted one on the CPU;
@@ -475,8 +547,8 @@ def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: A
         hook(name)
     interp = device.type != "cuda" or interpreting()
     kernel = _forms(interp)[name]
-    meta["enable_fp_fusion"] = False
     meta["INTERP"] = interp
+    meta.update(_options(interp))
     if device.type == "cuda" and not interp:
         import torch
 
@@ -767,6 +839,52 @@ def rotate_pair_triton(
 # --------------------------------------------------------------------------
 # rope's decode step
 # --------------------------------------------------------------------------
+def _rope_args(
+    x: Array, p: Array, shape: tuple[int, ...] | None, d: int
+) -> tuple[list[Any], Array, int] | None:
+    """``(arguments, output, rows)`` of :func:`_rope_rows` for ``x`` and the
+    positions ``p`` (reshaped to ``shape[:-1]`` when given, broadcast against
+    ``x``'s leading axes), or None (they do not broadcast, or more than four
+    leading axes of size > 1)."""
+    import torch
+
+    tlead = tuple(shape[:-1]) if shape is not None else tuple(p.shape)
+    try:
+        lead = tuple(torch.broadcast_shapes(tuple(x.shape[:-1]), tlead))
+    except RuntimeError:
+        return None
+    axes = [i for i, b in enumerate(lead) if b != 1]
+    if len(axes) > _MAX_LEAD:
+        return None
+    out = torch.empty(lead + (d,), dtype=x.dtype, device=x.device)
+    pb = p.reshape(tlead).expand(lead)
+    xb = x.expand(lead + (d,))
+    pad = _MAX_LEAD - len(axes)
+    sizes = [1] * pad + [int(lead[i]) for i in axes]
+    tx = [0] * pad + [int(xb.stride(i)) for i in axes]
+    tp = [0] * pad + [int(pb.stride(i)) for i in axes]
+    to = [0] * pad + [int(out.stride(i)) for i in axes]
+    rows = math.prod(lead)
+    args = [xb, pb, out, rows, sizes[1], sizes[2], sizes[3], *tx, int(xb.stride(-1)), *tp, *to, int(out.stride(-1))]
+    return args, out, rows
+
+
+def _rope_blocks(x: Array, m: int, rows: int) -> tuple[int, int]:
+    interp = x.device.type != "cuda" or interpreting()
+    bh = min(_pow2(max(m, 1)), 64)
+    return max(1, min((1 << (14 if interp else 11)) // (2 * bh), _pow2(max(rows, 1)))), bh
+
+
+def _rope_ok(x: Array, p: Array, v1: Array, v2: Array) -> bool:
+    import torch
+
+    return (
+        not _needs_autograd(x, p) and _kernel_device(x, p, v1, v2)
+        and x.dtype in (torch.float32, torch.float64) and not p.is_floating_point()
+        and int(x.shape[-1]) == 2 * int(v1.shape[-1])
+    )
+
+
 def rope_small_triton(
     x: Array, p: Array, turns: tuple[Array, ...], scale: float, shape: tuple[int, ...] | None, layout: str
 ) -> Array:
@@ -774,46 +892,53 @@ def rope_small_triton(
     times ``scale``, reshaped to ``shape`` when given), then the rotation of
     ``x`` by them, fused in one launch: the contract of
     :func:`posenc._kernels.rotations.rope_small_torch` (``x`` float32 or
-    float64 of head dimension ``2m``), bit for bit.  Inputs that need
-    autograd, or whose broadcast leading shape has more than four axes of
-    size > 1, take ``rope_small_torch``."""
-    import torch
-
+    float64 of head dimension ``2m``).  Inputs that need autograd, or whose
+    broadcast leading shape has more than four axes of size > 1, take
+    ``rope_small_torch``."""
     from .rotations import rope_small_torch
 
     v1, v2 = turns[0], turns[1]
-    if (
-        _needs_autograd(x, p) or not _kernel_device(x, p, v1, v2)
-        or x.dtype not in (torch.float32, torch.float64) or p.is_floating_point()
-    ):
+    got = _rope_args(x, p, shape, int(x.shape[-1])) if _rope_ok(x, p, v1, v2) else None
+    if got is None:
         return rope_small_torch(x, p, turns, scale, shape, layout)
-    d = int(x.shape[-1])
-    m = int(v1.shape[-1])
-    tlead = tuple(shape[:-1]) if shape is not None else tuple(p.shape)
-    lead = tuple(torch.broadcast_shapes(tuple(x.shape[:-1]), tlead))
-    out = torch.empty(lead + (d,), dtype=x.dtype, device=x.device)
-    if out.numel() == 0:
+    args, out, rows = got
+    if rows == 0 or out.numel() == 0:
         return out
-    pb = p.reshape(tlead).expand(lead)
-    xb = x.expand(lead + (d,))
-    axes = [i for i, b in enumerate(lead) if b != 1]
-    if len(axes) > _MAX_LEAD or 2 * m != d:
-        return rope_small_torch(x, p, turns, scale, shape, layout)
-    pad = _MAX_LEAD - len(axes)
-    sizes = [1] * pad + [int(lead[i]) for i in axes]
-    tx = [0] * pad + [int(xb.stride(i)) for i in axes]
-    tp = [0] * pad + [int(pb.stride(i)) for i in axes]
-    to = [0] * pad + [int(out.stride(i)) for i in axes]
-    rows = math.prod(lead)
-    interp = x.device.type != "cuda" or interpreting()
-    bh = min(_pow2(max(m, 1)), 64)
-    br = max(1, min((1 << (14 if interp else 11)) // (2 * bh), _pow2(rows)))
+    br, bh = _rope_blocks(x, int(v1.shape[-1]), rows)
     _launch(
-        "_rope_kernel", x.device, (-(-rows // br),), xb, pb, v1.contiguous(), v2.contiguous(), out, rows,
-        sizes[1], sizes[2], sizes[3], *tx, int(xb.stride(-1)), *tp, *to, int(out.stride(-1)), m, float(scale),
-        LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
+        "_rope_kernel", x.device, (-(-rows // br),), args[0], args[1], v1.contiguous(), v2.contiguous(), *args[2:],
+        int(v1.shape[-1]), float(scale), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
     )
     return out
+
+
+def rope_pair_triton(
+    q: Array, k: Array, p: Array, turns: tuple[Array, ...], scale: float, shape: tuple[int, ...] | None,
+    layout: str,
+) -> tuple[Array, Array] | None:
+    """:func:`rope_small_triton` of ``q`` and of ``k`` (one dtype and head
+    dimension, any head counts) at the same positions, in one launch: a
+    decode step's RoPE.  ``(q_out, k_out)``, or None where
+    :func:`rope_small_triton` would not launch for either (autograd, float
+    positions, dtypes, shapes)."""
+    v1, v2 = turns[0], turns[1]
+    if q.dtype != k.dtype or not _rope_ok(q, p, v1, v2) or not _rope_ok(k, p, v1, v2):
+        return None
+    d = int(q.shape[-1])
+    qa, ka = _rope_args(q, p, shape, d), _rope_args(k, p, shape, d)
+    if qa is None or ka is None:
+        return None
+    (qargs, qout, nq), (kargs, kout, nk) = qa, ka
+    if nq + nk == 0 or d == 0:
+        return qout, kout
+    m = int(v1.shape[-1])
+    br, bh = _rope_blocks(q, m, max(nq, nk))
+    progs_q = -(-nq // br)
+    _launch(
+        "_rope_pair_kernel", q.device, (progs_q + -(-nk // br),), *qargs[:4], progs_q, *qargs[4:], *kargs,
+        v1.contiguous(), v2.contiguous(), m, float(scale), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
+    )
+    return qout, kout
 
 
 # --------------------------------------------------------------------------

@@ -424,3 +424,68 @@ def test_rope_small_fallbacks(interpreter):
     x = torch.randn(2, 3, 8, requires_grad=True)
     out = kt.rope_small_triton(x, torch.arange(3), v, 1.0, None, "half")
     assert out.requires_grad and interpreter == []  # autograd: torch's operations
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_rope_pair(layout, interpreter):
+    """A decode step's RoPE of q and k (GQA head counts) in one launch."""
+    g = _gen(6)
+    q, k = torch.randn(2, 6, 1, 16, generator=g), torch.randn(2, 2, 1, 16, generator=g)
+    p = torch.tensor([[4096], [17]])  # position ids (batch, 1): one per sequence
+    v = _turns(_freqs(8))
+    shape = (2, 1, 1, 16)  # the tables aligned against (batch, heads, seq)
+    got = kt.rope_pair_triton(q, k, p, v, 1.5, shape, layout)
+    assert interpreter == ["_rope_pair_kernel"]
+    for x, out in zip((q, k), got, strict=True):
+        assert torch.equal(out, kt.rope_small_triton(x, p, v, 1.5, shape, layout))
+    assert kt.rope_pair_triton(q, k.double(), p, v, 1.0, shape, layout) is None  # dtypes differ
+    assert kt.rope_pair_triton(q, k, p.double(), v, 1.0, shape, layout) is None  # float positions
+
+
+# --------------------------------------------------------------------------
+# the compiled form (no GPU needed to compile)
+# --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_compiled_form_compiles_for_cuda():
+    """Every kernel's compiled form builds for an H100 (sm_90) without a
+    device: the interpreter does not type-check as the compiler does.  No
+    approximate sine or cosine, no flush-to-zero, no fused multiply-add
+    outside libdevice's own functions (the rotation has none)."""
+    import re
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    forms = kt._forms(False)
+    pointers = {
+        "_turns_kernel": {"p_ptr": "*i64", "s_ptr": "*fp32", "c_ptr": "*fp32"},
+        "_table_kernel": {"o_ptr": "*bf16", "lo": "i64"},
+        "_rotate_kernel": {"x_ptr": "*bf16", "c_ptr": "*fp32", "s_ptr": "*fp32", "o_ptr": "*bf16"},
+        "_rotate_pair_kernel": dict.fromkeys(
+            ("q_ptr", "qo_ptr", "k_ptr", "ko_ptr", "qc_ptr", "qs_ptr", "kc_ptr", "ks_ptr"), "*bf16"
+        ),
+        "_rope_kernel": {"x_ptr": "*fp32", "p_ptr": "*i64", "o_ptr": "*fp32"},
+        "_rope_pair_kernel": {"q_ptr": "*fp32", "qp_ptr": "*i64", "qo_ptr": "*fp32", "k_ptr": "*fp32",
+                              "kp_ptr": "*i64", "ko_ptr": "*fp32"},
+    }
+    blocks = {"BLOCK_R": 16, "BLOCK_M": 64, "BLOCK_H": 64, "BLOCK_REST": 64}
+    options = dict(kt._options(False))
+    for name, types in pointers.items():
+        fn = forms[name]
+        constexprs = {}
+        signature = {}
+        for arg, param in zip(fn.arg_names, fn.params, strict=True):
+            if param.is_constexpr:
+                constexprs[arg] = blocks.get(arg, {"LAYOUT": 1}.get(arg, False))
+                signature[arg] = "constexpr"
+            else:
+                signature[arg] = types.get(arg, "*fp64" if arg.startswith("v") and arg.endswith("_ptr") else
+                                           ("fp32" if arg == "scale" else "i32"))
+        if name == "_rotate_kernel":
+            constexprs["REST"] = True
+        ptx = triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                             options=options).asm["ptx"]
+        assert not re.search(r"(sin|cos)\.approx|\.ftz", ptx), name
+        if "rotate" in name:
+            assert "fma." not in ptx, name
