@@ -549,14 +549,31 @@ def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: A
     kernel = _forms(interp)[name]
     meta["INTERP"] = interp
     meta.update(_options(interp))
-    if device.type == "cuda" and not interp:
-        import torch
+    import torch
 
-        if device.index is not None and device.index != torch.cuda.current_device():
-            with torch.cuda.device(device):
-                kernel[grid](*args, **meta)
-            return
-    kernel[grid](*args, **meta)
+    if interp:
+        # the interpreter stands in for one launch: the host copies it makes of
+        # the tensors' storages (aten new_empty / set_ / copy_) are its own,
+        # hidden from dispatch modes (launch counters, checks for value reads)
+        with _no_dispatch_modes():
+            kernel[grid](*args, **meta)
+    elif device.index is not None and device.index != torch.cuda.current_device():
+        with torch.cuda.device(device):
+            kernel[grid](*args, **meta)
+    else:
+        kernel[grid](*args, **meta)
+
+
+def _no_dispatch_modes() -> Any:
+    """A context without torch's Python dispatch modes (a no-op where this
+    torch lacks the helper)."""
+    import contextlib
+
+    try:
+        from torch.utils._python_dispatch import _disable_current_modes
+    except ImportError:
+        return contextlib.nullcontext()
+    return _disable_current_modes()
 
 
 # --------------------------------------------------------------------------

@@ -141,6 +141,44 @@ def test_interpreter_off_takes_the_portable_path(monkeypatch, interpreter):
     assert kt.rotate_large_triton(torch.ones(2, 8), c0, s0, "half", 8, (5, 8), False, torch.float32) is None
 
 
+#: aten operations a wrapper may issue besides its kernel: allocations and views (no work, no value read)
+NO_WORK = {"aten.empty.memory_format", "aten.view.default", "aten.expand.default", "aten.as_strided.default"}
+
+
+def test_one_launch_and_no_other_work(interpreter):
+    """Each wrapper: its kernel's one launch, and otherwise only allocations
+    and views (the interpreter's own host copies stay hidden from dispatch
+    modes, as a device launch issues none)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    v = _turns(_freqs(8))
+    q, k, p = torch.randn(1, 4, 1, 16), torch.randn(1, 2, 1, 16), torch.tensor([[4096]])
+    c, s = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    calls = {
+        "_turns_kernel": lambda: kt.turns_triton(p, v, 1.0, False, "half"),
+        "_table_kernel": lambda: kt.table_triton(5, 3, v, "concat", torch.float32, "cpu"),
+        "_rotate_kernel": lambda: kt.rotate_large_triton(q, c, s, "half", 16, (1, 4, 1), False, torch.float32),
+        "_rotate_pair_kernel": lambda: kt.rotate_pair_triton(q, k, c, s, "interleaved"),
+        "_rope_kernel": lambda: kt.rope_small_triton(q, p, v, 1.0, (1, 1, 1, 16), "half"),
+        "_rope_pair_kernel": lambda: kt.rope_pair_triton(q, k, p, v, 1.0, (1, 1, 1, 16), "half"),
+    }
+    for name, call in calls.items():
+        interpreter.clear()
+        with Ops() as mode:
+            call()
+        assert interpreter == [name]
+        assert mode.ops <= NO_WORK, (name, mode.ops - NO_WORK)
+
+
 # --------------------------------------------------------------------------
 # angles of positions
 # --------------------------------------------------------------------------
