@@ -106,9 +106,14 @@ def available(device_type: str) -> bool:
         return False
     if device_type == "cpu":
         return interpreting()
-    import torch
+    if not _cuda_state:
+        import torch
 
-    return bool(torch.cuda.is_available())
+        _cuda_state.append(bool(torch.cuda.is_available()))
+    return _cuda_state[0]
+
+
+_cuda_state: list[bool] = []  # [whether torch sees a CUDA device] once asked
 
 
 # --------------------------------------------------------------------------
