@@ -382,8 +382,20 @@ class Angles:
     limit: int | None = None
     #: how the (min, max) of such positions is read (:func:`posenc._kernels.extremes`), or None
     read: Callable[[Any], tuple[int, int] | None] | None = None
+    #: a fused lane (:attr:`posenc._kernels.Lane.fused`: a device's one-launch
+    #: kernels), which checks the positions itself, or None
+    fused: _kernels.Lane | None = None
+    #: the bound on |p| a fused lane's kernels check (NaN rows beyond):
+    #: :attr:`limit` for integer positions, ``inf`` for real ones (an infinite
+    #: position is a NaN row), None where nothing needs checking
+    mask: float | None = None
 
     def __call__(self, p: Array) -> tuple[Array, Array]:
+        lane = self.fused
+        if lane is not None:  # one launch: the angles, laid out, NaN rows beyond the bound
+            s, c = lane.turns(p, self.dev, 1.0, not self.integer, None, self.mask)
+            work, xp = self.ctx.work, self.ctx.xp
+            return cast(s, work, xp), cast(c, work, xp)
         bad = extremes = None
         if self.limit is not None:
             bad, extremes = check_magnitude(p, self.limit, self.read)
@@ -399,7 +411,9 @@ class Angles:
         take the integer positions ``p``: True within :attr:`limit`, a
         ValueError beyond it for positions in host memory, False where only
         :meth:`__call__` can mask the rows (device arrays)."""
-        return self.limit is None or check_magnitude(p, self.limit, self.read)[0] is None
+        if self.limit is None or self.fused is not None:  # (a fused lane checks in its kernel)
+            return True
+        return check_magnitude(p, self.limit, self.read)[0] is None
 
 
 def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
@@ -419,6 +433,10 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read)
     dev = _device_turns(freqs, ctx, ("v1", "v2"))
+    lane = _kernels.turns(p, ctx)
+    if lane is not None and lane.fused:
+        mask = (None if limit is None else float(limit)) if integer else math.inf
+        return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, None, limit, None, lane, mask)
     return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows, limit, read)
 
 

@@ -203,7 +203,10 @@ def rope_cos_sin(
         _checks.check_finite(positions, "positions", plan.ctx.xp)
     if plan.small is not None and plan.angles.guard(positions):  # small integer tables in one pass (a decode step)
         lane, turns = plan.small
-        s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
+        if lane.fused:  # one launch, the positions checked in it
+            s, c = lane.turns(positions, turns, plan.attention, False, plan.layout, plan.angles.mask)
+        else:
+            s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
         ctx = plan.ctx
         if ctx.dtype == ctx.work:  # the kernel's float32
             return c, s
@@ -392,6 +395,8 @@ def rope(
         # the full tables in one kernel pass, then the formula (a decode step)
         lane, turns = plan.small
         shape = None if plan.aligned is None else plan.aligned + (plan.dim,)
+        if lane.fused:  # tables and rotation in one launch, the positions checked in it
+            return lane.rope(x, positions, turns, plan.attention, shape, plan.layout, plan.angles.mask)
         return lane.rope(x, positions, turns, plan.attention, shape, plan.layout)
     xp = plan.ctx.xp
     c, s = _rope.compact_cos_sin(positions, plan.freqs, plan.attention, plan.ctx, offset, plan.angles)

@@ -100,6 +100,7 @@ __all__ = [
     "rotation",
     "table_turns",
     "triton_hook",
+    "triton_lane",
     "turns",
 ]
 
@@ -227,13 +228,43 @@ class Lane:
     turns: Callable[..., tuple[Array, Array]]
     rotate: Callable[..., Array]
     rope: Callable[..., Array]
+    #: one launch per call at any size (fused device kernels): chosen above
+    #: the thresholds of the small-array lanes too
+    fused: bool = False
 
 
 NUMPY = Lane("numpy", True, turns_numpy, rotate_small_numpy, rope_small_numpy)
 TORCH_CPU = Lane("torch-cpu", True, turns_torch_cpu, rotate_small_torch_cpu, rope_small_torch_cpu)
 TORCH = Lane("torch", False, turns_torch, rotate_small_torch, rope_small_torch)
-#: the lanes by name
+
+
+def _triton_lane() -> Lane:
+    from . import triton as tk
+
+    return Lane("triton", False, tk.turns_triton, tk.rotate_small_triton, tk.rope_small_triton, fused=True)
+
+
+#: the lanes by name (``"triton"``: :func:`triton_lane`, where Triton is installed)
 LANES = {lane.name: lane for lane in (NUMPY, TORCH_CPU, TORCH)}
+_TRITON: list[Lane | None] = []  # [the Triton lane, or None] once looked for
+
+
+def triton_lane(device_type: str) -> Lane | None:
+    """The lane of posenc's Triton kernels (:mod:`posenc._kernels.triton`)
+    for torch tensors on ``device_type``, or None: Triton installed, and a
+    CUDA device, or CPU tensors under :func:`as_device` with Triton's
+    interpreter on (``TRITON_INTERPRET=1``)."""
+    if not _TRITON:
+        try:
+            _TRITON.append(_triton_lane())
+        except ImportError:  # pragma: no cover - a build without the module
+            _TRITON.append(None)
+    lane = _TRITON[0]
+    if lane is None:
+        return None
+    from . import triton as tk
+
+    return lane if tk.available(device_type) else None
 
 
 def _lane(x: Any, *more: Any) -> Lane | None:
@@ -241,7 +272,11 @@ def _lane(x: Any, *more: Any) -> Lane | None:
     if kind is Backend.NUMPY:
         return NUMPY
     if kind is Backend.TORCH:
-        return TORCH_CPU if _host(x) else TORCH
+        if _host(x):
+            return TORCH_CPU
+        if not _enabled:
+            return TORCH
+        return triton_lane(x.device.type) or TORCH
     return None
 
 
@@ -273,21 +308,26 @@ def turns(p: Array, ctx: Context) -> Lane | None:
 
 
 def table_turns(p: Array, ctx: Context, width: int) -> Lane | None:
-    """The lane of :func:`turns` for tables of at most :data:`SMALL_TABLE`
-    elements (``width`` per position) computed in their layout in one pass."""
-    if math.prod(p.shape) * width > SMALL_TABLE:
-        return None
-    return turns(p, ctx)
+    """The lane of :func:`turns` for tables computed in their layout in one
+    pass: tables of at most :data:`SMALL_TABLE` elements (``width`` per
+    position), or any size on a fused lane (one launch)."""
+    lane = turns(p, ctx)
+    if lane is None or lane.fused:
+        return lane
+    return None if math.prod(p.shape) * width > SMALL_TABLE else lane
 
 
 def rope_step(x: Array, p: Array, ctx: Context, *, size: int, width: int) -> Lane | None:
     """The lane of rope's decode step (the one-pass tables of ``p``, then the
     small rotation of ``x``, ``size`` elements in all): ``x`` and the
-    positions of one kind and device, below :data:`ROTATE_MIN`."""
-    if size >= ROTATE_MIN or _eager(x, p) is None:
+    positions of one kind and device, below :data:`ROTATE_MIN` (any size on
+    a fused lane: tables and rotation in one launch)."""
+    if _eager(x, p) is None:
         return None
     lane = table_turns(p, ctx, width)
-    return lane if lane is not None and lane is _lane(x) else None
+    if lane is None or lane is not _lane(x):
+        return None
+    return lane if lane.fused or size < ROTATE_MIN else None
 
 
 def rotation(
@@ -315,9 +355,19 @@ def rotation(
         elif kind is Backend.TORCH:
             import torch
 
-            if _host(x) and x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
-                return None, rotate_large_torch
+            if _host(x):
+                if x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
+                    return None, rotate_large_torch
+            elif triton_lane(x.device.type) is not None:
+                from .triton import rotate_large_triton
+
+                return None, rotate_large_triton
         return None, None
+    if not small and _eager(x, c, s) is Backend.TORCH and not _host(x) and triton_lane(x.device.type) is not None:
+        # a device's small rotation of mixed dtypes or part of the features: one launch
+        from .triton import rotate_large_triton
+
+        return None, rotate_large_triton
     if small:
         lane = _lane(x, c, s)
         if lane is not None:

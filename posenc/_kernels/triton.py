@@ -186,7 +186,7 @@ def _sincos(p, v1, v2, INTERP):
 
 
 def _turns_kernel(
-    p_ptr, v1_ptr, v2_ptr, s_ptr, c_ptr, n, m, scale,
+    p_ptr, ps, v1_ptr, v2_ptr, s_ptr, c_ptr, n, m, scale, lim,
     CLIP: tl.constexpr, LAYOUT: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_M: tl.constexpr,
 ):
@@ -194,15 +194,17 @@ def _turns_kernel(
     cols = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
     rm = rows < n
     cm = cols < m
-    p = tl.load(p_ptr + rows, mask=rm, other=0).to(tl.float64)
+    p = tl.load(p_ptr + rows.to(tl.int64) * ps, mask=rm, other=0).to(tl.float64)
+    # |p| >= lim (integer positions beyond the exact range; infinite ones): NaN rows
+    bad = ((p >= lim) | (p <= -lim))[:, None]
     if CLIP:
         p = tl.where(p > 18446744073709551616.0, 18446744073709551616.0, p)
         p = tl.where(p < -18446744073709551616.0, -18446744073709551616.0, p)
     v1 = tl.load(v1_ptr + cols, mask=cm, other=0.0)
     v2 = tl.load(v2_ptr + cols, mask=cm, other=0.0)
     s, c = _sincos(p[:, None], v1[None, :], v2[None, :], INTERP)
-    s = s * scale
-    c = c * scale
+    s = tl.where(bad, float("nan"), s * scale)
+    c = tl.where(bad, float("nan"), c * scale)
     mask = rm[:, None] & cm[None, :]
     r64 = rows.to(tl.int64)[:, None]
     if LAYOUT == 0:
@@ -390,7 +392,7 @@ def _rotate_pair_kernel(
 
 def _rope_rows(
     rows, n_rows, x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, B1, B2, B3,
-    x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale,
+    x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale, lim,
     LAYOUT: tl.constexpr, INTERP: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     """rope's decode step for ``rows``: the tables of integer positions (the
@@ -401,6 +403,7 @@ def _rope_rows(
     orow = _row_offsets(rows, B1, B2, B3, o0, o1, o2, o3)[:, None]
     pr = _row_offsets(rows, B1, B2, B3, p0, p1, p2, p3)
     p = tl.load(p_ptr + pr, mask=rm, other=0).to(tl.float64)[:, None]
+    bad = (p >= lim) | (p <= -lim)  # beyond the exact range: NaN rows
     for j0 in range(0, half, BLOCK_H):
         k = j0 + tl.arange(0, BLOCK_H)
         km = k < half
@@ -408,8 +411,8 @@ def _rope_rows(
         v1 = tl.load(v1_ptr + k, mask=km, other=0.0)[None, :]
         v2 = tl.load(v2_ptr + k, mask=km, other=0.0)[None, :]
         s, c = _sincos(p, v1, v2, INTERP)
-        s = s * scale
-        c = c * scale
+        s = tl.where(bad, float("nan"), s * scale)
+        c = tl.where(bad, float("nan"), c * scale)
         if LAYOUT == 1:
             j1 = k.to(tl.int64)[None, :]
             j2 = j1 + half
@@ -426,14 +429,14 @@ def _rope_rows(
 
 def _rope_kernel(
     x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, n_rows, B1, B2, B3,
-    x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale,
+    x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale, lim,
     LAYOUT: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     _rope_rows(
         rows, n_rows, x_ptr, p_ptr, v1_ptr, v2_ptr, o_ptr, B1, B2, B3,
-        x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale, LAYOUT, INTERP, BLOCK_H,
+        x0, x1, x2, x3, xd, p0, p1, p2, p3, o0, o1, o2, o3, od, half, scale, lim, LAYOUT, INTERP, BLOCK_H,
     )
 
 
@@ -442,7 +445,7 @@ def _rope_pair_kernel(
     qx0, qx1, qx2, qx3, qxd, qp0, qp1, qp2, qp3, qo0, qo1, qo2, qo3, qod,
     k_ptr, kp_ptr, ko_ptr, nk, KB1, KB2, KB3,
     kx0, kx1, kx2, kx3, kxd, kp0, kp1, kp2, kp3, ko0, ko1, ko2, ko3, kod,
-    v1_ptr, v2_ptr, half, scale,
+    v1_ptr, v2_ptr, half, scale, lim,
     LAYOUT: tl.constexpr, INTERP: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
@@ -451,14 +454,14 @@ def _rope_pair_kernel(
         rows = pid * BLOCK_R + tl.arange(0, BLOCK_R)
         _rope_rows(
             rows, nq, q_ptr, qp_ptr, v1_ptr, v2_ptr, qo_ptr, QB1, QB2, QB3,
-            qx0, qx1, qx2, qx3, qxd, qp0, qp1, qp2, qp3, qo0, qo1, qo2, qo3, qod, half, scale,
+            qx0, qx1, qx2, qx3, qxd, qp0, qp1, qp2, qp3, qo0, qo1, qo2, qo3, qod, half, scale, lim,
             LAYOUT, INTERP, BLOCK_H,
         )
     else:
         rows = (pid - progs_q) * BLOCK_R + tl.arange(0, BLOCK_R)
         _rope_rows(
             rows, nk, k_ptr, kp_ptr, v1_ptr, v2_ptr, ko_ptr, KB1, KB2, KB3,
-            kx0, kx1, kx2, kx3, kxd, kp0, kp1, kp2, kp3, ko0, ko1, ko2, ko3, kod, half, scale,
+            kx0, kx1, kx2, kx3, kxd, kp0, kp1, kp2, kp3, ko0, ko1, ko2, ko3, kod, half, scale, lim,
             LAYOUT, INTERP, BLOCK_H,
         )
 
@@ -643,7 +646,8 @@ def _lead4(lead: tuple[int, ...], *views: Any) -> tuple[list[int], list[list[int
 # angles of positions
 # --------------------------------------------------------------------------
 def turns_triton(
-    p: Array, turns: tuple[Array, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
+    p: Array, turns: tuple[Array, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None,
+    limit: float | None = None,
 ) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of ``p[..., None] * v`` turns, times ``scale``,
     laid out as a RoPE table for ``layout`` (``(..., 2m)``): the contract of
@@ -652,14 +656,17 @@ def turns_triton(
     shape; float positions clipped to ``|p| <= 2**64`` with ``clip``), in one
     launch that writes both tables.  Positions that need autograd take
     :func:`~posenc._kernels.angles.turns_torch` (torch's operations); positions
-    that are not contiguous are copied first (a second launch)."""
+    that are not contiguous are copied first (a second launch).  ``limit``:
+    positions with ``|p| >= limit`` give NaN rows, checked in the kernel (no
+    value read back, no other launch; ``inf`` for real positions: an infinite
+    one is a NaN row); None: no check (the caller checked)."""
     import torch
 
     from .angles import turns_torch
 
     v1, v2 = turns[0], turns[1]
     if _needs_autograd(p) or not _kernel_device(p, v1, v2):
-        return turns_torch(p, turns, scale, clip, layout)
+        return _masked(p, turns_torch(p, turns, scale, clip, layout), limit)
     m = int(v1.shape[-1])
     width = m if layout is None else 2 * m
     shape = tuple(p.shape) + (width,)
@@ -674,10 +681,27 @@ def turns_triton(
     br, bm = _tile(m, p.device)
     grid = (-(-n // br), -(-m // bm))
     _launch(
-        "_turns_kernel", p.device, grid, pf, v1.contiguous(), v2.contiguous(), s, c, n, m, float(scale),
-        CLIP=bool(clip) and p.is_floating_point(), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_M=bm,
+        "_turns_kernel", p.device, grid, pf, pf.stride(0), v1.contiguous(), v2.contiguous(), s, c, n, m, float(scale),
+        _limit(limit), CLIP=bool(clip) and p.is_floating_point(), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_M=bm,
     )
     return s, c
+
+
+def _limit(limit: float | None) -> float:
+    """The kernels' bound on ``|p|`` (NaN: no check, every comparison with
+    it is false; ``inf``: the infinities only)."""
+    return math.nan if limit is None else float(limit)
+
+
+def _masked(p: Array, sc: tuple[Array, Array], limit: float | None) -> tuple[Array, Array]:
+    """``(sin, cos)`` of torch's operations with NaN rows where ``|p| >=
+    limit``, as the kernels give them (the fallback of autograd)."""
+    if limit is None:
+        return sc
+    import torch
+
+    bad = (p.to(torch.float64).abs() >= limit)[..., None]
+    return tuple(torch.where(bad, torch.nan, t) for t in sc)  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------
@@ -908,7 +932,8 @@ def _rope_ok(x: Array, p: Array, v1: Array, v2: Array) -> bool:
 
 
 def rope_small_triton(
-    x: Array, p: Array, turns: tuple[Array, ...], scale: float, shape: tuple[int, ...] | None, layout: str
+    x: Array, p: Array, turns: tuple[Array, ...], scale: float, shape: tuple[int, ...] | None, layout: str,
+    limit: float | None = None,
 ) -> Array:
     """The tables of integer positions ``p`` (:func:`turns_triton` laid out,
     times ``scale``, reshaped to ``shape`` when given), then the rotation of
@@ -916,27 +941,35 @@ def rope_small_triton(
     :func:`posenc._kernels.rotations.rope_small_torch` (``x`` float32 or
     float64 of head dimension ``2m``).  Inputs that need autograd, or whose
     broadcast leading shape has more than four axes of size > 1, take
-    ``rope_small_torch``."""
+    ``rope_small_torch``.  ``limit`` as in :func:`turns_triton`."""
     from .rotations import rope_small_torch
 
     v1, v2 = turns[0], turns[1]
     got = _rope_args(x, p, shape, int(x.shape[-1])) if _rope_ok(x, p, v1, v2) else None
     if got is None:
-        return rope_small_torch(x, p, turns, scale, shape, layout)
+        if limit is None:
+            return rope_small_torch(x, p, turns, scale, shape, layout)
+        from .angles import turns_torch
+        from .rotations import rotate_small_torch
+
+        sn, cs = _masked(p, turns_torch(p, turns, scale, False, layout), limit)
+        if shape is not None:
+            sn, cs = sn.reshape(shape), cs.reshape(shape)
+        return rotate_small_torch(x, cs.to(x.dtype), sn.to(x.dtype), layout)
     args, out, rows = got
     if rows == 0 or out.numel() == 0:
         return out
     br, bh = _rope_blocks(x, int(v1.shape[-1]), rows)
     _launch(
         "_rope_kernel", x.device, (-(-rows // br),), args[0], args[1], v1.contiguous(), v2.contiguous(), *args[2:],
-        int(v1.shape[-1]), float(scale), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
+        int(v1.shape[-1]), float(scale), _limit(limit), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
     )
     return out
 
 
 def rope_pair_triton(
     q: Array, k: Array, p: Array, turns: tuple[Array, ...], scale: float, shape: tuple[int, ...] | None,
-    layout: str,
+    layout: str, limit: float | None = None,
 ) -> tuple[Array, Array] | None:
     """:func:`rope_small_triton` of ``q`` and of ``k`` (one dtype and head
     dimension, any head counts) at the same positions, in one launch: a
@@ -958,7 +991,8 @@ def rope_pair_triton(
     progs_q = -(-nq // br)
     _launch(
         "_rope_pair_kernel", q.device, (progs_q + -(-nk // br),), *qargs[:4], progs_q, *qargs[4:], *kargs,
-        v1.contiguous(), v2.contiguous(), m, float(scale), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_H=bh,
+        v1.contiguous(), v2.contiguous(), m, float(scale), _limit(limit), LAYOUT=_LAYOUTS[layout], BLOCK_R=br,
+        BLOCK_H=bh,
     )
     return qout, kout
 
