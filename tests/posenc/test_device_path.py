@@ -1,0 +1,211 @@
+"""The device path on the CPU: launches per call and no value read back.
+
+Inside ``posenc._kernels.as_device()`` CPU torch tensors take exactly the
+decisions of CUDA tensors (posenc's Triton kernels, run by Triton's
+interpreter); ``count_launches`` counts the aten operations that launch work
+and the Triton kernels, ``no_reads`` fails on any read of a value.  Each call
+a model makes per step is held to the budget of issue "the device engine"
+(item 2) and to the launches of the peer's own formula, counted the same
+way; its values are checked against float64 formulas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import posenc
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from posenc import _kernels  # noqa: E402
+from posenc._kernels.probes import ValueRead, count_launches, no_reads  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _device():
+    with _kernels.as_device():
+        yield
+
+
+def _launches(fn, *args, **kwargs):
+    """(result, launches) of a warm call under no_reads."""
+    fn(*args, **kwargs)
+    with no_reads(), count_launches() as counts:
+        out = fn(*args, **kwargs)
+    return out, counts
+
+
+# ------------------------------------------------------------------ peers' formulas
+def _hf_inv_freq(dim, base):
+    return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+
+
+def _hf_decode(q, k, pos, dim, base):
+    """transformers' LlamaRotaryEmbedding.forward + apply_rotary_pos_emb."""
+    inv = _hf_inv_freq(dim, base)
+    f = (inv[None, :, None].expand(pos.shape[0], -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
+    emb = torch.cat((f, f), dim=-1)
+    cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
+
+    def rot(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+    cos, sin = cos[:, None], sin[:, None]
+    return q * cos + rot(q) * sin, k * cos + rot(k) * sin
+
+
+def _hf_rotary(pos, dim, base):
+    inv = _hf_inv_freq(dim, base)
+    f = (inv[None, :, None].expand(pos.shape[0], -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
+    emb = torch.cat((f, f), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def _diffusers_timesteps(t, dim, max_period=10000.0):
+    """diffusers' get_timestep_embedding (flip_sin_to_cos=False, shift 1)."""
+    half = dim // 2
+    exponent = -math.log(max_period) * torch.arange(half, dtype=torch.float32) / (half - 1.0)
+    emb = t[:, None].float() * torch.exp(exponent)[None, :]
+    return torch.cat([torch.sin(emb), torch.cos(emb)], dim=-1)
+
+
+def _diffusers_flux(ids, axes_dim, theta=10000.0):
+    """diffusers' FluxPosEmbed (get_1d_rotary_pos_embed, repeat_interleave_real)."""
+    cos_out, sin_out = [], []
+    pos = ids.float()
+    for i, d in enumerate(axes_dim):
+        freqs = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float64)[: d // 2] / d))
+        f = torch.outer(pos[:, i].double(), freqs)
+        cos_out.append(f.cos().repeat_interleave(2, dim=1).float())
+        sin_out.append(f.sin().repeat_interleave(2, dim=1).float())
+    return torch.cat(cos_out, dim=-1), torch.cat(sin_out, dim=-1)
+
+
+# ------------------------------------------------------------------ float64 oracles
+def _rope_f64(pos, dim, base):
+    w = base ** (-np.arange(0, dim, 2) / dim)
+    a = np.asarray(pos, np.float64)[..., None] * w
+    return np.cos(np.concatenate([a, a], -1)), np.sin(np.concatenate([a, a], -1))
+
+
+def _close(got, want, atol):
+    np.testing.assert_allclose(got.detach().to(torch.float64).numpy(), want, atol=atol, rtol=0)
+
+
+# ------------------------------------------------------------------ the calls of a model's step
+def test_decode_step():
+    dim, base, p = 128, 500000.0, 4096
+    q = torch.randn(1, 32, 1, dim, dtype=torch.bfloat16)
+    k = torch.randn(1, 8, 1, dim, dtype=torch.bfloat16)
+    pid = torch.tensor([[p]])
+
+    def step():
+        c, s = posenc.rope_cos_sin(pid, dim, base=base, dtype=torch.bfloat16)
+        c, s = c[:, None], s[:, None]
+        return posenc.apply_rope(q, c, s), posenc.apply_rope(k, c, s)
+
+    (qo, ko), mine = _launches(step)
+    _, peer = _launches(_hf_decode, q, k, pid, dim, base)
+    assert mine.total() <= min(17, peer.total()), (str(mine), str(peer))
+    c, s = _rope_f64([[p]], dim, base)
+    qd = q.double().numpy()
+    want = qd * c[:, None] + np.concatenate([-qd[..., 64:], qd[..., :64]], -1) * s[:, None]
+    _close(qo, want, atol=0.02)  # bfloat16 output: the tables' and the product's rounding
+
+
+def test_rope_cos_sin_of_position_ids():
+    dim, base = 128, 10000.0
+    ids = torch.arange(64).reshape(2, 32) * 37
+    (c, s), mine = _launches(posenc.rope_cos_sin, ids, dim, base=base)
+    _, peer = _launches(_hf_rotary, ids, dim, base)
+    assert mine.total() <= min(5, peer.total()), (str(mine), str(peer))
+    wc, ws = _rope_f64(ids.numpy(), dim, base)
+    _close(c, wc, 2.5e-7)
+    _close(s, ws, 2.5e-7)
+
+
+def test_rope_of_q_decode():
+    x = torch.randn(1, 4, 1, 64)
+    pid = torch.tensor([70000])
+    out, mine = _launches(posenc.rope, x, pid)
+    assert mine.total() <= 2, str(mine)
+    c, s = _rope_f64([[70000]], 64, 10000.0)
+    xd = x.double().numpy()
+    want = xd * c + np.concatenate([-xd[..., 32:], xd[..., :32]], -1) * s
+    _close(out, want, 1e-6)
+
+
+def test_timestep_embedding():
+    t = torch.rand(64) * 1000
+    out, mine = _launches(posenc.timestep_embedding, t, 32)
+    _, peer = _launches(_diffusers_timesteps, t, 32)
+    assert mine.total() <= min(8, peer.total()), (str(mine), str(peer))
+    ref = posenc.timestep_embedding(t.double().numpy(), 32)
+    _close(out, ref, 2.5e-7)
+
+
+def test_flux_ids():
+    ids = torch.stack([torch.zeros(48, dtype=torch.int64), torch.arange(48) // 8, torch.arange(48) % 8], -1)
+    axes = (4, 6, 6)
+    (c, s), mine = _launches(posenc.rope_axes_cos_sin, ids, axes, base=10000.0)
+    _, peer = _launches(_diffusers_flux, ids, axes)
+    assert mine.total() <= min(41, peer.total()), (str(mine), str(peer))
+    rc, rs = posenc.rope_axes_cos_sin(ids.numpy(), axes, base=10000.0, dtype="float64")
+    _close(c, rc, 2.5e-7)
+    _close(s, rs, 2.5e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_apply_rope(dtype):
+    dt = getattr(torch, dtype)
+    x = torch.randn(2, 4, 16, 64, dtype=dt)
+    c, s = posenc.rope_cos_sin(16, 64, dtype=dt, xp=torch)
+    out, mine = _launches(posenc.apply_rope, x, c, s)
+    assert mine.total() <= 1, str(mine)  # one launch: no cast of x, no temporaries
+    ref = posenc.apply_rope(x.double().numpy(), c.double().numpy(), s.double().numpy())
+    _close(out, ref, 1e-6 if dtype == "float32" else 0.02)
+
+
+def test_sinusoidal_of_positions():
+    p = torch.randint(0, 10**6, (256,))
+    out, mine = _launches(posenc.sinusoidal, p, 64, dtype=torch.float32)
+    assert mine.total() <= 5, str(mine)
+    _close(out, posenc.sinusoidal(p.numpy(), 64), 2.5e-7)
+
+
+# ------------------------------------------------------------------ no value read back
+def test_limits_become_nan_rows_without_a_read():
+    ids = torch.tensor([[3, 2**32, -(2**33), 7]])
+    with no_reads():
+        c, s = posenc.rope_cos_sin(ids, 16)
+        t = posenc.sinusoidal(torch.tensor([1.0, math.inf, math.nan]), 8, dtype=torch.float32)
+    assert torch.isnan(c[0, 1:3]).all() and not torch.isnan(c[0, ::3]).any()
+    assert torch.isnan(t[1:]).all() and not torch.isnan(t[0]).any()
+
+
+def test_no_reads_catches_a_read(monkeypatch):
+    """The control: the probe fails on the reads a host path makes."""
+    p = torch.arange(8)
+    with pytest.raises(ValueRead), no_reads():
+        int(p.max())
+    with pytest.raises(ValueRead), no_reads():
+        p.numpy()
+    # outside as_device a CPU tensor takes the host path, which reads the positions' range
+    monkeypatch.setattr(posenc._compat, "AS_DEVICE", False)
+    posenc.clear_caches()
+    with pytest.raises(ValueRead), no_reads():
+        posenc.rope_cos_sin(torch.tensor([[5, 2**40]]), 16)
+
+
+def test_count_launches_counts_work_not_views():
+    x = torch.randn(4, 8)
+    with count_launches() as counts:
+        y = x.reshape(8, 4).t()[:, 1]  # views
+        z = y * 2 + 1  # two kernels
+    assert counts.total() == 2, str(counts)
+    assert torch.equal(z, x.reshape(8, 4).t()[:, 1] * 2 + 1)
