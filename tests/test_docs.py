@@ -226,6 +226,38 @@ def test_benchmark_report_renders_through_myst():
     assert got == expected
 
 
+def markdown_emphasis(text: str) -> list[str]:
+    """The texts a Markdown document renders in bold or italics (CommonMark, as myst-parser reads it)."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        children = token.children or []
+        for i, child in enumerate(children):
+            if child.type in ("strong_open", "em_open"):
+                close = child.type.replace("_open", "_close")
+                j = next(j for j in range(i + 1, len(children)) if children[j].type == close)
+                found.append("".join(c.content for c in children[i + 1 : j]))
+    return found
+
+
+def test_markdown_emphasis_is_found():
+    pytest.importorskip("markdown_it")
+    text = "at 2**31 and 2**22; `2**40` and 2\\*\\*8 stay; **bold** and *it*"
+    assert markdown_emphasis(text) == ["31 and 2", "bold", "it"]
+
+
+@pytest.mark.parametrize("name", ["CHANGELOG.md", "benchmarks/RESULTS.md"])
+def test_powers_are_not_bold(name):
+    """``2**31 ... 2**22`` outside a code span renders as bold ``31 ... 2``
+    (on the site's changelog and on any Markdown viewer): powers go in code
+    spans (`` `2**31` ``)."""
+    pytest.importorskip("markdown_it")
+    text = (ROOT / name).read_text(encoding="utf-8")
+    accidental = [e for e in markdown_emphasis(text) if e[:1].isdigit() or e[-1:].isdigit()]
+    assert not accidental, f"{name} renders these as bold or italics (put the powers in code spans): {accidental}"
+
+
 def test_every_public_function_has_an_example():
     without = []
     for name in public_names():
@@ -267,11 +299,100 @@ def test_readme_states_the_sites_accuracy():
     finally:
         sys.path.remove(str(DOCS / "_ext"))
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    bound = f"{posenc_docs.ACCURACY_BOUND:.1e}".replace("e-07", "e-7")
+    bound = posenc_docs.bound_text()
     assert f"within {bound} of the exact values" in readme
     assert f"integer position |p| < 2^{posenc_docs.ACCURACY_RANGE_LOG2}" in readme
     assert f"real one |p| < 2^{posenc_docs.ACCURACY_FLOAT_LOG2}" in readme
     assert f"|p| >= 2^{posenc_docs.NAN_LOG2} give NaN rows" in readme
+
+
+def test_rotation_layouts_read_any_signature(tmp_path):
+    """The conventions page's list of interleaved RoPE functions reads the
+    functions whatever their signature (a return annotation, several lines)."""
+    sources = {
+        "plain": "def rotate_half(x):\n    x1, x2 = x[..., ::2], x[..., 1::2]\n    return x1\n",
+        "annotated": "def rotate_every_two(x: torch.Tensor) -> torch.Tensor:\n    x1 = x[:, :, ::2]\n    return x1\n",
+        "wrapped": "def rotate_half(\n    x: 'T',\n    dim: int = -1,\n) -> 'T':\n    return x[..., 1::2]\n",
+        "halves": "def rotate_half(x: Tensor) -> Tensor:\n    x1 = x[..., : x.shape[-1] // 2]\n    return x1\n",
+        "method": "class A:\n    def rotate_half(self, x):\n        return x[..., ::2]\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"modeling_{name}.py").write_text(text, encoding="utf-8")
+    interleaved, half = docs_extension().rotation_layouts(tmp_path)
+    assert interleaved == {"annotated": "rotate_every_two", "plain": "rotate_half", "wrapped": "rotate_half"}
+    assert half == ["halves"]
+
+
+def test_rotation_layouts_of_transformers(tmp_path):
+    """GPT-J and CodeGen (``rotate_every_two(x: torch.Tensor) -> torch.Tensor``)
+    are on the page's list; Llama (halves) is not."""
+    transformers = pytest.importorskip("transformers")
+    models = Path(transformers.__file__).parent / "models"
+    for name in ("gptj", "codegen", "llama"):
+        shutil.copytree(models / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    interleaved, half = docs_extension().rotation_layouts(tmp_path)
+    assert interleaved == {"codegen": "rotate_every_two", "gptj": "rotate_every_two"}
+    assert half == ["llama"]
+
+
+# --------------------------------------------------------------------------
+# One bound: the accuracy bound is written one way on every page
+# --------------------------------------------------------------------------
+_MANTISSA = r"(?<![\w.])(2\.5|2|3)(?:\.0+)?"  # the bound, or one of its one-digit roundings
+_BOUND_SPELLINGS = re.compile(
+    _MANTISSA
+    + r"(?:"
+    + r"\s*[eE]\s*([-\u2212])\s*0*7(?![\d.])"  # 2.5e-7, 2.5e-07
+    + r"|\s*(?:\u00b7|\u00d7|\*|x|\\cdot|\\times)\s*10\s*"  # 2·10⁻⁷, 2.5 \times 10^{-7}, 2.5 x 10**-7
+    + r"(?:\u207b\u2077|\^\s*\{?\s*[-\u2212]\s*7\s*\}?|\*\*\s*\(?\s*-\s*7|<sup>\s*[-\u2212]\s*7\s*</sup>)"
+    + r")"
+)
+
+
+def bound_spellings(text: str) -> set[str]:
+    """The spellings of the accuracy bound (2.5e-7, or a one-digit rounding
+    of it, 2e-7 or 3e-7) in a text: e-notation (the zeros of the exponent
+    left out: ``2.5e-07`` is ``2.5e-7``), ``·10⁻⁷``, ``× 10^{-7}`` (TeX),
+    ``10<sup>-7</sup>``."""
+    found = set()
+    for m in _BOUND_SPELLINGS.finditer(html.unescape(text)):
+        if m.group(2):  # e-notation, as bound_text() writes it
+            found.add(f"{m.group(1)}e-7")
+        else:
+            found.add(" ".join(m.group(0).split()))
+    return found
+
+
+def test_bound_spellings_are_found():
+    text = """within 2.5e-7 of the exact values; err &lt;= 2.5e-07 | PASS; off by 2&#183;10⁻⁷;
+    the bound :math:`2.5 \\times 10^{-7}`, 2.5&nbsp;x&nbsp;10**-7, 3·10<sup>-7</sup>, 2.5E-7;
+    not the bound: 1.4e-07, 12.5e-7, 2.4·10⁻⁷, 2.5e-70, 0.2e-7, x2e-7, 2.5e-5"""
+    assert bound_spellings(text) == {
+        "2.5e-7",
+        "2·10⁻⁷",
+        "2.5 \\times 10^{-7}",
+        "2.5 x 10**-7",
+        "3·10<sup>-7</sup>",
+    }
+
+
+def docs_extension():
+    """``docs/_ext/posenc_docs.py``, the site's extension, as a module."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        return importlib.import_module("posenc_docs")
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_the_site_writes_the_bound_as_the_readme():
+    """The site's ``|acc-bound|`` is the README's spelling (not a rounding of it)."""
+    posenc_docs = docs_extension()
+    assert posenc_docs.bound_text() == "2.5e-7" == posenc_docs.bound_text(posenc_docs.ACCURACY_BOUND)
+    assert float(posenc_docs.bound_text()) == posenc_docs.ACCURACY_BOUND
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert bound_spellings(readme) == {posenc_docs.bound_text()}
 
 
 # --------------------------------------------------------------------------
@@ -570,6 +691,14 @@ def test_sphinx_build(tmp_path):
             outside[path.relative_to(out).as_posix()] = found
     assert not outside, f"the built site loads from outside it: {outside}"
     assert (out / "_static" / "mathjax" / "tex-svg.js").is_file()
+
+    # one bound: every page writes the accuracy bound as the README does, and
+    # no page a rounding of it (2·10⁻⁷) or another spelling (2.5·10⁻⁷)
+    spelled: dict[str, list[str]] = {}
+    for path in sorted(out.rglob("*.html")):
+        for spelling in bound_spellings(path.read_text(encoding="utf-8")):
+            spelled.setdefault(spelling, []).append(path.relative_to(out).as_posix())
+    assert set(spelled) == {docs_extension().bound_text()}, f"the accuracy bound is written as {spelled}"
 
     # every figure has a text alternative that describes it
     poor = {}

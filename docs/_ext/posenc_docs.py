@@ -51,6 +51,7 @@ __all__ = [
     "GalleryScraper",
     "describe_figure",
     "ACCURACY_BOUND",
+    "bound_text",
     "accuracy_facts",
     "accuracy_prolog",
     "SEE_ALSO",
@@ -223,6 +224,16 @@ def sci(x: float, digits: int = 1) -> str:
     return f"{mant}·10{str(int(exp)).translate(sup)}"
 
 
+def bound_text(x: float = 0.0) -> str:
+    """The accuracy bound as the README, the docstrings, the changelog and
+    the benchmark targets write it: ``2.5e-7`` (the shortest decimal that
+    reads back as the bound, with no zero padding in the exponent).  The site
+    writes the bound only this way; ``tests/test_docs.py`` checks the built
+    pages for any other spelling of it."""
+    mant, exp = f"{x or ACCURACY_BOUND:e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
 def tutorial_torch(p: Any, d: int) -> Any:
     """The PyTorch tutorial's table (float32 angles), for positions ``p``."""
     import math
@@ -320,7 +331,7 @@ def accuracy_prolog() -> str:
     code) and ``|naive-1e6-numpy|`` (the NumPy tutorial's) the one-liner's.
     """
     f = accuracy_facts()
-    bound = sci(ACCURACY_BOUND, 0)
+    bound = bound_text()
     statement = (
         f"within {bound} of the exact values at every integer position "
         f":math:`|p| < 2^{{{ACCURACY_RANGE_LOG2}}}` and every real one "
@@ -420,6 +431,35 @@ SEE_ALSO[_P + "grid_ids"] = [_P + "rope_axes_cos_sin", _P + "sincos_coords"]
 SEE_ALSO[_V + "plot_rope_axes"] = [_P + "rope_axes_cos_sin", _V + "plot_wavelengths"]
 for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Proportional"):
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
+
+
+#: the names transformers gives its function that swaps the pairs of RoPE
+ROTATION_FUNCTIONS = ("rotate_half", "rotate_every_two")
+
+
+def rotation_layouts(models: Path) -> tuple[dict[str, str], list[str]]:
+    """The RoPE pair layout of each model folder of transformers, read from
+    the source of its ``rotate_half`` / ``rotate_every_two`` (module-level
+    functions, whatever their signature: annotations, defaults, several
+    lines): ``({folder: function}, [folders])`` of the interleaved functions
+    (they slice ``::2``) and of the half-split ones (they slice ``// 2``)."""
+    import ast
+
+    interleaved: dict[str, str] = {}
+    half: list[str] = []
+    for path in sorted(models.glob("*/modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if not any(f"def {name}(" in text for name in ROTATION_FUNCTIONS):
+            continue
+        for node in ast.parse(text).body:
+            if not isinstance(node, ast.FunctionDef) or node.name not in ROTATION_FUNCTIONS:
+                continue
+            body = "\n".join(ast.get_source_segment(text, stmt) or "" for stmt in node.body)
+            if "::2" in body:
+                interleaved[path.parent.name] = node.name
+            elif "// 2" in body:
+                half.append(path.parent.name)
+    return interleaved, half
 
 
 def benchmark_rows(root: Path) -> list[dict[str, Any]] | None:
