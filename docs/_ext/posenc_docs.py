@@ -55,6 +55,8 @@ __all__ = [
     "accuracy_facts",
     "accuracy_prolog",
     "SEE_ALSO",
+    "performance_summary",
+    "rotation_layouts",
 ]
 
 #: per document, the namespace of its shown blocks and that of its hidden
@@ -476,6 +478,153 @@ def benchmark_rows(root: Path) -> list[dict[str, Any]] | None:
         row["_header"] = data.get("header", {})
         row["_counts"] = data.get("counts", {})
     return rows
+
+
+def _ratio(r: dict[str, Any] | None) -> str:
+    return "–" if r is None or r.get("ratio") is None else f"{r['ratio']:.2f}x"
+
+
+def _err(r: dict[str, Any] | None) -> str:
+    return "–" if r is None or r.get("error") is None else f"{r['error']:.1e}"
+
+
+def _measured(r: dict[str, Any]) -> str:
+    """What a row measured against its target: its ratio, speed-up or error."""
+    parts = []
+    if r.get("ratio") is not None:
+        parts.append(f"{r['ratio']:.2f}x")
+    if r.get("speedup") is not None:
+        parts.append(f"{r['speedup']:.1f}x faster")
+    if r.get("error") is not None:
+        parts.append(f"err {r['error']:.1e}")
+    if r.get("ms") is not None and not parts:
+        parts.append(f"{r['ms']:.3g} ms")
+    return ", ".join(parts) or "–"
+
+
+def gpu_device(row: dict[str, Any]) -> str:
+    """The device a GPU row ran on: the row's ``extra["device"]``, else its
+    note (where ``benchmarks/bench_gpu.py`` writes the device's name), else
+    the report header's ``gpu``."""
+    extra = row.get("extra") or {}
+    header = row.get("_header") or {}
+    return str(extra.get("device") or row.get("note") or header.get("gpu") or "?")
+
+
+def performance_summary(rows: list[dict[str, Any]] | None) -> str:
+    """The "In short" of the performance page (rst), from the rows of
+    ``benchmarks/results.json`` (:func:`benchmark_rows`): the headline
+    comparisons, every target the report does not meet, the GPU rows with
+    their device once a run on a GPU is committed (or a sentence saying there
+    are none), and the counts and machine of the run."""
+    if not rows:
+        return "No benchmark report has been committed yet: run ``make bench``.\n"
+    head = rows[0].get("_header", {})
+    counts = rows[0].get("_counts", {})
+    out: list[str] = []
+    gpu = [r for r in rows if r["section"] == "gpu" or "cuda" in str(r["backend"])]
+    gpu_measured = [r for r in gpu if r.get("ms") is not None]
+    if not gpu_measured:
+        out.append(
+            f"**No GPU numbers yet.**  Every number on this page was measured on CPUs "
+            f"({head.get('cpu', '?')}, {head.get('cpu_count', '?')} cores, {head.get('date', '?')}); "
+            "the GPU section of the benchmark is skipped until a run on a machine with a GPU is "
+            "committed.\n"
+        )
+
+    def pick(section: str, backend: str, contestant: str, case: str | None = None) -> dict[str, Any] | None:
+        for r in rows:
+            if (
+                r["section"] == section
+                and r["backend"] == backend
+                and r["contestant"] == contestant
+                and (case is None or r["case"] == case)
+            ):
+                return r
+        return None
+
+    table: list[list[Any]] = []
+    cases = sorted({r["case"] for r in rows if r["section"] == "sinusoidal"}, key=lambda c: int(c.split("x")[0]))
+    for case in cases:
+        for backend, seed in (("numpy", "seed001 f32"), ("torch-cpu 1 thread", "seed000 exp")):
+            mine = pick("sinusoidal", backend, f"posenc vs {seed}", case)
+            theirs = pick("sinusoidal", backend, seed, case)
+            if mine:
+                table.append(
+                    [f"float32 table {case}, {backend}", seed, _ratio(mine), f"{_err(mine)} vs {_err(theirs)}"]
+                )
+    for backend in ("numpy", "torch-cpu 1 thread"):
+        r = pick("rope", backend, "apply_rope vs HF")
+        if r:
+            table.append([f"RoPE {r['case']}, {backend}", "HF rotate_half", _ratio(r), "same"])
+        r = pick("rope", backend, "posenc.apply_rope")
+        if r:
+            table.append([f"RoPE {r['case']}, {backend}", "a copy of x", _ratio(r), "–"])
+    for r in rows:
+        if r["section"] == "cache" and r["contestant"] == "second call" and r.get("speedup"):
+            table.append(
+                [f"repeated table {r['case']}, {r['backend']}", "first call", f"{1 / r['speedup']:.3f}x", "identical"]
+            )
+    if table:
+        out.append(rst_table(table, ["what", "ref", "time / ref", "max error: posenc vs ref"], widths="40 20 15 25"))
+
+    if gpu_measured:
+        devices = sorted({gpu_device(r) for r in gpu_measured})
+        out.append(f"On the GPU ({', '.join(devices)}):\n")
+        gpu_rows = [
+            [
+                gpu_device(r),
+                r["case"],
+                r["backend"],
+                r["contestant"],
+                r.get("reference") or "–",
+                _measured(r),
+                r.get("target") or "–",
+                r.get("status") or "–",
+            ]
+            for r in gpu_measured
+        ]
+        out.append(
+            rst_table(
+                gpu_rows,
+                ["device", "case", "backend", "contestant", "ref", "measured", "target", "status"],
+                widths="14 14 10 16 8 12 16 10",
+                cls="posenc-text",
+            )
+        )
+
+    failing = [r for r in rows if r.get("status") == "FAIL"]
+    out.append(
+        f"Targets met: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, "
+        f"{counts.get('SKIP', 0)} SKIP (a SKIP is a GPU row on a machine without one).  "
+        f"Measured on {head.get('date', '?')}: {head.get('machine', '?')}, {head.get('cpu', '?')}, "
+        f"{head.get('cpu_count', '?')} cores.\n"
+    )
+    if failing:
+        out.append(f"The {len(failing)} target{'s' if len(failing) > 1 else ''} not met:\n")
+        fail_rows = [
+            [
+                r["section"],
+                r["case"],
+                r["backend"],
+                r["contestant"],
+                r.get("reference") or "–",
+                _measured(r),
+                r.get("target") or "–",
+            ]
+            for r in failing
+        ]
+        out.append(
+            rst_table(
+                fail_rows,
+                ["section", "case", "backend", "contestant", "ref", "measured", "target"],
+                widths="10 20 12 20 12 12 14",
+                cls="posenc-text",
+            )
+        )
+    else:
+        out.append("Every target is met.\n")
+    return "\n".join(out)
 
 
 def _output_choice(arg: str | None) -> str:
