@@ -16,6 +16,7 @@ site, once (the build is the largest test of the suite):
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import importlib
 import inspect
@@ -26,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -489,6 +491,65 @@ def test_code_fits_the_column():
     assert not wide, f"code lines longer than {CODE_COLUMNS} characters (page: line numbers): {wide}"
 
 
+def rst_code_blocks(text: str) -> list[tuple[list[str], str]]:
+    """``(options, code)`` of the ``posenc-exec`` blocks of an rst page, in order."""
+    lines = text.splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        m = _CODE_DIRECTIVE.match(lines[i])
+        i += 1
+        if not m or m.group(2) != "posenc-exec":
+            continue
+        indent = len(m.group(1))
+        body = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            body.append(lines[i])
+            i += 1
+        options = [ln.strip() for ln in body if re.match(r"\s*:[\w-]+:", ln)]
+        code = [ln for ln in body if not re.match(r"\s*:[\w-]+:", ln)]
+        blocks.append((options, textwrap.dedent("\n".join(code)).strip("\n") + "\n"))
+    return blocks
+
+
+def which_function_examples() -> tuple[str, list[str]]:
+    """The lines the "Which function?" page shows first, and the example of each row of its tables."""
+    blocks = rst_code_blocks((DOCS / "which_function.rst").read_text(encoding="utf-8"))
+    setup = next(code for options, code in blocks if ":hide-code:" not in options)
+    hidden = next(code for options, code in blocks if ":hide-code:" in options)
+    sections = next(
+        node.value
+        for node in ast.parse(hidden).body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["sections"]
+    )
+    rows = [row for rows in ast.literal_eval(sections).values() for row in rows]
+    return setup, [example for *_, example in rows]
+
+
+def test_which_function_rows_run_as_copied():
+    """Each example of the "Which function?" page runs after the lines the page
+    shows above its tables, alone (a fresh namespace per row), as a reader
+    copies them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    setup, examples = which_function_examples()
+    assert len(examples) >= 30, len(examples)
+    code = compile(setup, "which_function.rst (the lines above the tables)", "exec")
+    failed = {}
+    for example in examples:
+        ns: dict = {"__name__": "__main__"}
+        exec(code, ns)
+        try:
+            eval(example, ns)
+        except Exception as exc:
+            failed[example] = f"{type(exc).__name__}: {exc}"
+        finally:
+            plt.close("all")
+    assert not failed, f"rows of which_function.rst that do not run as copied: {failed}"
+
+
 # --------------------------------------------------------------------------
 # One bound: the accuracy bound is written one way on every page
 # --------------------------------------------------------------------------
@@ -919,6 +980,28 @@ def test_one_roformer_author_list():
     names = re.findall(r"family-names: (\S+)\n\s+given-names: (\S+)", block)
     lists.add(", ".join(f"{given[0]}. {family}" for family, given in names))
     assert len(lists) == 1, lists
+
+
+def test_citation_links_the_repository_only_when_known(tmp_path):
+    """``CITATION.cff`` has a ``repository-code`` exactly when ``pyproject.toml``
+    names the repository (``[project.urls]``), the same address (the site's
+    header link and BibTeX ``url`` come from there too); without one, its
+    message says how to cite without it.  No placeholder address anywhere."""
+    ext = docs_extension()
+    url = ext.repository_url(ROOT)
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    stated = re.findall(r'^repository-code: "?([^"\n]+)"?$', cff, re.M)
+    assert stated == ([url] if url else []), (stated, url)
+    assert ("no public repository address" in cff) == (url is None)
+    assert not re.search(r"example\.(com|org)|<[^>]*(url|repo)[^>]*>|TODO|XXX", cff, re.I)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[project.urls]\nHomepage = "https://h.test/"\nRepository = "https://r.test/x"\n'
+        '\n[tool.other]\nRepository = "no"\n',
+        encoding="utf-8",
+    )
+    assert ext.repository_url(tmp_path) == "https://r.test/x"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    assert ext.repository_url(tmp_path) is None
 
 
 def test_citation_names_this_version():

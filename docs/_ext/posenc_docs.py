@@ -56,6 +56,7 @@ __all__ = [
     "accuracy_prolog",
     "SEE_ALSO",
     "performance_summary",
+    "repository_url",
     "rotation_layouts",
 ]
 
@@ -625,6 +626,30 @@ def performance_summary(rows: list[dict[str, Any]] | None) -> str:
     else:
         out.append("Every target is met.\n")
     return "\n".join(out)
+
+
+#: the keys of ``[project.urls]`` (pyproject.toml) that name the repository, in order of preference
+REPOSITORY_KEYS = ("Repository", "Source", "Source Code", "Code")
+
+
+def repository_url(root: Path) -> str | None:
+    """The address of the project's public repository, as ``pyproject.toml``
+    states it (``[project.urls]``, :data:`REPOSITORY_KEYS`), or None while it
+    has none: the header's link, the BibTeX entry of the citing page and the
+    ``repository-code`` of ``CITATION.cff`` come from here, so none of them
+    is ever a placeholder."""
+    import re
+
+    text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the [project.urls] table's "key = value" lines
+        table = re.search(r"^\[project\.urls\]\n((?:(?!\[).*\n?)*)", text, re.M)
+        pairs = re.findall(r'^"?([\w .-]+?)"?\s*=\s*"([^"]*)"', table.group(1) if table else "", re.M)
+        urls = dict(pairs)
+    else:
+        urls = tomllib.loads(text).get("project", {}).get("urls", {})
+    return next((str(urls[k]) for k in REPOSITORY_KEYS if urls.get(k)), None)
 
 
 def _output_choice(arg: str | None) -> str:
