@@ -363,6 +363,31 @@ def test_gallery_examples_are_complete():
         assert m and len(m.group(2)) >= len(m.group(1)), f"{path.name}: needs a docstring with an rst title"
 
 
+def test_rope_axes_example_legends_leave_the_curves_clear(monkeypatch):
+    """The legends of the ``plot_rope_axes`` example sit outside the panels,
+    where they cover no curve."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = next((DOCS / "examples").rglob("plot_rope_axes.py"))
+    monkeypatch.setattr(plt, "show", lambda *a, **k: None)
+    try:
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), {"__name__": "__main__"})
+        fig = plt.gcf()
+        fig.canvas.draw()
+        panels = [ax for ax in fig.axes if ax.lines]
+        assert len(panels) == 2
+        for ax in panels:
+            legend = ax.get_legend()
+            assert legend is not None
+            assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()
+    finally:
+        plt.close("all")
+
+
 def test_every_figure_has_a_gallery_example():
     viz = pytest.importorskip("posenc_viz")
     figures = [n for n in viz.__all__ if n.startswith("plot_") or n in ("paper_style", "figure_set")]
@@ -886,6 +911,12 @@ def test_sphinx_build(tmp_path):
     pages = ("index.html", "theory/sinusoidal.html", "api/generated/posenc.sinusoidal.html", "auto_examples/index.html")
     for page in pages:
         assert (out / page).is_file(), page
+    # the landing figure: a row of three panels, and the same stacked for a phone
+    landing = (out / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<img[^>]+class="[^"]*posenc-landing-wide', landing)
+    assert re.search(r'<img[^>]+class="[^"]*posenc-landing-stacked', landing)
+    css = (out / "_static" / "posenc.css").read_text(encoding="utf-8")
+    assert re.search(r"@media \(max-width: \d+px\) \{\s*img\.posenc-landing-wide \{ display: none; \}", css)
     worked = (out / "theory" / "sinusoidal.html").read_text(encoding="utf-8")
     # the worked example's correct values, computed at build time
     assert "0.0100" in worked and "0.9998" in worked
