@@ -120,6 +120,15 @@ sphinx_gallery_conf = {
     "examples_dirs": "examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    # one section per folder of examples/ (each with its README.rst), in this order
+    "subsection_order": [
+        "examples/sequences",
+        "examples/rope",
+        "examples/biases",
+        "examples/papers",
+        "examples/backends",
+        "*",
+    ],
     "within_subsection_order": "posenc_docs.GalleryOrder",
     "download_all_examples": False,
     "remove_config_comments": True,

@@ -354,9 +354,12 @@ def test_every_public_function_has_an_example():
 
 
 def test_gallery_examples_are_complete():
-    examples = sorted((DOCS / "examples").glob("plot_*.py"))
+    examples = sorted((DOCS / "examples").rglob("plot_*.py"))
     assert examples, "docs/examples has no plot_*.py"
     assert (DOCS / "examples" / "README.rst").is_file()
+    # the gallery's sections: every folder of examples has a header
+    for folder in {p.parent for p in examples} - {DOCS / "examples"}:
+        assert (folder / "README.rst").is_file(), f"{folder.name}/ needs a README.rst (its section's title and text)"
     for path in examples:
         text = path.read_text(encoding="utf-8")
         m = re.match(r'"""\n(.+)\n(=+)\n', text)
@@ -391,7 +394,7 @@ def test_rope_axes_example_legends_leave_the_curves_clear(monkeypatch):
 def test_every_figure_has_a_gallery_example():
     viz = pytest.importorskip("posenc_viz")
     figures = [n for n in viz.__all__ if n.startswith("plot_") or n in ("paper_style", "figure_set")]
-    text = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "examples").glob("plot_*.py"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "examples").rglob("plot_*.py"))
     missing = [n for n in figures if f"posenc_viz.{n}(" not in text]
     assert not missing, f"no gallery example calls {missing}"
 
@@ -981,7 +984,7 @@ def test_models_page_is_written_from_the_record():
 
 def test_guides_and_examples_say_what_they_need():
     pages = [p for p in sorted((DOCS / "howto").glob("*.rst")) if p.stem != "index"]
-    pages += sorted((DOCS / "examples").glob("plot_*.py"))
+    pages += sorted((DOCS / "examples").rglob("plot_*.py"))
     missing = [p.name for p in pages if not re.search(r"^\*Needs:\* \S", p.read_text(encoding="utf-8"), re.M)]
     assert not missing, f"no '*Needs:* ...' line in {missing}"
 
