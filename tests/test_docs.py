@@ -340,6 +340,138 @@ def test_performance_summary_of_the_committed_report():
     assert ("No GPU numbers yet" in text) == (not measured)
 
 
+#: numpydoc's checks the public docstrings are not held to, and why:
+#: ES01 (an extended summary) -- a short function needs none;
+#: SA01 ("See Also") -- the API pages render it from one table,
+#: ``posenc_docs.SEE_ALSO``, instead of a section in every docstring;
+#: SS05 ("infinitive verb") -- a summary may name what is returned ("ALiBi's
+#: per-head slopes ..."), and the check reads every first word ending in "s"
+#: ("ALiBi's", "Indices") as a verb in the third person.
+NUMPYDOC_IGNORED = {"ES01", "SA01", "SS05"}
+
+
+def numpydoc_names() -> list[str]:
+    """The public functions and classes whose docstrings numpydoc validates:
+    ``posenc.__all__``, ``posenc.torch.__all__`` and ``posenc_viz.__all__``
+    (modules and constants left out: a constant's documentation is its ``#:``
+    comment, which numpydoc does not read)."""
+    names = []
+    for package in ("posenc", "posenc.torch", "posenc_viz"):
+        try:
+            module = importlib.import_module(package)
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("torch", "matplotlib"):
+                raise
+            continue
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isroutine(obj) or inspect.isclass(obj):
+                names.append(f"{package}.{name}")
+    return names
+
+
+def numpydoc_errors(name: str) -> list[tuple[str, str]]:
+    """numpydoc's validation errors of a docstring, less :data:`NUMPYDOC_IGNORED`
+    and PR04 ("no type") where the type is stated once for several parameters:
+    a group (``dtype, device, xp``: "Output dtype, device and namespace"),
+    ``*args`` / ``**kwargs``, or "As in :func:`...`" (the type is on that page)."""
+    from numpydoc.validate import Validator, get_doc_object, validate
+
+    module, _, attr = name.rpartition(".")
+    # the object itself: numpydoc's own lookup of "posenc.sinusoidal" finds the module of that name
+    obj = getattr(importlib.import_module(module), attr)
+    params = Validator(get_doc_object(obj)).doc_parameters
+    shared = {}
+    for param, (typ, desc) in params.items():
+        shared.setdefault((typ, tuple(desc)), []).append(param)
+
+    def typed_elsewhere(param: str) -> bool:
+        typ, desc = params.get(param, ("", []))
+        return (
+            len(shared[(typ, tuple(desc))]) > 1
+            or param.startswith("*")
+            or " ".join(desc).startswith(("As in ", "As for "))
+        )
+
+    errors = []
+    for code, msg in validate(get_doc_object(obj))["errors"]:
+        if code in NUMPYDOC_IGNORED:
+            continue
+        m = re.match(r'Parameter "(.+)" has no type', msg)
+        if code == "PR04" and m and typed_elsewhere(m.group(1)):
+            continue
+        errors.append((code, msg))
+    return errors
+
+
+def test_public_docstrings_pass_numpydoc_validation():
+    """Every public docstring passes numpydoc's validation (its checks less
+    :data:`NUMPYDOC_IGNORED`), as the numpydoc renderer of the API pages reads them."""
+    pytest.importorskip("numpydoc")
+    names = numpydoc_names()
+    assert len(names) > 50, names
+    failed = {name: errors for name in names if (errors := numpydoc_errors(name))}
+    report = "\n".join(f"{name}: {code} {msg}" for name, errors in failed.items() for code, msg in errors)
+    assert not failed, f"numpydoc validation:\n{report}"
+
+
+def test_numpydoc_validation_reports(tmp_path, monkeypatch):
+    """The check finds a missing type, an undocumented parameter, a summary
+    over two lines, and lets a group of parameters share one description."""
+    pytest.importorskip("numpydoc")
+    (tmp_path / "npd_probe.py").write_text(
+        '''def good(x, *, dtype=None, device=None):
+    """Return x.
+
+    Parameters
+    ----------
+    x : int
+        A value.
+    dtype, device
+        Output dtype and device.
+
+    Returns
+    -------
+    int
+        The value.
+
+    Examples
+    --------
+    >>> good(1)
+    1
+    """
+    return x
+
+
+def bad(x, y):
+    """Return x
+    plus y.
+
+    Parameters
+    ----------
+    x
+        A value.
+
+    Returns
+    -------
+    int
+        The sum.
+
+    Examples
+    --------
+    >>> bad(1, 2)
+    3
+    """
+    return x + y
+''',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert numpydoc_errors("npd_probe.good") == []
+    codes = {code for code, _ in numpydoc_errors("npd_probe.bad")}
+    assert {"PR01", "PR04", "SS06"} <= codes, codes
+
+
 def test_every_public_function_has_an_example():
     without = []
     for name in public_names():
