@@ -120,6 +120,15 @@ sphinx_gallery_conf = {
     "examples_dirs": "examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    # one section per folder of examples/ (each with its README.rst), in this order
+    "subsection_order": [
+        "examples/sequences",
+        "examples/rope",
+        "examples/biases",
+        "examples/papers",
+        "examples/backends",
+        "*",
+    ],
     "within_subsection_order": "posenc_docs.GalleryOrder",
     "download_all_examples": False,
     "remove_config_comments": True,
@@ -194,6 +203,14 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
+# the repository's address in the header, once pyproject.toml states one
+# ([project.urls] "Repository"); until then the header has no such link, and
+# the citing page says how to cite without one
+repository = posenc_docs.repository_url(ROOT)
+if repository:
+    html_theme_options["icon_links"] = [
+        {"name": "Source repository", "url": repository, "icon": "fa-solid fa-code-branch", "type": "fontawesome"}
+    ]
 # single pages: no section navigation, more room for code and tables
 html_sidebars = {
     page: []

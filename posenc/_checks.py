@@ -85,19 +85,19 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, maximum: int
         except TypeError:
             msg = f"`{name}` must be an integer, got {show(value)}"
             raise TypeError(msg) from None
-    value = int(value)
-    low = minimum is not None and value < minimum
-    high = maximum is not None and value > maximum
+    number = int(value)
+    low = minimum is not None and number < minimum
+    high = maximum is not None and number > maximum
     if (low or high) and minimum is not None and maximum is not None:
-        msg = f"`{name}` must be an integer in [{minimum}, {maximum}], got {value!r}"
+        msg = f"`{name}` must be an integer in [{minimum}, {maximum}], got {number!r}"
         raise ValueError(msg)
     if low:
-        msg = f"`{name}` must be an integer >= {minimum}, got {value!r}"
+        msg = f"`{name}` must be an integer >= {minimum}, got {number!r}"
         raise ValueError(msg)
     if high:
-        msg = f"`{name}` must be an integer <= {maximum}, got {value!r}"
+        msg = f"`{name}` must be an integer <= {maximum}, got {number!r}"
         raise ValueError(msg)
-    return value
+    return number
 
 
 def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int = 1) -> int:
@@ -112,17 +112,17 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
         msg = f"`{name}` must be a {kind}, got {show(value)}"
         raise TypeError(msg)
     try:
-        value = int(operator.index(value))
+        number = int(operator.index(value))
     except TypeError:
         msg = f"`{name}` must be a {kind}, got {show(value)}"
         raise TypeError(msg) from None
-    if value < minimum or (even and value % 2):
-        msg = f"`{name}` must be a {kind}, got {value!r}"
+    if number < minimum or (even and number % 2):
+        msg = f"`{name}` must be a {kind}, got {number!r}"
         raise ValueError(msg)
-    if value > MAX_ELEMENTS:
-        msg = f"`{name}` must be at most posenc's limit of 2**40 elements, got {value!r}"
+    if number > MAX_ELEMENTS:
+        msg = f"`{name}` must be at most posenc's limit of 2**40 elements, got {number!r}"
         raise ValueError(msg)
-    return value
+    return number
 
 
 def largest(ctx: Any, *dtypes: Any) -> tuple[float, Any]:
@@ -169,17 +169,17 @@ def check_float(
         # constant where torch.compile(dynamic=True) hands Python floats over
         # as lazily built (possibly symbolic) values
         value = float.fromhex(value.hex())
-    value = float(value)
-    if finite and not math.isfinite(value):
-        msg = f"`{name}` must be finite, got {value!r}"
+    number = float(value)
+    if finite and not math.isfinite(number):
+        msg = f"`{name}` must be finite, got {number!r}"
         raise ValueError(msg)
-    if positive and not value > 0:
-        msg = f"`{name}` must be > 0, got {value!r}"
+    if positive and not number > 0:
+        msg = f"`{name}` must be > 0, got {number!r}"
         raise ValueError(msg)
-    if nonnegative and not value >= 0:
-        msg = f"`{name}` must be >= 0, got {value!r}"
+    if nonnegative and not number >= 0:
+        msg = f"`{name}` must be >= 0, got {number!r}"
         raise ValueError(msg)
-    return value
+    return number
 
 
 def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:

@@ -267,7 +267,7 @@ def alibi_bias(
         Number of queries (not with ``positions``).
     key_len : int, optional
         Number of keys (default ``query_len``).
-    offset : int or 0-d integer array, optional
+    offset : int or 0-d int array, optional
         Position of the first query on the key axis; default
         ``key_len - query_len`` (the queries are the last ones, as with a
         key/value cache).  May be traced.  See :func:`relative_positions`.

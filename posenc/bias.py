@@ -94,7 +94,7 @@ def relative_positions(
         Number of queries.
     key_len : int, optional
         Number of keys (default: ``query_len``).
-    offset : int or 0-d integer array, optional
+    offset : int or 0-d int array, optional
         Position of the first query on the key axis.  Default
         ``key_len - query_len``: the queries are the last ``query_len`` of
         the ``key_len`` positions, as when decoding with a key/value cache
@@ -106,7 +106,7 @@ def relative_positions(
         Clip to ``[-max_distance, max_distance]`` (Shaw et al.'s ``k``).
         Add ``max_distance`` to get indices into a table of
         ``2 * max_distance + 1`` learned relative embeddings.
-    dtype : integer dtype, optional
+    dtype : int dtype, optional
         Output dtype (default: the namespace's default integer dtype, int32
         on JAX without x64).
     device, xp
@@ -119,7 +119,7 @@ def relative_positions(
 
     See Also
     --------
-    t5_buckets : the same matrix bucketed as in T5.
+    t5_buckets : The same matrix bucketed as in T5.
 
     References
     ----------
@@ -311,7 +311,7 @@ def t5_bucket(
 
     Parameters
     ----------
-    relative_positions : integer array or list
+    relative_positions : int array or list
         ``key - query`` positions (see :func:`relative_positions`), any
         shape.  Floating arrays are a :class:`TypeError`: round them
         yourself.
@@ -324,7 +324,7 @@ def t5_bucket(
         ``True`` for encoders (T5's encoder and its relative attention
         bias); ``False`` for decoders, where keys after the query
         (positive relative positions) all fall in bucket 0.
-    dtype : integer dtype, optional
+    dtype : int dtype, optional
         Output dtype; default the namespace's default indexing dtype (int64,
         int32 on JAX without x64), ready for ``take`` or an embedding lookup.
     device, xp
@@ -619,7 +619,7 @@ def kerple_bias(
         training as the KERPLE code does).
     kind : {"log", "power"}, default "log"
         Which kernel.
-    offset : int or 0-d integer array, optional
+    offset : int or 0-d int array, optional
         Position of the first query; default ``key_len - query_len``.  May
         be traced, as in :func:`relative_positions`.
     causal : bool, default False

@@ -310,8 +310,9 @@ def gaussian_matrix(
     device: Any = None,
     xp: Any = None,
 ) -> Array:
-    r"""A Gaussian projection :math:`B \sim \mathcal{N}(0, \sigma^2)` for
-    :func:`gaussian_fourier_features`.
+    r"""A Gaussian projection :math:`B \sim \mathcal{N}(0, \sigma^2)` of coordinates.
+
+    The matrix that :func:`gaussian_fourier_features` projects coordinates with.
 
     Drawn in NumPy (randomness is not part of the array API standard) and
     moved to the target namespace and device, so one seed gives the same
@@ -330,6 +331,11 @@ def gaussian_matrix(
     dtype, device, xp
         Output dtype (default: the namespace's default float), device and
         namespace.
+
+    Returns
+    -------
+    array
+        Shape ``(num_features, in_dim)``.
 
     References
     ----------

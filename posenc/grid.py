@@ -275,7 +275,7 @@ def sincos_grid(
         ``base**(-i / m_k)``.  Default: ``dim / ndim`` each (``"mae_st"``:
         ``(dim/4, 3dim/8, 3dim/8)``).
     base_size : float or tuple of float, optional
-        diffusers' ``base_size``: axis ``k`` of ``n_k`` points has the
+        The ``base_size`` of diffusers: axis ``k`` of ``n_k`` points has the
         coordinates ``i / (n_k / base_size) / interpolation_scale``, so
         that the grid spans ``base_size / interpolation_scale`` whatever
         its resolution (PixArt, SD3, Hunyuan-DiT).  Default: integer
@@ -319,8 +319,8 @@ def sincos_grid(
 
     See Also
     --------
-    sincos_coords : the same encoding of arbitrary (fractional) coordinates.
-    posenc.sinusoidal : the 1-D table.
+    sincos_coords : The same encoding of arbitrary (fractional) coordinates.
+    posenc.sinusoidal : The 1-D table.
 
     Notes
     -----
@@ -574,7 +574,9 @@ def axial_rope_cos_sin(
 
     Returns
     -------
-    cos, sin : arrays
+    cos : array
+        Shape ``(prod(grid_shape), dim)``.
+    sin : array
         Shape ``(prod(grid_shape), dim)``.
 
     References

@@ -53,6 +53,12 @@ def learned_table(
     dtype, device, xp
         Output dtype, device and namespace.
 
+    Returns
+    -------
+    array
+        Shape ``(num_positions, dim)``, in the requested namespace, dtype and
+        device.
+
     Raises
     ------
     ValueError
@@ -135,6 +141,21 @@ def resample_table(
     ``align_corners=False`` (the default, as timm) sample ``t`` reads source
     coordinate ``(t + 0.5) * L / N - 0.5`` clamped to ``[0, L-1]``; with
     ``align_corners=True`` the first and last rows map onto each other.
+
+    Parameters
+    ----------
+    table : array
+        The trained table, shape ``(..., L, dim)``.
+    num_positions : int
+        The new length ``N``.
+    align_corners : bool, default False
+        Sample grid of ``interpolate``: ``False`` (timm) or ``True`` (the
+        first and last rows kept).
+
+    Returns
+    -------
+    array
+        Shape ``(..., num_positions, dim)``, ``table``'s dtype and device.
 
     Examples
     --------

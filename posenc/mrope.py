@@ -119,8 +119,10 @@ def mrope_cos_sin(
 
     Returns
     -------
-    cos, sin : array
-        Each of shape ``position_ids.shape[1:] + (dim,)``.
+    cos : array
+        Shape ``position_ids.shape[1:] + (dim,)``.
+    sin : array
+        Shape ``position_ids.shape[1:] + (dim,)``.
 
     Examples
     --------

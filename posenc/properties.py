@@ -60,6 +60,12 @@ def shift_matrix(
     dtype, device, xp
         Output dtype, device and namespace.
 
+    Returns
+    -------
+    array
+        Shape ``(dim, dim)``, or ``offset.shape + (dim, dim)`` for an array
+        of offsets.
+
     Examples
     --------
     >>> import numpy as np, posenc
@@ -120,6 +126,18 @@ def similarity(a: Array, b: Array | None = None) -> Array:
     ``s - t`` only.  Leading axes broadcast (``(..., n, d) x (..., m, d) ->
     (..., n, m)``).  The output keeps the inputs' floating dtype (computed
     in at least float32 for half-precision inputs).
+
+    Parameters
+    ----------
+    a : array
+        Shape ``(..., n, d)``.
+    b : array, optional
+        Shape ``(..., m, d)``; default ``a``.
+
+    Returns
+    -------
+    array
+        Shape ``(..., n, m)``.
 
     Examples
     --------
@@ -196,6 +214,12 @@ def similarity_by_offset(
         Divide by :math:`|PE(t)|^2 = d/2` (cosine similarity, 1 at k = 0).
     dtype, device, xp
         Output dtype, device and namespace.
+
+    Returns
+    -------
+    array
+        One value per offset: shape ``(n,)`` for an int ``n``, else the
+        shape of ``offsets``.
 
     Examples
     --------

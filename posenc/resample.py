@@ -460,13 +460,15 @@ def grid_interpolation_taps(
         and columns inside a block), the order of the encoders that merge
         neighbouring patches; ``h`` and ``w`` must be multiples of it.
     dtype, device, xp
-        dtype of ``weights`` (default: the namespace's default float; the
+        The dtype of ``weights`` (default: the namespace's default float; the
         indices have its default index dtype), device and namespace.
 
     Returns
     -------
-    indices, weights : arrays
-        Shape ``(tokens, taps)``; ``indices`` index the flattened table.
+    indices : array
+        Shape ``(tokens, taps)``: rows of the flattened table.
+    weights : array
+        Shape ``(tokens, taps)``: the weight of each of those rows.
 
     Notes
     -----

@@ -148,7 +148,7 @@ def rope_cos_sin(
         scalings).  Traced (``jax.jit``, ``torch.compile``) and lazy (Dask)
         positions cannot be read: with a length-dependent scaling they need
         ``seq_len``, and a :class:`ValueError` says so.
-    offset : int or 0-d integer array, default 0
+    offset : int or 0-d int array, default 0
         Added to the positions: ``rope_cos_sin(1, dim, offset=t)`` is the
         table of the decode step at position ``t``.  May be a traced integer
         (a 0-d array under ``jax.jit``, a ``SymInt`` under
@@ -159,8 +159,10 @@ def rope_cos_sin(
 
     Returns
     -------
-    cos, sin : array
-        Each of shape ``positions.shape + (dim,)``.
+    cos : array
+        Shape ``positions.shape + (dim,)``.
+    sin : array
+        Shape ``positions.shape + (dim,)``.
 
     Notes
     -----
@@ -333,8 +335,9 @@ def rope(
     offset: int | Array = 0,
     heads_axis: int | None = None,
 ) -> Array:
-    """Rotary position embedding in one call: :func:`rope_cos_sin` then
-    :func:`apply_rope`.
+    """Rotary position embedding in one call.
+
+    :func:`rope_cos_sin`, then :func:`apply_rope`.
 
     Parameters
     ----------
@@ -346,12 +349,14 @@ def rope(
         array of positions broadcasting against ``x.shape[:-1]``: ``(seq,)``,
         or ``(batch, seq)`` position ids with ``heads_axis``, or ``(batch, 1,
         seq)``.  It must be on ``x``'s device.
-    base, scaling, layout, seq_len, offset
+    base, scaling, layout
         As in :func:`rope_cos_sin`.
     rotary_dim : int, optional
         Rotate only the first ``rotary_dim`` features (even, at most
         ``head_dim``); the frequencies are those of a ``rotary_dim``-dimensional
         RoPE.  Default: all of them.
+    seq_len, offset
+        As in :func:`rope_cos_sin`.
     heads_axis : int, optional
         The axis of ``x`` that holds the heads, as in :func:`apply_rope`:
         needed for position ids of shape ``(batch, seq)`` against ``x`` of
@@ -515,7 +520,7 @@ def xpos_scale(
     device: Any = None,
     xp: Any = None,
 ) -> Array:
-    r"""xPos decay scales (Sun et al., 2022, "A Length-Extrapolatable Transformer").
+    r"""The xPos decay scales (Sun et al., 2022, "A Length-Extrapolatable Transformer").
 
     .. math::
 

@@ -159,7 +159,7 @@ def frequencies(
         min_timescale) / (d/2 - 1))`` as in ``get_timing_signal_1d``.  For
         ``d/2 == 1`` both use a spacing denominator of 1 (no division by zero).
     min_timescale, max_timescale : float, optional
-        tensor2tensor only; default 1.0 and ``base``.
+        For tensor2tensor's spacing only; default 1.0 and ``base``.
     dtype, device, xp
         Output dtype (default: the namespace's default float), device and
         array namespace (default NumPy).
@@ -203,9 +203,19 @@ def wavelengths(
     r"""The wavelengths :math:`2\pi / \omega_i` of the sinusoidal table.
 
     They form a geometric progression from :math:`2\pi` up to (just below)
-    :math:`\mathrm{base} \cdot 2\pi`.  Parameters as in :func:`frequencies`;
-    wavelengths that overflow the requested dtype (a huge ``base`` with
-    ``dtype="float32"``) are a :class:`ValueError` naming the argument.
+    :math:`\mathrm{base} \cdot 2\pi`.  Wavelengths that overflow the
+    requested dtype (a huge ``base`` with ``dtype="float32"``) are a
+    :class:`ValueError` naming the argument.
+
+    Parameters
+    ----------
+    dim, base, convention, min_timescale, max_timescale, dtype, device, xp
+        As in :func:`frequencies`.
+
+    Returns
+    -------
+    array
+        Shape ``(dim // 2,)``.
 
     Examples
     --------
@@ -262,7 +272,7 @@ def sinusoidal(
     convention : {"paper", "fairseq", "tensor2tensor"}
         Frequency spacing, see :func:`frequencies`.
     min_timescale, max_timescale : float, optional
-        tensor2tensor's timescales.
+        The timescales of tensor2tensor's spacing.
     padding_idx : int, optional
         The row of this position is zero (fairseq's and M2M100's padding row:
         ``sinusoidal(n, dim, convention="fairseq", layout="concat",
@@ -521,7 +531,7 @@ def binary(
 
     Parameters
     ----------
-    positions : int or integer array
+    positions : int or int array
         ``n`` (positions ``0 .. n-1``) or integer positions in ``[0, 2**dim)``.
         Positions outside that range are a :class:`ValueError` (checked on
         concrete arrays; on traced or lazy arrays such rows are NaN).
@@ -609,7 +619,7 @@ def add_sinusoidal(
     x : array
         Real floating embeddings ``(..., seq, dim)``.  The output has the
         dtype and device of ``x``; the table is computed in at least float32.
-    offset : int or 0-d integer array, default 0
+    offset : int or 0-d int array, default 0
         Position of the first row, at most ``2**64`` in magnitude: the number
         of tokens already in the cache.  May be traced (a 0-d array under
         ``jax.jit``, a ``SymInt`` under ``torch.compile``): the output shape

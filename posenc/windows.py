@@ -128,7 +128,7 @@ def relative_position_index(
         pointing at three extra rows after the :math:`N = (2W_h-1)(2W_w-1)`
         offsets: ``[0, 1:] = N`` (class token to patches), ``[1:, 0] = N +
         1`` (patches to the class token), ``[0, 0] = N + 2``.
-    dtype : integer dtype, optional
+    dtype : int dtype, optional
         Default the namespace's default indexing dtype (int64 as timm's, int32
         on JAX without x64).
     device, xp
@@ -143,7 +143,7 @@ def relative_position_index(
     See Also
     --------
     relative_log_coords : Swin-V2's coordinates of the same offsets.
-    resample_relative_table : the table for another window size.
+    resample_relative_table : The table for another window size.
 
     References
     ----------

@@ -103,6 +103,7 @@ def plot_rope_axes(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------

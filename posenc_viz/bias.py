@@ -68,6 +68,7 @@ def plot_bias(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------

@@ -176,6 +176,7 @@ def plot_encoding(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------

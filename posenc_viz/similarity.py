@@ -71,6 +71,7 @@ def plot_similarity(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------
@@ -195,6 +196,7 @@ def plot_similarity_by_offset(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------

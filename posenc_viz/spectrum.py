@@ -120,6 +120,7 @@ def plot_wavelengths(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------
@@ -236,6 +237,7 @@ def plot_dimensions(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------
@@ -393,6 +395,7 @@ def plot_rope_scaling(
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn in (``ax``, by default the current Axes).
 
     Examples
     --------

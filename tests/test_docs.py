@@ -16,6 +16,7 @@ site, once (the build is the largest test of the suite):
 
 from __future__ import annotations
 
+import ast
 import html.parser
 import importlib
 import inspect
@@ -26,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -226,6 +228,250 @@ def test_benchmark_report_renders_through_myst():
     assert got == expected
 
 
+def markdown_emphasis(text: str) -> list[str]:
+    """The texts a Markdown document renders in bold or italics (CommonMark, as myst-parser reads it)."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        children = token.children or []
+        for i, child in enumerate(children):
+            if child.type in ("strong_open", "em_open"):
+                close = child.type.replace("_open", "_close")
+                j = next(j for j in range(i + 1, len(children)) if children[j].type == close)
+                found.append("".join(c.content for c in children[i + 1 : j]))
+    return found
+
+
+def test_markdown_emphasis_is_found():
+    pytest.importorskip("markdown_it")
+    text = "at 2**31 and 2**22; `2**40` and 2\\*\\*8 stay; **bold** and *it*"
+    assert markdown_emphasis(text) == ["31 and 2", "bold", "it"]
+
+
+@pytest.mark.parametrize("name", ["CHANGELOG.md", "benchmarks/RESULTS.md"])
+def test_powers_are_not_bold(name):
+    """``2**31 ... 2**22`` outside a code span renders as bold ``31 ... 2``
+    (on the site's changelog and on any Markdown viewer): powers go in code
+    spans (`` `2**31` ``)."""
+    pytest.importorskip("markdown_it")
+    text = (ROOT / name).read_text(encoding="utf-8")
+    accidental = [e for e in markdown_emphasis(text) if e[:1].isdigit() or e[-1:].isdigit()]
+    assert not accidental, f"{name} renders these as bold or italics (put the powers in code spans): {accidental}"
+
+
+def _row(section, case, backend, contestant, **kw):
+    row = dict(
+        section=section,
+        case=case,
+        backend=backend,
+        contestant=contestant,
+        ms=None,
+        reference=None,
+        ratio=None,
+        speedup=None,
+        error=None,
+        target="",
+        status="",
+        note="",
+        extra={},
+    )
+    row.update(kw)
+    return row
+
+
+def test_performance_summary_shows_failing_targets_and_gpu_rows():
+    """The "In short" of the performance page lists every target not met and,
+    once a GPU run is committed, its rows with their device."""
+    summary = docs_extension().performance_summary
+    header = {"date": "2026-01-01", "machine": "Linux", "cpu": "some CPU", "cpu_count": 8}
+    rows = [
+        _row("hotpath", "decode", "numpy", "rope x2", ratio=1.59, reference="HF step", target="<= 1.0x", status="FAIL"),
+        _row("rope", "1x32x4096x128", "numpy", "apply_rope vs HF", ratio=0.8, target="<= 1.0x", status="PASS"),
+        _row("gpu", "-", "cuda", "-", status="SKIP", note="no CUDA device on this machine"),
+    ]
+    for r in rows:
+        r["_header"], r["_counts"] = header, {"PASS": 1, "FAIL": 1, "SKIP": 1}
+    text = summary(rows)
+    assert "No GPU numbers yet" in text and "The 1 target not met" in text
+    failing = text.split("The 1 target not met", 1)[1]
+    assert "rope x2" in failing and "1.59x" in failing and "<= 1.0x" in failing and "apply_rope vs HF" not in failing
+
+    gpu = [
+        _row(
+            "gpu",
+            "4096x512 f32",
+            "torch-cuda",
+            "posenc.sinusoidal",
+            ms=0.05,
+            ratio=1.6,
+            reference="copy",
+            target="<= 2.0x copy",
+            status="PASS",
+            note="NVIDIA H100 80GB HBM3",
+        ),
+        _row("gpu", "4096x512 f32", "torch-cuda", "copy", ms=0.03, note="NVIDIA H100 80GB HBM3"),
+    ]
+    for r in gpu:
+        r["_header"], r["_counts"] = header, {}
+    text = summary(rows[:2] + gpu)
+    assert "No GPU numbers yet" not in text
+    assert "On the GPU (NVIDIA H100 80GB HBM3)" in text and text.count("NVIDIA H100 80GB HBM3") == 3
+    assert "posenc.sinusoidal" in text and "1.60x" in text and "0.03 ms" in text
+    assert "Every target is met" in summary(rows[1:2])
+    assert "No benchmark report" in summary(None)
+
+
+def test_performance_summary_of_the_committed_report():
+    """Every FAIL row of ``benchmarks/results.json`` is in the page's summary."""
+    ext = docs_extension()
+    rows = ext.benchmark_rows(ROOT)
+    if rows is None:
+        pytest.skip("no benchmarks/results.json")
+    text = ext.performance_summary(rows)
+    failing = [r for r in rows if r["status"] == "FAIL"]
+    if failing:
+        table = text.split(" not met:", 1)[1]
+        cells = [ln.strip(" *-") for ln in table.splitlines()]
+        assert sum(1 for ln in table.splitlines() if ln.startswith("   * - ")) == len(failing) + 1  # + header
+        for r in failing:
+            assert r["contestant"] in cells and r["target"] in cells, r
+    measured = [r for r in rows if r["section"] == "gpu" and r.get("ms") is not None]
+    assert ("No GPU numbers yet" in text) == (not measured)
+
+
+#: numpydoc's checks the public docstrings are not held to, and why:
+#: ES01 (an extended summary) -- a short function needs none;
+#: SA01 ("See Also") -- the API pages render it from one table,
+#: ``posenc_docs.SEE_ALSO``, instead of a section in every docstring;
+#: SS05 ("infinitive verb") -- a summary may name what is returned ("ALiBi's
+#: per-head slopes ..."), and the check reads every first word ending in "s"
+#: ("ALiBi's", "Indices") as a verb in the third person.
+NUMPYDOC_IGNORED = {"ES01", "SA01", "SS05"}
+
+
+def numpydoc_names() -> list[str]:
+    """The public functions and classes whose docstrings numpydoc validates:
+    ``posenc.__all__``, ``posenc.torch.__all__`` and ``posenc_viz.__all__``
+    (modules and constants left out: a constant's documentation is its ``#:``
+    comment, which numpydoc does not read)."""
+    names = []
+    for package in ("posenc", "posenc.torch", "posenc_viz"):
+        try:
+            module = importlib.import_module(package)
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("torch", "matplotlib"):
+                raise
+            continue
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isroutine(obj) or inspect.isclass(obj):
+                names.append(f"{package}.{name}")
+    return names
+
+
+def numpydoc_errors(name: str) -> list[tuple[str, str]]:
+    """numpydoc's validation errors of a docstring, less :data:`NUMPYDOC_IGNORED`
+    and PR04 ("no type") where the type is stated once for several parameters:
+    a group (``dtype, device, xp``: "Output dtype, device and namespace"),
+    ``*args`` / ``**kwargs``, or "As in :func:`...`" (the type is on that page)."""
+    from numpydoc.validate import Validator, get_doc_object, validate
+
+    module, _, attr = name.rpartition(".")
+    # the object itself: numpydoc's own lookup of "posenc.sinusoidal" finds the module of that name
+    obj = getattr(importlib.import_module(module), attr)
+    params = Validator(get_doc_object(obj)).doc_parameters
+    shared = {}
+    for param, (typ, desc) in params.items():
+        shared.setdefault((typ, tuple(desc)), []).append(param)
+
+    def typed_elsewhere(param: str) -> bool:
+        typ, desc = params.get(param, ("", []))
+        return (
+            len(shared[(typ, tuple(desc))]) > 1
+            or param.startswith("*")
+            or " ".join(desc).startswith(("As in ", "As for "))
+        )
+
+    errors = []
+    for code, msg in validate(get_doc_object(obj))["errors"]:
+        if code in NUMPYDOC_IGNORED:
+            continue
+        m = re.match(r'Parameter "(.+)" has no type', msg)
+        if code == "PR04" and m and typed_elsewhere(m.group(1)):
+            continue
+        errors.append((code, msg))
+    return errors
+
+
+def test_public_docstrings_pass_numpydoc_validation():
+    """Every public docstring passes numpydoc's validation (its checks less
+    :data:`NUMPYDOC_IGNORED`), as the numpydoc renderer of the API pages reads them."""
+    pytest.importorskip("numpydoc")
+    names = numpydoc_names()
+    assert len(names) > 50, names
+    failed = {name: errors for name in names if (errors := numpydoc_errors(name))}
+    report = "\n".join(f"{name}: {code} {msg}" for name, errors in failed.items() for code, msg in errors)
+    assert not failed, f"numpydoc validation:\n{report}"
+
+
+def test_numpydoc_validation_reports(tmp_path, monkeypatch):
+    """The check finds a missing type, an undocumented parameter, a summary
+    over two lines, and lets a group of parameters share one description."""
+    pytest.importorskip("numpydoc")
+    (tmp_path / "npd_probe.py").write_text(
+        '''def good(x, *, dtype=None, device=None):
+    """Return x.
+
+    Parameters
+    ----------
+    x : int
+        A value.
+    dtype, device
+        Output dtype and device.
+
+    Returns
+    -------
+    int
+        The value.
+
+    Examples
+    --------
+    >>> good(1)
+    1
+    """
+    return x
+
+
+def bad(x, y):
+    """Return x
+    plus y.
+
+    Parameters
+    ----------
+    x
+        A value.
+
+    Returns
+    -------
+    int
+        The sum.
+
+    Examples
+    --------
+    >>> bad(1, 2)
+    3
+    """
+    return x + y
+''',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert numpydoc_errors("npd_probe.good") == []
+    codes = {code for code, _ in numpydoc_errors("npd_probe.bad")}
+    assert {"PR01", "PR04", "SS06"} <= codes, codes
+
+
 def test_every_public_function_has_an_example():
     without = []
     for name in public_names():
@@ -240,19 +486,47 @@ def test_every_public_function_has_an_example():
 
 
 def test_gallery_examples_are_complete():
-    examples = sorted((DOCS / "examples").glob("plot_*.py"))
+    examples = sorted((DOCS / "examples").rglob("plot_*.py"))
     assert examples, "docs/examples has no plot_*.py"
     assert (DOCS / "examples" / "README.rst").is_file()
+    # the gallery's sections: every folder of examples has a header
+    for folder in {p.parent for p in examples} - {DOCS / "examples"}:
+        assert (folder / "README.rst").is_file(), f"{folder.name}/ needs a README.rst (its section's title and text)"
     for path in examples:
         text = path.read_text(encoding="utf-8")
         m = re.match(r'"""\n(.+)\n(=+)\n', text)
         assert m and len(m.group(2)) >= len(m.group(1)), f"{path.name}: needs a docstring with an rst title"
 
 
+def test_rope_axes_example_legends_leave_the_curves_clear(monkeypatch):
+    """The legends of the ``plot_rope_axes`` example sit outside the panels,
+    where they cover no curve."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = next((DOCS / "examples").rglob("plot_rope_axes.py"))
+    monkeypatch.setattr(plt, "show", lambda *a, **k: None)
+    try:
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), {"__name__": "__main__"})
+        fig = plt.gcf()
+        fig.canvas.draw()
+        panels = [ax for ax in fig.axes if ax.lines]
+        assert len(panels) == 2
+        for ax in panels:
+            legend = ax.get_legend()
+            assert legend is not None
+            assert not legend.get_window_extent().overlaps(ax.get_window_extent()), ax.get_title()
+    finally:
+        plt.close("all")
+
+
 def test_every_figure_has_a_gallery_example():
     viz = pytest.importorskip("posenc_viz")
     figures = [n for n in viz.__all__ if n.startswith("plot_") or n in ("paper_style", "figure_set")]
-    text = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "examples").glob("plot_*.py"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (DOCS / "examples").rglob("plot_*.py"))
     missing = [n for n in figures if f"posenc_viz.{n}(" not in text]
     assert not missing, f"no gallery example calls {missing}"
 
@@ -267,11 +541,234 @@ def test_readme_states_the_sites_accuracy():
     finally:
         sys.path.remove(str(DOCS / "_ext"))
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    bound = f"{posenc_docs.ACCURACY_BOUND:.1e}".replace("e-07", "e-7")
+    bound = posenc_docs.bound_text()
     assert f"within {bound} of the exact values" in readme
     assert f"integer position |p| < 2^{posenc_docs.ACCURACY_RANGE_LOG2}" in readme
     assert f"real one |p| < 2^{posenc_docs.ACCURACY_FLOAT_LOG2}" in readme
     assert f"|p| >= 2^{posenc_docs.NAN_LOG2} give NaN rows" in readme
+
+
+def test_rotation_layouts_read_any_signature(tmp_path):
+    """The conventions page's list of interleaved RoPE functions reads the
+    functions whatever their signature (a return annotation, several lines)."""
+    sources = {
+        "plain": "def rotate_half(x):\n    x1, x2 = x[..., ::2], x[..., 1::2]\n    return x1\n",
+        "annotated": "def rotate_every_two(x: torch.Tensor) -> torch.Tensor:\n    x1 = x[:, :, ::2]\n    return x1\n",
+        "wrapped": "def rotate_half(\n    x: 'T',\n    dim: int = -1,\n) -> 'T':\n    return x[..., 1::2]\n",
+        "halves": "def rotate_half(x: Tensor) -> Tensor:\n    x1 = x[..., : x.shape[-1] // 2]\n    return x1\n",
+        "method": "class A:\n    def rotate_half(self, x):\n        return x[..., ::2]\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"modeling_{name}.py").write_text(text, encoding="utf-8")
+    interleaved, half = docs_extension().rotation_layouts(tmp_path)
+    assert interleaved == {"annotated": "rotate_every_two", "plain": "rotate_half", "wrapped": "rotate_half"}
+    assert half == ["halves"]
+
+
+def test_rotation_layouts_of_transformers(tmp_path):
+    """GPT-J and CodeGen (``rotate_every_two(x: torch.Tensor) -> torch.Tensor``)
+    are on the page's list; Llama (halves) is not."""
+    transformers = pytest.importorskip("transformers")
+    models = Path(transformers.__file__).parent / "models"
+    for name in ("gptj", "codegen", "llama"):
+        shutil.copytree(models / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    interleaved, half = docs_extension().rotation_layouts(tmp_path)
+    assert interleaved == {"codegen": "rotate_every_two", "gptj": "rotate_every_two"}
+    assert half == ["llama"]
+
+
+_CODE_DIRECTIVE = re.compile(r"^(\s*)\.\.\s+(code-block|sourcecode|code|posenc-exec|plot)::\s*(\S*)")
+#: the widest code line that the column of a how-to page (between its two
+#: sidebars) shows without a scroll bar at 1400 px (PEP 8's 79 characters)
+CODE_COLUMNS = 79
+
+
+def shown_code_lines(text: str) -> list[tuple[int, str]]:
+    """``(line number, code)`` of the lines of the Python blocks an rst page
+    shows (``code-block:: python``, ``posenc-exec`` without ``:hide-code:``,
+    ``plot``), their block's indentation removed."""
+    lines = text.splitlines()
+    found: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        m = _CODE_DIRECTIVE.match(lines[i])
+        i += 1
+        if not m or (m.group(2) in ("code-block", "sourcecode", "code") and m.group(3) not in _PYTHON):
+            continue
+        indent = len(m.group(1))
+        body: list[tuple[int, str]] = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            body.append((i + 1, lines[i]))
+            i += 1
+        options = [ln.strip() for _, ln in body if re.match(r"\s*:[\w-]+:", ln)]
+        if ":hide-code:" in options or m.group(2) == "plot" and not body:
+            continue
+        code = [(n, ln) for n, ln in body if ln.strip() and not re.match(r"\s*:[\w-]+:", ln)]
+        if code:
+            base = min(len(ln) - len(ln.lstrip()) for _, ln in code)
+            found += [(n, ln[base:]) for n, ln in code]
+    return found
+
+
+def test_shown_code_lines_are_read():
+    text = """Text.
+
+.. code-block:: python
+
+   import posenc
+   x = 1
+
+.. code-block:: console
+
+   $ pip install a-very-long-name
+
+.. posenc-exec::
+   :hide-code:
+
+   hidden = 1
+
+.. posenc-exec::
+   :output: rst
+
+   def f():
+       return 2
+"""
+    assert shown_code_lines(text) == [(5, "import posenc"), (6, "x = 1"), (20, "def f():"), (21, "    return 2")]
+
+
+def test_code_fits_the_column():
+    """The code of the how-to guides and the migration page fits their text
+    column at 1400 px (no line hidden behind a scroll bar)."""
+    pages = sorted((DOCS / "howto").glob("*.rst")) + [DOCS / "migration.rst"]
+    wide = {
+        p.relative_to(DOCS).as_posix(): [
+            n for n, ln in shown_code_lines(p.read_text(encoding="utf-8")) if len(ln) > CODE_COLUMNS
+        ]
+        for p in pages
+    }
+    wide = {k: v for k, v in wide.items() if v}
+    assert not wide, f"code lines longer than {CODE_COLUMNS} characters (page: line numbers): {wide}"
+
+
+def rst_code_blocks(text: str) -> list[tuple[list[str], str]]:
+    """``(options, code)`` of the ``posenc-exec`` blocks of an rst page, in order."""
+    lines = text.splitlines()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        m = _CODE_DIRECTIVE.match(lines[i])
+        i += 1
+        if not m or m.group(2) != "posenc-exec":
+            continue
+        indent = len(m.group(1))
+        body = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            body.append(lines[i])
+            i += 1
+        options = [ln.strip() for ln in body if re.match(r"\s*:[\w-]+:", ln)]
+        code = [ln for ln in body if not re.match(r"\s*:[\w-]+:", ln)]
+        blocks.append((options, textwrap.dedent("\n".join(code)).strip("\n") + "\n"))
+    return blocks
+
+
+def which_function_examples() -> tuple[str, list[str]]:
+    """The lines the "Which function?" page shows first, and the example of each row of its tables."""
+    blocks = rst_code_blocks((DOCS / "which_function.rst").read_text(encoding="utf-8"))
+    setup = next(code for options, code in blocks if ":hide-code:" not in options)
+    hidden = next(code for options, code in blocks if ":hide-code:" in options)
+    sections = next(
+        node.value
+        for node in ast.parse(hidden).body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["sections"]
+    )
+    rows = [row for rows in ast.literal_eval(sections).values() for row in rows]
+    return setup, [example for *_, example in rows]
+
+
+def test_which_function_rows_run_as_copied():
+    """Each example of the "Which function?" page runs after the lines the page
+    shows above its tables, alone (a fresh namespace per row), as a reader
+    copies them."""
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    setup, examples = which_function_examples()
+    assert len(examples) >= 30, len(examples)
+    code = compile(setup, "which_function.rst (the lines above the tables)", "exec")
+    failed = {}
+    for example in examples:
+        ns: dict = {"__name__": "__main__"}
+        exec(code, ns)
+        try:
+            eval(example, ns)
+        except Exception as exc:
+            failed[example] = f"{type(exc).__name__}: {exc}"
+        finally:
+            plt.close("all")
+    assert not failed, f"rows of which_function.rst that do not run as copied: {failed}"
+
+
+# --------------------------------------------------------------------------
+# One bound: the accuracy bound is written one way on every page
+# --------------------------------------------------------------------------
+#: the bound, or its one-digit rounding (``f"{2.5e-7:.0e}"`` is ``2e-07``); about
+#: 3e-7 is another statement (the ``freqs`` path of rope_axes_cos_sin without float64)
+_MANTISSA = r"(?<![\w.])(2\.5|2)(?:\.0+)?"
+_BOUND_SPELLINGS = re.compile(
+    _MANTISSA
+    + r"(?:"
+    + r"\s*[eE]\s*([-\u2212])\s*0*7(?![\d.])"  # 2.5e-7, 2.5e-07
+    + r"|\s*(?:\u00b7|\u00d7|\*|x|\\cdot|\\times)\s*10\s*"  # 2·10⁻⁷, 2.5 \times 10^{-7}, 2.5 x 10**-7
+    + r"(?:\u207b\u2077|\^\s*\{?\s*[-\u2212]\s*7\s*\}?|\*\*\s*\(?\s*-\s*7|<sup>\s*[-\u2212]\s*7\s*</sup>)"
+    + r")"
+)
+
+
+def bound_spellings(text: str) -> set[str]:
+    """The spellings of the accuracy bound (2.5e-7, or its one-digit
+    rounding 2e-7) in a text: e-notation (the zeros of the exponent
+    left out: ``2.5e-07`` is ``2.5e-7``), ``·10⁻⁷``, ``× 10^{-7}`` (TeX),
+    ``10<sup>-7</sup>``."""
+    found = set()
+    for m in _BOUND_SPELLINGS.finditer(html.unescape(text)):
+        if m.group(2):  # e-notation, as bound_text() writes it
+            found.add(f"{m.group(1)}e-7")
+        else:
+            found.add(" ".join(m.group(0).split()))
+    return found
+
+
+def test_bound_spellings_are_found():
+    text = """within 2.5e-7 of the exact values; err &lt;= 2.5e-07 | PASS; off by 2&#183;10⁻⁷;
+    the bound :math:`2.5 \\times 10^{-7}`, 2.5&nbsp;x&nbsp;10**-7, 2·10<sup>-7</sup>, 2.5E-7;
+    not the bound: 1.4e-07, 12.5e-7, 2.4·10⁻⁷, 2.5e-70, 0.2e-7, x2e-7, 2.5e-5, about 3e-7"""
+    assert bound_spellings(text) == {
+        "2.5e-7",
+        "2·10⁻⁷",
+        "2.5 \\times 10^{-7}",
+        "2.5 x 10**-7",
+        "2·10<sup>-7</sup>",
+    }
+
+
+def docs_extension():
+    """``docs/_ext/posenc_docs.py``, the site's extension, as a module."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        return importlib.import_module("posenc_docs")
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+
+
+def test_the_site_writes_the_bound_as_the_readme():
+    """The site's ``|acc-bound|`` is the README's spelling (not a rounding of it)."""
+    posenc_docs = docs_extension()
+    assert posenc_docs.bound_text() == "2.5e-7" == posenc_docs.bound_text(posenc_docs.ACCURACY_BOUND)
+    assert float(posenc_docs.bound_text()) == posenc_docs.ACCURACY_BOUND
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert bound_spellings(readme) == {posenc_docs.bound_text()}
 
 
 # --------------------------------------------------------------------------
@@ -549,6 +1046,12 @@ def test_sphinx_build(tmp_path):
     pages = ("index.html", "theory/sinusoidal.html", "api/generated/posenc.sinusoidal.html", "auto_examples/index.html")
     for page in pages:
         assert (out / page).is_file(), page
+    # the landing figure: a row of three panels, and the same stacked for a phone
+    landing = (out / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<img[^>]+class="[^"]*posenc-landing-wide', landing)
+    assert re.search(r'<img[^>]+class="[^"]*posenc-landing-stacked', landing)
+    css = (out / "_static" / "posenc.css").read_text(encoding="utf-8")
+    assert re.search(r"@media \(max-width: \d+px\) \{\s*img\.posenc-landing-wide \{ display: none; \}", css)
     worked = (out / "theory" / "sinusoidal.html").read_text(encoding="utf-8")
     # the worked example's correct values, computed at build time
     assert "0.0100" in worked and "0.9998" in worked
@@ -570,6 +1073,14 @@ def test_sphinx_build(tmp_path):
             outside[path.relative_to(out).as_posix()] = found
     assert not outside, f"the built site loads from outside it: {outside}"
     assert (out / "_static" / "mathjax" / "tex-svg.js").is_file()
+
+    # one bound: every page writes the accuracy bound as the README does, and
+    # no page a rounding of it (2·10⁻⁷) or another spelling (2.5·10⁻⁷)
+    spelled: dict[str, list[str]] = {}
+    for path in sorted(out.rglob("*.html")):
+        for spelling in bound_spellings(path.read_text(encoding="utf-8")):
+            spelled.setdefault(spelling, []).append(path.relative_to(out).as_posix())
+    assert set(spelled) == {docs_extension().bound_text()}, f"the accuracy bound is written as {spelled}"
 
     # every figure has a text alternative that describes it
     poor = {}
@@ -605,7 +1116,7 @@ def test_models_page_is_written_from_the_record():
 
 def test_guides_and_examples_say_what_they_need():
     pages = [p for p in sorted((DOCS / "howto").glob("*.rst")) if p.stem != "index"]
-    pages += sorted((DOCS / "examples").glob("plot_*.py"))
+    pages += sorted((DOCS / "examples").rglob("plot_*.py"))
     missing = [p.name for p in pages if not re.search(r"^\*Needs:\* \S", p.read_text(encoding="utf-8"), re.M)]
     assert not missing, f"no '*Needs:* ...' line in {missing}"
 
@@ -635,6 +1146,28 @@ def test_one_roformer_author_list():
     names = re.findall(r"family-names: (\S+)\n\s+given-names: (\S+)", block)
     lists.add(", ".join(f"{given[0]}. {family}" for family, given in names))
     assert len(lists) == 1, lists
+
+
+def test_citation_links_the_repository_only_when_known(tmp_path):
+    """``CITATION.cff`` has a ``repository-code`` exactly when ``pyproject.toml``
+    names the repository (``[project.urls]``), the same address (the site's
+    header link and BibTeX ``url`` come from there too); without one, its
+    message says how to cite without it.  No placeholder address anywhere."""
+    ext = docs_extension()
+    url = ext.repository_url(ROOT)
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    stated = re.findall(r'^repository-code: "?([^"\n]+)"?$', cff, re.M)
+    assert stated == ([url] if url else []), (stated, url)
+    assert ("no public repository address" in cff) == (url is None)
+    assert not re.search(r"example\.(com|org)|<[^>]*(url|repo)[^>]*>|TODO|XXX", cff, re.I)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[project.urls]\nHomepage = "https://h.test/"\nRepository = "https://r.test/x"\n'
+        '\n[tool.other]\nRepository = "no"\n',
+        encoding="utf-8",
+    )
+    assert ext.repository_url(tmp_path) == "https://r.test/x"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n', encoding="utf-8")
+    assert ext.repository_url(tmp_path) is None
 
 
 def test_citation_names_this_version():

@@ -51,9 +51,13 @@ __all__ = [
     "GalleryScraper",
     "describe_figure",
     "ACCURACY_BOUND",
+    "bound_text",
     "accuracy_facts",
     "accuracy_prolog",
     "SEE_ALSO",
+    "performance_summary",
+    "repository_url",
+    "rotation_layouts",
 ]
 
 #: per document, the namespace of its shown blocks and that of its hidden
@@ -223,6 +227,16 @@ def sci(x: float, digits: int = 1) -> str:
     return f"{mant}·10{str(int(exp)).translate(sup)}"
 
 
+def bound_text(x: float = 0.0) -> str:
+    """The accuracy bound as the README, the docstrings, the changelog and
+    the benchmark targets write it: ``2.5e-7`` (the shortest decimal that
+    reads back as the bound, with no zero padding in the exponent).  The site
+    writes the bound only this way; ``tests/test_docs.py`` checks the built
+    pages for any other spelling of it."""
+    mant, exp = f"{x or ACCURACY_BOUND:e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
+
+
 def tutorial_torch(p: Any, d: int) -> Any:
     """The PyTorch tutorial's table (float32 angles), for positions ``p``."""
     import math
@@ -320,7 +334,7 @@ def accuracy_prolog() -> str:
     code) and ``|naive-1e6-numpy|`` (the NumPy tutorial's) the one-liner's.
     """
     f = accuracy_facts()
-    bound = sci(ACCURACY_BOUND, 0)
+    bound = bound_text()
     statement = (
         f"within {bound} of the exact values at every integer position "
         f":math:`|p| < 2^{{{ACCURACY_RANGE_LOG2}}}` and every real one "
@@ -422,6 +436,35 @@ for _cls in ("Linear", "NTK", "DynamicNTK", "YaRN", "Llama3", "LongRoPE", "Propo
     SEE_ALSO[_S + _cls] = [_S + "from_hf", _P + "rope_frequencies", _V + "plot_rope_scaling"]
 
 
+#: the names transformers gives its function that swaps the pairs of RoPE
+ROTATION_FUNCTIONS = ("rotate_half", "rotate_every_two")
+
+
+def rotation_layouts(models: Path) -> tuple[dict[str, str], list[str]]:
+    """The RoPE pair layout of each model folder of transformers, read from
+    the source of its ``rotate_half`` / ``rotate_every_two`` (module-level
+    functions, whatever their signature: annotations, defaults, several
+    lines): ``({folder: function}, [folders])`` of the interleaved functions
+    (they slice ``::2``) and of the half-split ones (they slice ``// 2``)."""
+    import ast
+
+    interleaved: dict[str, str] = {}
+    half: list[str] = []
+    for path in sorted(models.glob("*/modeling_*.py")):
+        text = path.read_text(encoding="utf-8")
+        if not any(f"def {name}(" in text for name in ROTATION_FUNCTIONS):
+            continue
+        for node in ast.parse(text).body:
+            if not isinstance(node, ast.FunctionDef) or node.name not in ROTATION_FUNCTIONS:
+                continue
+            body = "\n".join(ast.get_source_segment(text, stmt) or "" for stmt in node.body)
+            if "::2" in body:
+                interleaved[path.parent.name] = node.name
+            elif "// 2" in body:
+                half.append(path.parent.name)
+    return interleaved, half
+
+
 def benchmark_rows(root: Path) -> list[dict[str, Any]] | None:
     """The rows of the committed benchmark report (``benchmarks/results.json``),
     with its ``header`` as the first row's ``"_header"``; None if absent."""
@@ -436,6 +479,177 @@ def benchmark_rows(root: Path) -> list[dict[str, Any]] | None:
         row["_header"] = data.get("header", {})
         row["_counts"] = data.get("counts", {})
     return rows
+
+
+def _ratio(r: dict[str, Any] | None) -> str:
+    return "–" if r is None or r.get("ratio") is None else f"{r['ratio']:.2f}x"
+
+
+def _err(r: dict[str, Any] | None) -> str:
+    return "–" if r is None or r.get("error") is None else f"{r['error']:.1e}"
+
+
+def _measured(r: dict[str, Any]) -> str:
+    """What a row measured against its target: its ratio, speed-up or error."""
+    parts = []
+    if r.get("ratio") is not None:
+        parts.append(f"{r['ratio']:.2f}x")
+    if r.get("speedup") is not None:
+        parts.append(f"{r['speedup']:.1f}x faster")
+    if r.get("error") is not None:
+        parts.append(f"err {r['error']:.1e}")
+    if r.get("ms") is not None and not parts:
+        parts.append(f"{r['ms']:.3g} ms")
+    return ", ".join(parts) or "–"
+
+
+def gpu_device(row: dict[str, Any]) -> str:
+    """The device a GPU row ran on: the row's ``extra["device"]``, else its
+    note (where ``benchmarks/bench_gpu.py`` writes the device's name), else
+    the report header's ``gpu``."""
+    extra = row.get("extra") or {}
+    header = row.get("_header") or {}
+    return str(extra.get("device") or row.get("note") or header.get("gpu") or "?")
+
+
+def performance_summary(rows: list[dict[str, Any]] | None) -> str:
+    """The "In short" of the performance page (rst), from the rows of
+    ``benchmarks/results.json`` (:func:`benchmark_rows`): the headline
+    comparisons, every target the report does not meet, the GPU rows with
+    their device once a run on a GPU is committed (or a sentence saying there
+    are none), and the counts and machine of the run."""
+    if not rows:
+        return "No benchmark report has been committed yet: run ``make bench``.\n"
+    head = rows[0].get("_header", {})
+    counts = rows[0].get("_counts", {})
+    out: list[str] = []
+    gpu = [r for r in rows if r["section"] == "gpu" or "cuda" in str(r["backend"])]
+    gpu_measured = [r for r in gpu if r.get("ms") is not None]
+    if not gpu_measured:
+        out.append(
+            f"**No GPU numbers yet.**  Every number on this page was measured on CPUs "
+            f"({head.get('cpu', '?')}, {head.get('cpu_count', '?')} cores, {head.get('date', '?')}); "
+            "the GPU section of the benchmark is skipped until a run on a machine with a GPU is "
+            "committed.\n"
+        )
+
+    def pick(section: str, backend: str, contestant: str, case: str | None = None) -> dict[str, Any] | None:
+        for r in rows:
+            if (
+                r["section"] == section
+                and r["backend"] == backend
+                and r["contestant"] == contestant
+                and (case is None or r["case"] == case)
+            ):
+                return r
+        return None
+
+    table: list[list[Any]] = []
+    cases = sorted({r["case"] for r in rows if r["section"] == "sinusoidal"}, key=lambda c: int(c.split("x")[0]))
+    for case in cases:
+        for backend, seed in (("numpy", "seed001 f32"), ("torch-cpu 1 thread", "seed000 exp")):
+            mine = pick("sinusoidal", backend, f"posenc vs {seed}", case)
+            theirs = pick("sinusoidal", backend, seed, case)
+            if mine:
+                table.append(
+                    [f"float32 table {case}, {backend}", seed, _ratio(mine), f"{_err(mine)} vs {_err(theirs)}"]
+                )
+    for backend in ("numpy", "torch-cpu 1 thread"):
+        r = pick("rope", backend, "apply_rope vs HF")
+        if r:
+            table.append([f"RoPE {r['case']}, {backend}", "HF rotate_half", _ratio(r), "same"])
+        r = pick("rope", backend, "posenc.apply_rope")
+        if r:
+            table.append([f"RoPE {r['case']}, {backend}", "a copy of x", _ratio(r), "–"])
+    for r in rows:
+        if r["section"] == "cache" and r["contestant"] == "second call" and r.get("speedup"):
+            table.append(
+                [f"repeated table {r['case']}, {r['backend']}", "first call", f"{1 / r['speedup']:.3f}x", "identical"]
+            )
+    if table:
+        out.append(rst_table(table, ["what", "ref", "time / ref", "max error: posenc vs ref"], widths="40 20 15 25"))
+
+    if gpu_measured:
+        devices = sorted({gpu_device(r) for r in gpu_measured})
+        out.append(f"On the GPU ({', '.join(devices)}):\n")
+        gpu_rows = [
+            [
+                gpu_device(r),
+                r["case"],
+                r["backend"],
+                r["contestant"],
+                r.get("reference") or "–",
+                _measured(r),
+                r.get("target") or "–",
+                r.get("status") or "–",
+            ]
+            for r in gpu_measured
+        ]
+        out.append(
+            rst_table(
+                gpu_rows,
+                ["device", "case", "backend", "contestant", "ref", "measured", "target", "status"],
+                widths="14 14 10 16 8 12 16 10",
+                cls="posenc-text",
+            )
+        )
+
+    failing = [r for r in rows if r.get("status") == "FAIL"]
+    out.append(
+        f"Targets met: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, "
+        f"{counts.get('SKIP', 0)} SKIP (a SKIP is a GPU row on a machine without one).  "
+        f"Measured on {head.get('date', '?')}: {head.get('machine', '?')}, {head.get('cpu', '?')}, "
+        f"{head.get('cpu_count', '?')} cores.\n"
+    )
+    if failing:
+        out.append(f"The {len(failing)} target{'s' if len(failing) > 1 else ''} not met:\n")
+        fail_rows = [
+            [
+                r["section"],
+                r["case"],
+                r["backend"],
+                r["contestant"],
+                r.get("reference") or "–",
+                _measured(r),
+                r.get("target") or "–",
+            ]
+            for r in failing
+        ]
+        out.append(
+            rst_table(
+                fail_rows,
+                ["section", "case", "backend", "contestant", "ref", "measured", "target"],
+                widths="10 20 12 20 12 12 14",
+                cls="posenc-text",
+            )
+        )
+    else:
+        out.append("Every target is met.\n")
+    return "\n".join(out)
+
+
+#: the keys of ``[project.urls]`` (pyproject.toml) that name the repository, in order of preference
+REPOSITORY_KEYS = ("Repository", "Source", "Source Code", "Code")
+
+
+def repository_url(root: Path) -> str | None:
+    """The address of the project's public repository, as ``pyproject.toml``
+    states it (``[project.urls]``, :data:`REPOSITORY_KEYS`), or None while it
+    has none: the header's link, the BibTeX entry of the citing page and the
+    ``repository-code`` of ``CITATION.cff`` come from here, so none of them
+    is ever a placeholder."""
+    import re
+
+    text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the [project.urls] table's "key = value" lines
+        table = re.search(r"^\[project\.urls\]\n((?:(?!\[).*\n?)*)", text, re.M)
+        pairs = re.findall(r'^"?([\w .-]+?)"?\s*=\s*"([^"]*)"', table.group(1) if table else "", re.M)
+        urls = dict(pairs)
+    else:
+        urls = tomllib.loads(text).get("project", {}).get("urls", {})
+    return next((str(urls[k]) for k in REPOSITORY_KEYS if urls.get(k)), None)
 
 
 def _output_choice(arg: str | None) -> str:

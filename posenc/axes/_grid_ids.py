@@ -153,7 +153,7 @@ def grid_ids(
         Rows of zero ids before (Flux's text tokens, a class token) and
         after the grid (Llama 4's class token: angle 0, not rotated).
     dtype, device, xp
-        dtype of the ids (default: the namespace's default integer dtype
+        The dtype of the ids (default: the namespace's default integer dtype
         when every coordinate is an integer, else its widest real floating
         dtype on the device, float64 where it exists, so that the angles
         are exact), device and namespace (default NumPy).

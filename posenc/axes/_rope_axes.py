@@ -378,11 +378,13 @@ def rope_axes_cos_sin(
 
     Returns
     -------
-    cos, sin : array
+    cos : array
         Shape ``ids.shape[:-1] + (D,)``; with ``freqs``, ``freqs.shape[:-2]
         + ids.shape[:-1] + (2 m,)`` (the heads first: tables of shape
         ``(heads, seq, D)`` broadcast against queries of shape ``(batch,
         heads, seq, D)``).
+    sin : array
+        The same shape as ``cos``.
 
     Notes
     -----
@@ -455,8 +457,9 @@ def rope_axes(
     freqs: Array | None = None,
     heads_axis: int | None = None,
 ) -> Array:
-    """Rotate queries or keys by multi-axis RoPE in one call:
-    :func:`rope_axes_cos_sin` then :func:`posenc.apply_rope`.
+    """Rotate queries or keys by multi-axis RoPE in one call.
+
+    :func:`rope_axes_cos_sin`, then :func:`posenc.apply_rope`.
 
     Parameters
     ----------

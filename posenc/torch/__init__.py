@@ -170,7 +170,7 @@ class RotaryEmbedding(_FromConfig):
     max_positions : int, default 2048
         Positions cached when the module is built.
     dtype : torch.dtype, optional
-        dtype of the cached tables (default: torch's default dtype).
+        The dtype of the cached tables (default: torch's default dtype).
         :func:`posenc.apply_rope` computes half-precision inputs in float32.
     device : torch.device or str, optional
         Device of the cached tables.
@@ -400,7 +400,7 @@ class SinusoidalEmbedding(_FromConfig):
     max_positions : int, default 2048
         Positions cached when the module is built.
     dtype : torch.dtype, optional
-        dtype of the cached table (default: torch's default dtype); the
+        The dtype of the cached table (default: torch's default dtype); the
         table is cast to ``x``'s dtype when added.
     device : torch.device or str, optional
         Device of the cached table.
@@ -536,7 +536,7 @@ class ALiBi(_FromConfig):
     causal : bool, default False
         Also mask the future keys with ``-inf``.
     dtype : torch.dtype, optional
-        dtype of the slopes (default: torch's default dtype).
+        The dtype of the slopes (default: torch's default dtype).
     device : torch.device or str, optional
         Device of the slopes.
 
@@ -743,7 +743,7 @@ class AxesRotaryEmbedding(_FromConfig):
     base, scaling, layout, split, turns
         As in :func:`posenc.rope_axes_cos_sin`.
     dtype : torch.dtype, optional
-        dtype of the buffer and of the tables (default: torch's default dtype).
+        The dtype of the buffer and of the tables (default: torch's default dtype).
     device : torch.device or str, optional
         Device of the buffer (the tables live on the ids' device).
 

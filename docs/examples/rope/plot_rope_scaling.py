@@ -11,6 +11,8 @@ the fast pairs and interpolate only the slow ones.
 *Needs:* posenc, posenc_viz (the ``viz`` extra).
 """
 
+from pprint import pprint
+
 import matplotlib.pyplot as plt
 
 import posenc
@@ -54,7 +56,7 @@ config = {
     },
 }
 kwargs = scaling.from_hf(config)
-print(kwargs)
+pprint(kwargs)
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
 posenc_viz.plot_rope_scaling(kwargs["dim"], [kwargs["scaling"]],
                              base=kwargs["base"], ax=ax, title="Llama 3.1")

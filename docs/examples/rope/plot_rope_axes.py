@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 
 import posenc_viz
 
-with posenc_viz.paper_style("double", aspect=0.38):
+with posenc_viz.paper_style("double", aspect=0.62):
     fig, (left, right) = plt.subplots(1, 2, sharey=True)
     posenc_viz.plot_rope_axes(
         [16, 56, 56], grid_shape=[1, 64, 64], names=["text", "rows", "columns"], title="Flux, 1024 x 1024", ax=left
@@ -26,4 +26,7 @@ with posenc_viz.paper_style("double", aspect=0.38):
         [44, 42, 42], grid_shape=[21, 30, 52], names=["frames", "rows", "columns"], title="Wan 2.1, 480p", ax=right
     )
     right.set_ylabel("")
+    # each panel's legend below it, clear of the curves
+    for ax in (left, right):
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)
     plt.show()
