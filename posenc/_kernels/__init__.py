@@ -44,7 +44,6 @@ Imports: :mod:`posenc._cache`, :mod:`posenc._compat` (and its own modules).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -158,13 +157,11 @@ def as_device() -> Iterator[None]:
 
 @contextlib.contextmanager
 def triton_hook(hook: Callable[[str], None]) -> Iterator[None]:
-    """Call ``hook(name)`` at each launch of a Triton kernel inside (when
-    posenc's Triton kernels exist; for :func:`posenc._kernels.probes.count_launches`)."""
-    try:
-        kernels = importlib.import_module(f"{__name__}.triton")
-    except ImportError:  # pragma: no cover - no Triton kernels in this build
-        yield
-        return
+    """Call ``hook(name)`` at each launch of a Triton kernel inside (for
+    :func:`posenc._kernels.probes.count_launches`; the module imports no
+    Triton until a kernel runs)."""
+    from . import triton as kernels
+
     before = kernels.on_launch
     kernels.on_launch = hook
     try:

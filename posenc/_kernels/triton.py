@@ -701,7 +701,8 @@ def _masked(p: Array, sc: tuple[Array, Array], limit: float | None) -> tuple[Arr
     import torch
 
     bad = (p.to(torch.float64).abs() >= limit)[..., None]
-    return tuple(torch.where(bad, torch.nan, t) for t in sc)  # type: ignore[return-value]
+    s, c = sc
+    return torch.where(bad, torch.nan, s), torch.where(bad, torch.nan, c)
 
 
 # --------------------------------------------------------------------------
