@@ -56,6 +56,11 @@ __all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "Axes
 GROW_BYTES = 64 * 2**20
 
 
+#: from_hf caches a config's max_position_embeddings ahead up to this many
+#: positions (a 128K context of head size 128 in float32: 128 MiB for cos and sin)
+_FROM_HF_MAX_POSITIONS = 1 << 17
+
+
 def _max_positions(value: Any) -> int:
     return _checks.check_int(value, "max_positions", minimum=0, maximum=_checks.MAX_ELEMENTS)
 
@@ -237,7 +242,9 @@ class RotaryEmbedding(_FromConfig):
         """The rotary embedding of a Hugging Face config (:func:`posenc.scaling.from_hf`).
 
         ``kwargs`` (``layout``, ``max_positions``, ``dtype``, ``device``) go
-        to the constructor.  Multimodal RoPE configs (``mrope_section``) are
+        to the constructor; ``max_positions`` defaults to the config's
+        ``max_position_embeddings`` (up to 2**17), so that a model's decode
+        steps take rows of the cache and never grow it.  Multimodal RoPE configs (``mrope_section``) are
         refused: use :func:`posenc.mrope_cos_sin`; so are the RoPE over
         several axes of vision towers: use :func:`posenc.rope_axes_cos_sin`
         or :class:`AxesRotaryEmbedding`.
@@ -253,6 +260,12 @@ class RotaryEmbedding(_FromConfig):
                 "posenc.torch.AxesRotaryEmbedding, not RotaryEmbedding"
             )
             raise ValueError(msg)
+        if "max_positions" not in kwargs:  # the model's context, cached ahead (no growth while decoding)
+            top = config.get("max_position_embeddings") if isinstance(config, dict) else None
+            if top is None and not isinstance(config, (dict, str)):
+                top = getattr(config, "max_position_embeddings", None)
+            if isinstance(top, int) and not isinstance(top, bool) and 0 < top <= _FROM_HF_MAX_POSITIONS:
+                kwargs["max_positions"] = top
         return cls(kw["dim"], base=kw["base"], scaling=kw["scaling"], **kwargs)
 
     def _table_kwargs(self) -> dict[str, Any]:
@@ -315,7 +328,8 @@ class RotaryEmbedding(_FromConfig):
         if position_ids is not None:
             ids = _ids(position_ids, dev)
             if _trace.compiling() or not _compat.is_concrete(ids):
-                # traced (or meta) ids cannot be bounded: the exact tables of these ids
+                # traced (or meta) ids cannot be bounded, device ids are not read back (no
+                # sync): the exact tables of these ids (on a GPU one launch), never another row
                 return posenc.rope_cos_sin(ids, self.dim, **kw, dtype=dt, xp=torch)
             if ids.numel():
                 lo, hi = (int(v) for v in torch.aminmax(ids))

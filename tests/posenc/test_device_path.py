@@ -209,3 +209,27 @@ def test_count_launches_counts_work_not_views():
         z = y * 2 + 1  # two kernels
     assert counts.total() == 2, str(counts)
     assert torch.equal(z, x.reshape(8, 4).t()[:, 1] * 2 + 1)
+
+
+def test_rotary_module_decode_without_a_sync():
+    """RotaryEmbedding with device position ids: no read (the host path reads
+    their range to grow the cache), exact rows also beyond the cache."""
+    from posenc.torch import RotaryEmbedding
+
+    rope = RotaryEmbedding(64, max_positions=16)
+    q, k = torch.randn(1, 4, 1, 64), torch.randn(1, 2, 1, 64)
+    pid = torch.tensor([[100]])  # beyond the cache
+    (qo, ko), mine = _launches(rope, q, k, position_ids=pid)
+    assert mine.total() <= 17, str(mine)
+    assert rope.cached == 16  # not grown: growing would have read the ids
+    c, s = _rope_f64([[100]], 64, 10000.0)
+    qd = q.double().numpy()
+    _close(qo, qd * c + np.concatenate([-qd[..., 32:], qd[..., :32]], -1) * s, 1e-6)
+
+
+def test_rotary_from_hf_caches_the_context():
+    from posenc.torch import RotaryEmbedding
+
+    cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096}
+    assert RotaryEmbedding.from_hf(cfg).cached == 4096
+    assert RotaryEmbedding.from_hf(cfg, max_positions=8).cached == 8
