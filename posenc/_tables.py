@@ -24,7 +24,19 @@ from typing import Any
 import numpy as np
 
 from . import _cache, _kernels
-from ._angles import Freqs, as_freqs, cast, check_range_span, dense_span, range_split, range_tables, sincos_range, zeros
+from ._angles import (
+    EXACT_F32,
+    Freqs,
+    as_freqs,
+    cast,
+    check_range_span,
+    dense_span,
+    lane_turns,
+    range_split,
+    range_tables,
+    sincos_range,
+    zeros,
+)
 from ._compat import Array, Context, has_values, is_concrete, is_integer_dtype, numpy_dtype
 from ._trace import host_constant, is_symbolic
 
@@ -212,7 +224,10 @@ def range_table(
                 table, mode = got
                 return _cache.share(table, mode, xp) if share else table
     table = None
-    kernel = _kernels.range_table(ctx)
+    device = _kernels.device_table(ctx, layout) if max(abs(start), abs(start + n - 1)) < EXACT_F32 else None
+    if device is not None:  # one launch on a device (Triton)
+        table = device(n, start, lane_turns(_kernels.TORCH, freqs, ctx), dim, factor)
+    kernel = None if table is not None else _kernels.range_table(ctx)
     if kernel is not None:
         cached = key is not None and _cache.TABLES.fits(n * dim * numpy_dtype(ctx.dtype).itemsize)
 
@@ -327,6 +342,10 @@ def rope_range(
     ``factor``: two :func:`range_table` tables (exact, made in their layout,
     cached)."""
     dim = 2 * freqs.m
+    if n and freqs.m and _kernels.device_table(ctx, "pair:" + layout) is not None:
+        # on a device, both tables in one launch (one cache entry)
+        pair = range_table(start, n, freqs, dim, "pair:" + layout, ctx, share=share, factor=factor)
+        return pair[0, ...], pair[1, ...]
     c = range_table(start, n, freqs, dim, "cos:" + layout, ctx, share=share, factor=factor)
     s = range_table(start, n, freqs, dim, "sin:" + layout, ctx, share=share, factor=factor)
     return c, s

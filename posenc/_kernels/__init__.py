@@ -89,6 +89,7 @@ __all__ = [
     "Gather",
     "Lane",
     "as_device",
+    "device_table",
     "disabled",
     "gather",
     "handout",
@@ -385,6 +386,38 @@ def range_table(ctx: Context) -> Callable[..., Array | None] | None:
     if ctx.backend is Backend.TORCH and _torch_on_cpu(ctx):
         return torch_cpu_table
     return None
+
+
+#: the layouts of posenc._tables.range_table that table_triton writes, by its names
+_DEVICE_LAYOUTS = {"interleaved": "sin-cos", "concat": "concat", "pair:half": "half", "pair:interleaved": "interleaved"}
+
+
+def device_table(ctx: Context, layout: str) -> Callable[..., Array] | None:
+    """The one-launch kernel of a whole table of a range on a device, or
+    None: ``kernel(n, start, turns, dim, factor)`` writes the table of
+    positions ``start .. start+n-1`` (``|p| < 2**32``; ``turns`` the float64
+    ``(v1, v2)`` on the device) in ``ctx.dtype`` (float32, bfloat16,
+    float16), in ``layout``: sinusoidal ``"interleaved"`` / ``"concat"``, or
+    ``"pair:half"`` / ``"pair:interleaved"``, RoPE's cos and sin tables
+    stacked ``(2, n, 2m)``.  torch tensors off the host with Triton
+    (:func:`triton_lane`)."""
+    if not _enabled or ctx.traced or ctx.backend is not Backend.TORCH or layout not in _DEVICE_LAYOUTS:
+        return None
+    import torch
+
+    if ctx.work != torch.float32 or ctx.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return None
+    device = torch.device(ctx.device) if ctx.device is not None else torch.get_default_device()
+    if _torch_on_cpu(ctx) or triton_lane(device.type) is None:
+        return None
+    from .triton import table_triton
+
+    name = _DEVICE_LAYOUTS[layout]
+
+    def kernel(n: int, start: int, turns: tuple[Array, ...], dim: int, factor: float) -> Array:
+        return table_triton(n, start, turns, name, ctx.dtype, device, scale=factor, dim=dim)
+
+    return kernel
 
 
 def range_sincos(ctx: Context) -> Callable[..., tuple[Array, Array]] | None:
