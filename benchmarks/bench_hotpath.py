@@ -266,6 +266,11 @@ def _naive_np(p: np.ndarray, d: int) -> np.ndarray:
     return np.stack([np.sin(a), np.cos(a)], axis=-1).reshape(p.shape + (d,))
 
 
+#: rope_cos_sin of dense position ids against Hugging Face's rotary forward:
+#: rows of a cached exact table (0.51x before the range check came in)
+ROPE_IDS_TARGET = 0.6
+
+
 def _arrays_numpy(cfg: Config) -> list[Row]:
     rows = []
     n, d = (256, 64) if cfg.quick else (N_TABLE, D_TABLE)
@@ -353,7 +358,8 @@ def _arrays_torch(cfg: Config, torch, label: str) -> list[Row]:
     rows.append(
         Row(
             "hotpath", case, label, name, ms=median_ms(times[name]), reference="HF rotary forward", ratio=r,
-            error=err[name], target="<= 1.2x", status=verdict(r <= 1.2 and err[name] <= ERR_TARGET),
+            error=err[name], target=f"<= {ROPE_IDS_TARGET}x",
+            status=verdict(r <= ROPE_IDS_TARGET and err[name] <= ERR_TARGET),
         )
     )
     return rows
