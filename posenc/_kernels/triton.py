@@ -484,9 +484,10 @@ def _libdevice() -> Any:
 
 
 def _forms(interp: bool) -> dict[str, Any]:
-    """The kernels, compiled (``triton.jit``'s ``JITFunction``) or interpreted, built once each
-    from the functions above in a namespace of their own (where the helpers'
-    names are bound to helpers of the same form)."""
+    """The kernels, compiled (``triton.jit``'s ``JITFunction``) or
+    interpreted, built once each from the functions above in a namespace of
+    their own (where the helpers' names are bound to helpers of the same
+    form)."""
     got = _FORMS.get(interp)
     if got is not None:
         return got
@@ -812,7 +813,8 @@ def rotate_pair_triton(
     (:func:`rotate_large_triton` of each): ``q`` and ``k`` of one dtype and
     head dimension, any head counts; ``c`` and ``s`` broadcast against each
     one's leading axes (Hugging Face's ``(batch, 1, seq, d)`` tables against
-    ``(batch, heads, seq, d)``); ``rotary_dim`` defaults to the tables' width
+    ``(batch, heads, seq, d)``; for ``heads_axis`` the caller reshapes them
+    first, as ``apply_rope``'s plan does); ``rotary_dim`` defaults to the tables' width
     (twice that for ``compact`` tables).  ``(q_out, k_out)``, or None where
     :func:`rotate_large_triton` would answer None for either, or where they
     differ in dtype or head dimension, or the tables do not broadcast."""
