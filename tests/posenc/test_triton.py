@@ -113,7 +113,7 @@ FLOAT_POSITIONS = [0.0, 0.5, -0.25, 3.75, 1000.125, -4096.5, 2.0**22 - 0.5, -(2.
 # --------------------------------------------------------------------------
 # availability, import, launches
 # --------------------------------------------------------------------------
-def test_available(monkeypatch):
+def test_available(monkeypatch, interpreter):
     assert kt.available("cpu")
     assert not kt.available("meta")
     assert not kt.available("mps")
@@ -122,6 +122,12 @@ def test_available(monkeypatch):
     assert not kt.available("cpu")  # read when asked, not at import
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     assert not kt.available("cpu")
+    monkeypatch.setattr(kt, "cpu_interpreter", True)  # without the variable (as_device())
+    assert kt.available("cpu") and not kt.interpreting()
+    v = _turns(_freqs(4))
+    s, _ = kt.turns_triton(torch.arange(3), v)
+    np.testing.assert_array_equal(s.numpy(), np_turns(np.arange(3), v[0].numpy(), v[1].numpy())[0])
+    assert interpreter == ["_turns_kernel"]
 
 
 def test_import_posenc_imports_no_triton():
