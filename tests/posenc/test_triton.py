@@ -533,3 +533,42 @@ def test_compiled_form_compiles_for_cuda():
         assert not re.search(r"(sin|cos)\.approx|\.ftz", ptx), name
         if "rotate" in name:
             assert "fma." not in ptx, name
+
+
+# --------------------------------------------------------------------------
+# on a GPU: the compiled kernels against torch's own CUDA operations
+# --------------------------------------------------------------------------
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the compiled kernels)")
+def test_cuda_compiled(monkeypatch, interpreter):
+    """Compiled, on the device: the rotations bit for bit the portable path;
+    the angles within an ulp of torch's CUDA path (both libdevice's
+    ``sinf`` / ``cosf``: expected equal) and within posenc's bound."""
+    monkeypatch.delenv("TRITON_INTERPRET")
+    dev = torch.device("cuda")
+    freqs = np.concatenate([_freqs(62), [1.0, 0.7853981633974483]])
+    v = tuple(t.to(dev) for t in _turns(freqs))
+    for values, dtype in ((INT_POSITIONS, torch.int64), (FLOAT_POSITIONS, torch.float64)):
+        p = torch.tensor(values, dtype=dtype, device=dev)
+        for layout in (None, "half", "interleaved"):
+            s, c = kt.turns_triton(p, v, 1.0, p.is_floating_point(), layout)
+            ts, tc = turns_torch(p, v, 1.0, p.is_floating_point(), layout)
+            assert ulps(s.cpu(), ts.cpu()) <= 1 and ulps(c.cpu(), tc.cpu()) <= 1
+        s, c = kt.turns_triton(p, v, 1.0, p.is_floating_point())
+        es, ec = exact_sincos(p.cpu().numpy(), freqs)
+        assert max(np.abs(s.cpu().numpy() - es).max(), np.abs(c.cpu().numpy() - ec).max()) <= BOUND
+    g = torch.Generator(device=dev).manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        q = torch.randn(2, 8, 33, 128, generator=g, device=dev).to(dtype)
+        k = torch.randn(2, 2, 33, 128, generator=g, device=dev).to(dtype)
+        for layout in ("half", "interleaved"):
+            for compact, rd in ((False, 128), (True, 128), (False, 96)):
+                s, c = kt.turns_triton(torch.arange(33, device=dev), tuple(t[: rd // 2] for t in v), 1.0, False,
+                                       None if compact else layout)
+                c, s = c[None, None], s[None, None]
+                got = kt.rotate_pair_triton(q, k, c, s, layout, compact=compact)
+                for x, out in zip((q, k), got, strict=True):
+                    assert torch.equal(out, _apply_case(x, c, s, layout, compact)[3])
+    table = kt.table_triton(1000, 2**31 - 1000, v, "sin-cos", torch.bfloat16, dev)
+    s, c = turns_torch(torch.arange(2**31 - 1000, 2**31, device=dev), v)
+    for got, ref in ((table[:, 0::2], s), (table[:, 1::2], c)):  # one bfloat16 rounding of the float32 values
+        assert (got.float() - ref.to(torch.bfloat16).float()).abs().max() <= 2**-8
