@@ -572,3 +572,41 @@ def test_cuda_compiled(monkeypatch, interpreter):
     s, c = turns_torch(torch.arange(2**31 - 1000, 2**31, device=dev), v)
     for got, ref in ((table[:, 0::2], s), (table[:, 1::2], c)):  # one bfloat16 rounding of the float32 values
         assert (got.float() - ref.to(torch.bfloat16).float()).abs().max() <= 2**-8
+
+
+def test_several_programs_and_loops(interpreter):
+    """Grids of several programs (a partial last one), a second program along
+    the frequencies, and the loops over blocks of pairs and of the features
+    that pass through: the offsets of every program, not only the first."""
+    g = _gen(7)
+    v = _turns(_freqs(8))
+    p = torch.arange(-1500, 1600, dtype=torch.int64)  # 3100 rows: two programs of 2048
+    s, c = kt.turns_triton(p, v, 1.0, False, "interleaved")
+    ref_s, ref_c = np_turns(p.numpy(), v[0].numpy(), v[1].numpy(), layout="interleaved")
+    np.testing.assert_array_equal(s.numpy(), ref_s)
+    np.testing.assert_array_equal(c.numpy(), ref_c)
+    wide = _turns(_freqs(130))  # 130 frequencies: two programs along them
+    s, c = kt.turns_triton(torch.tensor([3, -77, 2**31 - 5]), wide, 1.0, False, "half")
+    ref_s, ref_c = np_turns(np.array([3, -77, 2**31 - 5]), wide[0].numpy(), wide[1].numpy(), layout="half")
+    np.testing.assert_array_equal(s.numpy(), ref_s)
+    np.testing.assert_array_equal(c.numpy(), ref_c)
+    table = kt.table_triton(3100, -1500, v, "interleaved", torch.float32, "cpu")
+    assert torch.equal(table[1], kt.turns_triton(torch.arange(-1500, 1600), v, 1.0, False, "interleaved")[0])
+    # rotations: 80 pairs (two blocks of 64, blocks of 128 rows), 30 features passed through
+    x = torch.randn(3, 100, 190, generator=g)  # 300 rows: three programs
+    cs, sn = _rope_tables(100, 160, "half", False)
+    plan, cc, ss, ref = _apply_case(x, cs, sn, "half", False)
+    out = kt.rotate_large_triton(x, cc, ss, "half", plan.rotary_dim, plan.lead, False, plan.wt)
+    assert torch.equal(out, ref)
+    q, k = torch.randn(3, 50, 190, generator=g), torch.randn(1, 100, 190, generator=g)  # 150 and 100 rows
+    cs, sn = _rope_tables(1, 160, "interleaved", True)
+    got = kt.rotate_pair_triton(q, k, cs, sn, "interleaved", compact=True)
+    for x, out in zip((q, k), got, strict=True):
+        assert torch.equal(out, _apply_case(x, cs, sn, "interleaved", True)[3])
+    q, k = torch.randn(150, 160, generator=g), torch.randn(2, 150, 160, generator=g)  # 150 and 300 rows
+    pos = torch.arange(5, 155)
+    wide = _turns(_freqs(80))
+    got = kt.rope_pair_triton(q, k, pos, wide, 1.0, None, "half")
+    s, c = kt.turns_triton(pos, wide, 1.0, False, "half")
+    assert torch.equal(got[0], rotate_small_torch(q, c, s, "half"))
+    assert torch.equal(got[1], rotate_small_torch(k, c, s, "half"))
