@@ -29,7 +29,8 @@ because the kernels call only Triton's builtins: the functions that
 ``tl.sum``, ``tl.cdiv`` ... -- are decorated when triton is imported, and the
 interpreter can call them only if the variable was set by then.)  CPU
 tensors take these kernels only while the interpreter is on
-(:func:`available`).
+(:func:`available`): ``TRITON_INTERPRET`` (which interprets CUDA tensors
+too, as ``triton.jit`` would) or :data:`cpu_interpreter` (CPU tensors only).
 
 This module is never imported by ``import posenc``, and imports triton only
 when a kernel is first built (:func:`available` imports it to answer).
@@ -53,6 +54,7 @@ from posenc._compat import Array
 __all__ = [
     "available",
     "interpreting",
+    "cpu_interpreter",
     "on_launch",
     "rope_pair_triton",
     "rope_small_triton",
@@ -65,6 +67,9 @@ __all__ = [
 
 #: called with a kernel's name before each launch (a launch counter), or None
 on_launch: Callable[[str], None] | None = None
+#: True: CPU tensors take the kernels (interpreted) without ``TRITON_INTERPRET``
+#: (``posenc._kernels.as_device()``: CUDA tensors stay compiled meanwhile)
+cpu_interpreter: bool = False
 
 _TWO_PI = 2.0 * math.pi
 #: float positions are clipped to |p| <= 2**64 (posenc._turns.MAX_POSITION)
@@ -93,19 +98,21 @@ def _triton() -> Any:
 
 
 def interpreting() -> bool:
-    """Whether Triton's interpreter is on (``TRITON_INTERPRET`` set to a
-    true value), read now."""
+    """Whether Triton's interpreter is on for every tensor (``TRITON_INTERPRET``
+    set to a true value, read now): CUDA tensors are then interpreted too, as
+    ``triton.jit`` would have them."""
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
 def available(device_type: str) -> bool:
     """Whether the kernels can run on tensors of ``device_type``: triton
     importable, and a CUDA device for ``"cuda"``, the interpreter on for
-    ``"cpu"``; False for any other device."""
+    ``"cpu"`` (``TRITON_INTERPRET``, read now, or :data:`cpu_interpreter`);
+    False for any other device."""
     if device_type not in ("cuda", "cpu") or _triton() is None:
         return False
     if device_type == "cpu":
-        return interpreting()
+        return cpu_interpreter or interpreting()
     if not _cuda_state:
         import torch
 
@@ -487,9 +494,10 @@ def _libdevice() -> Any:
 
 
 def _forms(interp: bool) -> dict[str, Any]:
-    """The kernels, compiled (``triton.jit``'s ``JITFunction``) or interpreted, built once each
-    from the functions above in a namespace of their own (where the helpers'
-    names are bound to helpers of the same form)."""
+    """The kernels, compiled (``triton.jit``'s ``JITFunction``) or
+    interpreted, built once each from the functions above in a namespace of
+    their own (where the helpers' names are bound to helpers of the same
+    form)."""
     got = _FORMS.get(interp)
     if got is not None:
         return got
@@ -837,7 +845,8 @@ def rotate_pair_triton(
     (:func:`rotate_large_triton` of each): ``q`` and ``k`` of one dtype and
     head dimension, any head counts; ``c`` and ``s`` broadcast against each
     one's leading axes (Hugging Face's ``(batch, 1, seq, d)`` tables against
-    ``(batch, heads, seq, d)``); ``rotary_dim`` defaults to the tables' width
+    ``(batch, heads, seq, d)``; for ``heads_axis`` the caller reshapes them
+    first, as ``apply_rope``'s plan does); ``rotary_dim`` defaults to the tables' width
     (twice that for ``compact`` tables).  ``(q_out, k_out)``, or None where
     :func:`rotate_large_triton` would answer None for either, or where they
     differ in dtype or head dimension, or the tables do not broadcast."""

@@ -113,7 +113,7 @@ FLOAT_POSITIONS = [0.0, 0.5, -0.25, 3.75, 1000.125, -4096.5, 2.0**22 - 0.5, -(2.
 # --------------------------------------------------------------------------
 # availability, import, launches
 # --------------------------------------------------------------------------
-def test_available(monkeypatch):
+def test_available(monkeypatch, interpreter):
     assert kt.available("cpu")
     assert not kt.available("meta")
     assert not kt.available("mps")
@@ -122,6 +122,12 @@ def test_available(monkeypatch):
     assert not kt.available("cpu")  # read when asked, not at import
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     assert not kt.available("cpu")
+    monkeypatch.setattr(kt, "cpu_interpreter", True)  # without the variable (as_device())
+    assert kt.available("cpu") and not kt.interpreting()
+    v = _turns(_freqs(4))
+    s, _ = kt.turns_triton(torch.arange(3), v)
+    np.testing.assert_array_equal(s.numpy(), np_turns(np.arange(3), v[0].numpy(), v[1].numpy())[0])
+    assert interpreter == ["_turns_kernel"]
 
 
 def test_import_posenc_imports_no_triton():
@@ -527,3 +533,80 @@ def test_compiled_form_compiles_for_cuda():
         assert not re.search(r"(sin|cos)\.approx|\.ftz", ptx), name
         if "rotate" in name:
             assert "fma." not in ptx, name
+
+
+# --------------------------------------------------------------------------
+# on a GPU: the compiled kernels against torch's own CUDA operations
+# --------------------------------------------------------------------------
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the compiled kernels)")
+def test_cuda_compiled(monkeypatch, interpreter):
+    """Compiled, on the device: the rotations bit for bit the portable path;
+    the angles within an ulp of torch's CUDA path (both libdevice's
+    ``sinf`` / ``cosf``: expected equal) and within posenc's bound."""
+    monkeypatch.delenv("TRITON_INTERPRET")
+    dev = torch.device("cuda")
+    freqs = np.concatenate([_freqs(62), [1.0, 0.7853981633974483]])
+    v = tuple(t.to(dev) for t in _turns(freqs))
+    for values, dtype in ((INT_POSITIONS, torch.int64), (FLOAT_POSITIONS, torch.float64)):
+        p = torch.tensor(values, dtype=dtype, device=dev)
+        for layout in (None, "half", "interleaved"):
+            s, c = kt.turns_triton(p, v, 1.0, p.is_floating_point(), layout)
+            ts, tc = turns_torch(p, v, 1.0, p.is_floating_point(), layout)
+            assert ulps(s.cpu(), ts.cpu()) <= 1 and ulps(c.cpu(), tc.cpu()) <= 1
+        s, c = kt.turns_triton(p, v, 1.0, p.is_floating_point())
+        es, ec = exact_sincos(p.cpu().numpy(), freqs)
+        assert max(np.abs(s.cpu().numpy() - es).max(), np.abs(c.cpu().numpy() - ec).max()) <= BOUND
+    g = torch.Generator(device=dev).manual_seed(0)
+    for dtype in (torch.float32, torch.bfloat16):
+        q = torch.randn(2, 8, 33, 128, generator=g, device=dev).to(dtype)
+        k = torch.randn(2, 2, 33, 128, generator=g, device=dev).to(dtype)
+        for layout in ("half", "interleaved"):
+            for compact, rd in ((False, 128), (True, 128), (False, 96)):
+                s, c = kt.turns_triton(torch.arange(33, device=dev), tuple(t[: rd // 2] for t in v), 1.0, False,
+                                       None if compact else layout)
+                c, s = c[None, None], s[None, None]
+                got = kt.rotate_pair_triton(q, k, c, s, layout, compact=compact)
+                for x, out in zip((q, k), got, strict=True):
+                    assert torch.equal(out, _apply_case(x, c, s, layout, compact)[3])
+    table = kt.table_triton(1000, 2**31 - 1000, v, "sin-cos", torch.bfloat16, dev)
+    s, c = turns_torch(torch.arange(2**31 - 1000, 2**31, device=dev), v)
+    for got, ref in ((table[:, 0::2], s), (table[:, 1::2], c)):  # one bfloat16 rounding of the float32 values
+        assert (got.float() - ref.to(torch.bfloat16).float()).abs().max() <= 2**-8
+
+
+def test_several_programs_and_loops(interpreter):
+    """Grids of several programs (a partial last one), a second program along
+    the frequencies, and the loops over blocks of pairs and of the features
+    that pass through: the offsets of every program, not only the first."""
+    g = _gen(7)
+    v = _turns(_freqs(8))
+    p = torch.arange(-1500, 1600, dtype=torch.int64)  # 3100 rows: two programs of 2048
+    s, c = kt.turns_triton(p, v, 1.0, False, "interleaved")
+    ref_s, ref_c = np_turns(p.numpy(), v[0].numpy(), v[1].numpy(), layout="interleaved")
+    np.testing.assert_array_equal(s.numpy(), ref_s)
+    np.testing.assert_array_equal(c.numpy(), ref_c)
+    wide = _turns(_freqs(130))  # 130 frequencies: two programs along them
+    s, c = kt.turns_triton(torch.tensor([3, -77, 2**31 - 5]), wide, 1.0, False, "half")
+    ref_s, ref_c = np_turns(np.array([3, -77, 2**31 - 5]), wide[0].numpy(), wide[1].numpy(), layout="half")
+    np.testing.assert_array_equal(s.numpy(), ref_s)
+    np.testing.assert_array_equal(c.numpy(), ref_c)
+    table = kt.table_triton(3100, -1500, v, "interleaved", torch.float32, "cpu")
+    assert torch.equal(table[1], kt.turns_triton(torch.arange(-1500, 1600), v, 1.0, False, "interleaved")[0])
+    # rotations: 80 pairs (two blocks of 64, blocks of 128 rows), 30 features passed through
+    x = torch.randn(3, 100, 190, generator=g)  # 300 rows: three programs
+    cs, sn = _rope_tables(100, 160, "half", False)
+    plan, cc, ss, ref = _apply_case(x, cs, sn, "half", False)
+    out = kt.rotate_large_triton(x, cc, ss, "half", plan.rotary_dim, plan.lead, False, plan.wt)
+    assert torch.equal(out, ref)
+    q, k = torch.randn(3, 50, 190, generator=g), torch.randn(1, 100, 190, generator=g)  # 150 and 100 rows
+    cs, sn = _rope_tables(1, 160, "interleaved", True)
+    got = kt.rotate_pair_triton(q, k, cs, sn, "interleaved", compact=True)
+    for x, out in zip((q, k), got, strict=True):
+        assert torch.equal(out, _apply_case(x, cs, sn, "interleaved", True)[3])
+    q, k = torch.randn(150, 160, generator=g), torch.randn(2, 150, 160, generator=g)  # 150 and 300 rows
+    pos = torch.arange(5, 155)
+    wide = _turns(_freqs(80))
+    got = kt.rope_pair_triton(q, k, pos, wide, 1.0, None, "half")
+    s, c = kt.turns_triton(pos, wide, 1.0, False, "half")
+    assert torch.equal(got[0], rotate_small_torch(q, c, s, "half"))
+    assert torch.equal(got[1], rotate_small_torch(k, c, s, "half"))
