@@ -46,11 +46,6 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-# The torch-device lane (and tests/posenc/test_device_path.py) run posenc's
-# Triton kernels on CPU tensors through Triton's interpreter, which posenc's
-# kernels consult per launch (posenc._kernels.triton.available("cpu")).
-os.environ.setdefault("TRITON_INTERPRET", "1")
-
 # The scripts that record golden values (tests/posenc/data/make_*.py) run by
 # hand against peers the suite does not install; --doctest-modules must not
 # import them.

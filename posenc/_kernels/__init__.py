@@ -140,19 +140,22 @@ def disabled() -> Iterator[None]:
 @contextlib.contextmanager
 def as_device() -> Iterator[None]:
     """CPU torch tensors take exactly the decisions of CUDA tensors inside:
-    the device lanes and kernels (Triton's, run by its interpreter when
-    ``TRITON_INTERPRET=1``), no value read back (checks become NaN rows),
+    the device lanes and kernels (Triton's, where Triton is installed, run
+    by its interpreter: :data:`posenc._kernels.triton.cpu_interpreter`), no
+    value read back (checks become NaN rows),
     cached tables handed out as copies.  For the tests, the launch counts and
     the device check, which prove the device path on a machine without one
     (:mod:`posenc._kernels.probes`).  posenc's caches are cleared on entry
     and on exit, as in :func:`disabled`."""
-    before = _compat.AS_DEVICE
+    from . import triton as kernels  # (imports no Triton)
+
+    before = _compat.AS_DEVICE, kernels.cpu_interpreter
     _cache.clear()
-    _compat.AS_DEVICE = True
+    _compat.AS_DEVICE = kernels.cpu_interpreter = True
     try:
         yield
     finally:
-        _compat.AS_DEVICE = before
+        _compat.AS_DEVICE, kernels.cpu_interpreter = before
         _cache.clear()
 
 
@@ -250,8 +253,8 @@ _TRITON: list[Lane | None] = []  # [the Triton lane, or None] once looked for
 def triton_lane(device_type: str) -> Lane | None:
     """The lane of posenc's Triton kernels (:mod:`posenc._kernels.triton`)
     for torch tensors on ``device_type``, or None: Triton installed, and a
-    CUDA device, or CPU tensors under :func:`as_device` with Triton's
-    interpreter on (``TRITON_INTERPRET=1``)."""
+    CUDA device, or CPU tensors under :func:`as_device` (Triton's
+    interpreter)."""
     if not _TRITON:
         try:
             _TRITON.append(_triton_lane())
