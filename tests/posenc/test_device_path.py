@@ -41,12 +41,12 @@ def _launches(fn, *args, **kwargs):
 
 # ------------------------------------------------------------------ peers' formulas
 def _hf_inv_freq(dim, base):
+    """transformers' inv_freq: a buffer of the rotary module, made once."""
     return 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
 
 
-def _hf_decode(q, k, pos, dim, base):
+def _hf_decode(q, k, pos, inv):
     """transformers' LlamaRotaryEmbedding.forward + apply_rotary_pos_emb."""
-    inv = _hf_inv_freq(dim, base)
     f = (inv[None, :, None].expand(pos.shape[0], -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
     emb = torch.cat((f, f), dim=-1)
     cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
@@ -59,8 +59,7 @@ def _hf_decode(q, k, pos, dim, base):
     return q * cos + rot(q) * sin, k * cos + rot(k) * sin
 
 
-def _hf_rotary(pos, dim, base):
-    inv = _hf_inv_freq(dim, base)
+def _hf_rotary(pos, inv):
     f = (inv[None, :, None].expand(pos.shape[0], -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
     emb = torch.cat((f, f), dim=-1)
     return emb.cos(), emb.sin()
@@ -110,7 +109,7 @@ def test_decode_step():
         return posenc.apply_rope(q, c, s), posenc.apply_rope(k, c, s)
 
     (qo, ko), mine = _launches(step)
-    _, peer = _launches(_hf_decode, q, k, pid, dim, base)
+    _, peer = _launches(_hf_decode, q, k, pid, _hf_inv_freq(dim, base))
     assert mine.total() <= min(17, peer.total()), (str(mine), str(peer))
     c, s = _rope_f64([[p]], dim, base)
     qd = q.double().numpy()
@@ -122,7 +121,7 @@ def test_rope_cos_sin_of_position_ids():
     dim, base = 128, 10000.0
     ids = torch.arange(64).reshape(2, 32) * 37
     (c, s), mine = _launches(posenc.rope_cos_sin, ids, dim, base=base)
-    _, peer = _launches(_hf_rotary, ids, dim, base)
+    _, peer = _launches(_hf_rotary, ids, _hf_inv_freq(dim, base))
     assert mine.total() <= min(5, peer.total()), (str(mine), str(peer))
     wc, ws = _rope_f64(ids.numpy(), dim, base)
     _close(c, wc, 2.5e-7)
