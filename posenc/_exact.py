@@ -174,7 +174,7 @@ def pair(n: int, s: int) -> tuple[float, float]:
     try:
         hi = n / (1 << -s) if s < 0 else float(n << s)
     except OverflowError:
-        return math.copysign(math.inf, n), 0.0
+        return (math.inf if n > 0 else -math.inf), 0.0
     if hi == 0.0 or not math.isfinite(hi):
         return hi, 0.0
     a, b = hi.as_integer_ratio()  # hi = a / b, b a power of two
@@ -189,7 +189,7 @@ def _pair_of(q: Fraction) -> tuple[float, float]:
     try:
         hi = float(q)
     except OverflowError:
-        return math.copysign(math.inf, q), 0.0
+        return (math.inf if q > 0 else -math.inf), 0.0
     if hi == 0.0 or not math.isfinite(hi):
         return hi, 0.0
     return hi, float(q - Fraction(hi))
