@@ -66,45 +66,66 @@ def _two_pi_parts() -> tuple[Any, Any, Any]:
     return ld(str(c1)), ld(str(c2)), ld(str(c3))
 
 
-def exact_angle_sincos(p: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``(sin, cos)`` of ``p[:, None] * w``, the angle formed exactly.
+def math_frequencies(dim: int, base: float = 10000.0) -> tuple[np.ndarray, np.ndarray]:
+    """The mathematical frequencies ``base ** (-2i / dim)`` (``i < dim // 2``)
+    of the sinusoidal and RoPE tables, from mpmath at 200 bits, as float64
+    pairs ``(hi, lo)``: ``hi`` correctly rounded, ``hi + lo`` to about 2**-106
+    (the truth of the sweep: posenc's tables follow these, not ``hi``)."""
+    import mpmath
 
-    ``p`` and ``w`` float64.  With both split into 26-bit halves, ``p * w`` is
-    the sum of four exact float64 products; each is reduced modulo 2*pi in
-    long double (x86's 64-bit mantissa) with a three-part 2*pi, then summed:
-    the angle is right to about ``|p w| * 2**-90`` for ``|p w| < 2**36``
-    (mpmath beyond, and where long double is float64).
+    with mpmath.workprec(200):
+        exact = [mpmath.mpf(base) ** (-mpmath.mpf(2 * i) / dim) for i in range(dim // 2)]
+        hi = np.array([float(x) for x in exact])
+        lo = np.array([float(x - mpmath.mpf(float(h))) for x, h in zip(exact, hi)])
+    return hi, lo
+
+
+def exact_angle_sincos(p: np.ndarray, w: np.ndarray, lo: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``(sin, cos)`` of ``p[:, None] * (w + lo)``, the angle formed exactly.
+
+    ``p``, ``w`` and ``lo`` float64 (``lo``: the rest of the frequencies
+    beyond ``w``, as :func:`math_frequencies` gives it; none by default).
+    With each split into 26-bit halves, ``p * w`` and ``p * lo`` are sums of
+    exact float64 products; each is reduced modulo 2*pi in long double
+    (x86's 64-bit mantissa) with a three-part 2*pi, then summed: the angle is
+    right to about ``|p w| * 2**-90`` for ``|p w| < 2**36`` (mpmath beyond,
+    and where long double is float64).
     """
     p = np.asarray(p, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
+    parts = [w] if lo is None else [w, np.asarray(lo, dtype=np.float64)]
     if np.finfo(np.longdouble).nmant < 63 or np.abs(p).max(initial=0) * np.abs(w).max(initial=0) >= 2.0**36:
-        return _mpmath_sincos(p, w)
+        return _mpmath_sincos(p, w, lo)
     ld = np.longdouble
     c1, c2, c3 = _two_pi_parts()
     inv = 1 / (c1 + c2 + c3)
     ph, pl = _split26(p)
-    wh, wl = _split26(w)
     r = np.zeros((len(p), len(w)), dtype=ld)
-    for a in (ph, pl):
-        for b in (wh, wl):
-            t = (a[:, None] * b[None, :]).astype(ld)  # exact in float64 (<= 53 bits)
-            k = np.round(t * inv)
-            r += ((t - k * c1) - k * c2) - k * c3
+    for part in parts:
+        wh, wl = _split26(part)
+        for a in (ph, pl):
+            for b in (wh, wl):
+                t = (a[:, None] * b[None, :]).astype(ld)  # exact in float64 (<= 53 bits)
+                k = np.round(t * inv)
+                r += ((t - k * c1) - k * c2) - k * c3
     k = np.round(r * inv)
     r = ((r - k * c1) - k * c2) - k * c3
     return np.sin(r).astype(np.float64), np.cos(r).astype(np.float64)
 
 
-def _mpmath_sincos(p: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+def _mpmath_sincos(
+    p: np.ndarray, w: np.ndarray, lo: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     import mpmath
 
-    mpmath.mp.prec = 160
+    lo = np.zeros_like(w) if lo is None else np.asarray(lo, dtype=np.float64)
     s = np.empty((len(p), len(w)))
     c = np.empty_like(s)
-    for i, pi in enumerate(np.asarray(p, dtype=np.float64)):
-        for j, wj in enumerate(np.asarray(w, dtype=np.float64)):
-            x = mpmath.mpf(float(pi)) * mpmath.mpf(float(wj))
-            s[i, j], c[i, j] = float(mpmath.sin(x)), float(mpmath.cos(x))
+    with mpmath.workprec(160):
+        for i, pi in enumerate(np.asarray(p, dtype=np.float64)):
+            for j, (wj, lj) in enumerate(zip(np.asarray(w, dtype=np.float64), lo)):
+                x = mpmath.mpf(float(pi)) * (mpmath.mpf(float(wj)) + mpmath.mpf(float(lj)))
+                s[i, j], c[i, j] = float(mpmath.sin(x)), float(mpmath.cos(x))
     return s, c
 
 
@@ -269,14 +290,13 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
     """``{path: {range of positions: max |error|}}`` of posenc's float32
     tables, ``n`` random positions per range (log-uniform magnitudes, both
     signs, the ends of each range included)."""
-    import posenc
 
     rng = np.random.default_rng(seed)
     out: dict[str, dict[str, float]] = {}
+    freqs = math_frequencies(dim)
     for name, path in paths(backends).items():
-        # the exact frequencies of the path (RoPE's inverse frequencies are 1 / base**(2i/d),
-        # the sinusoid's exp(-2i/d ln base): they may differ by an ulp, 2e-7 of angle at 2**31)
-        w = posenc.rope_frequencies(dim) if path.rope else posenc.frequencies(dim)
+        # the mathematical frequencies 10000 ** (-2i/d) of both families (mpmath)
+        w, lo = freqs
         cases: list[tuple[str, np.ndarray]] = []
         for lo, hi in INT_RANGES:
             if "int" in path.kinds:
@@ -293,7 +313,7 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
         res: dict[str, float] = {}
         for label, p in cases:
             s, c = path.run(p, dim)
-            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w)
+            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w, lo)
             res[label] = float(max(np.abs(s.reshape(ts.shape) - ts).max(), np.abs(c.reshape(tc.shape) - tc).max()))
         out[name] = res
     return out
@@ -303,14 +323,14 @@ def sweep64(n: int = 2048, dim: int = 128, seed: int = 1) -> dict[str, float]:
     """``{range of positions: max |error|}`` of float64 tables of array positions (NumPy)."""
     import posenc
 
-    w = posenc.frequencies(dim)
+    w, lo = math_frequencies(dim)
     rng = np.random.default_rng(seed)
     res: dict[str, float] = {}
     cases = [(_label("int", lo, hi), int_positions(rng, lo, hi, n)) for lo, hi in INT64_RANGES]
     cases += [(_label("float", lo, hi), float_positions(rng, lo, hi, n, np.float64)) for lo, hi in FLOAT64_RANGES]
     for label, p in cases:
         s, c = _interleaved(posenc.sinusoidal(p, dim))
-        ts, tc = exact_angle_sincos(p.astype(np.float64), w)
+        ts, tc = exact_angle_sincos(p.astype(np.float64), w, lo)
         res[label] = float(max(np.abs(s - ts).max(), np.abs(c - tc).max()))
     return res
 

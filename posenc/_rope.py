@@ -19,7 +19,7 @@ import numpy as np
 from . import _angles, _cache, _checks, _compat, _kernels, _tables
 from ._compat import Array, Context
 from ._trace import host_constant, is_symbolic
-from .scaling._formulas import Scaling, check_scaling, check_seq_len, default_inv_freq, length_dependent
+from .scaling._formulas import Scaling, check_scaling, check_seq_len, exact_inv_freq, length_dependent
 
 
 # --------------------------------------------------------------------------
@@ -56,17 +56,15 @@ def _inv_freq_checked(
     # float64 range: refused below, never a RuntimeWarning and inf
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         try:
-            if scaling is None:
-                w = default_inv_freq(dim, base)
-            else:
-                w = scaling.inv_freq(dim, base, seq_len)
+            w, lo = exact_inv_freq(scaling, dim, base, seq_len)
         except OverflowError:  # Python float arithmetic of a scaling
-            w = None
+            w, lo = None, None
         finite = w is not None and bool(np.all(np.isfinite(w)))
     if not finite:
         msg = f"{freq_source(base, scaling)} overflows float64 in the inverse frequencies"
         raise ValueError(msg)
-    freqs = _angles.Freqs.from_array(w)
+    # the frequencies posenc defines carry their exact values (about 106 bits)
+    freqs = _angles.Freqs.from_array(w) if lo is None else _angles.Freqs.exact(w, lo)
     a = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
     if not abs(a) <= top:
         msg = (

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _cache
+from ._exact import times
 from ._trace import host_constant
 
 __all__ = [
@@ -64,14 +65,24 @@ class Freqs:
     """Host float64 frequencies as a hashable constant.
 
     The frequencies depend only on Python arguments (``dim``, ``base``, a
-    scaling), so they travel through a call as their float64 bytes: a value
-    that torch's tracer treats as a constant and that keys the host caches.
-    Magnitudes are clipped to :data:`MAX_FREQUENCY`.
+    scaling), so they travel through a call as bytes: a value that torch's
+    tracer treats as a constant and that keys the host caches.  Two kinds:
+
+    * :meth:`from_array`: the float64 values are the frequencies (a caller's
+      array): ``key`` is their bytes;
+    * :meth:`exact`: the frequencies of a mathematical definition, carried to
+      about 106 bits (:mod:`posenc._exact`): ``key`` holds the correctly
+      rounded float64 values ``hi``, their rests ``lo`` and the turns ``vh +
+      vl = (hi + lo) / (2 pi)``, four float64 blocks and a tag byte (an odd
+      length tells the kinds apart).
+
+    Magnitudes are clipped to :data:`MAX_FREQUENCY` (a clipped set is of the
+    first kind).
 
     Attributes
     ----------
     key : bytes
-        The float64 frequencies, native byte order.
+        The frequencies as above, native byte order.
     m : int
         How many there are.
     top : float
@@ -92,15 +103,93 @@ class Freqs:
             top = float(np.max(np.abs(f)))
         return Freqs(f.tobytes(), int(f.size), top)
 
+    @staticmethod
+    def exact(hi: Any, lo: Any) -> Freqs:
+        """Freqs of frequencies ``hi + lo`` (float64 host arrays: ``hi``
+        correctly rounded, ``lo`` the rest, about 106 bits together)."""
+        hi = np.ascontiguousarray(hi, dtype=np.float64).reshape(-1)
+        lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(-1)
+        top = float(np.max(np.abs(hi))) if hi.size else 0.0
+        if not top <= MAX_FREQUENCY or not np.isfinite(lo).all():
+            return Freqs.from_array(hi)
+        vh, vl = times(hi, lo, (INV_HI, INV_LO))
+        return Freqs(np.concatenate([hi, lo, vh, vl]).tobytes() + _EXACT, int(hi.size), top)
+
+    @staticmethod
+    def exact_turns(vh: Any, vl: Any) -> Freqs:
+        """Freqs whose turns per position are ``vh + vl`` (float64 host
+        arrays, about 106 bits): angular frequencies ``2 pi (vh + vl)``."""
+        vh = np.ascontiguousarray(vh, dtype=np.float64).reshape(-1)
+        vl = np.ascontiguousarray(vl, dtype=np.float64).reshape(-1)
+        hi, lo = times(vh, vl, (TWO_PI, TWO_PI_LO))
+        top = float(np.max(np.abs(hi))) if hi.size else 0.0
+        if not top <= MAX_FREQUENCY or not (np.isfinite(lo).all() and np.isfinite(vl).all()):
+            return Freqs.from_array(hi)
+        vh, vl = vh + vl, vl - ((vh + vl) - vh)  # normalised
+        return Freqs(np.concatenate([hi, lo, vh, vl]).tobytes() + _EXACT, int(hi.size), top)
+
+    @staticmethod
+    def of_key(key: bytes) -> Freqs:
+        """The Freqs whose ``key`` is ``key``."""
+        hi = _parts(key)[0]
+        return Freqs(key, int(hi.size), float(np.max(np.abs(hi))) if hi.size else 0.0)
+
     @property
     def array(self) -> np.ndarray:
-        """The frequencies as a read-only float64 NumPy array (host code only)."""
-        return np.frombuffer(self.key, dtype=np.float64)
+        """The float64 frequencies as a read-only NumPy array (host code only)."""
+        return _parts(self.key)[0]
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(hi, lo, vh, vl)``: the frequencies and their turns as float64
+        pairs (read-only host arrays; for a caller's array ``lo`` is 0 and the
+        turns are those of :class:`Turns`)."""
+        hi, lo, vh, vl = _parts(self.key)
+        if lo is None or vh is None or vl is None:
+            t = _turns(self.key)
+            return hi, np.zeros_like(hi), t.vh, t.vl
+        return hi, lo, vh, vl
+
+    def every(self, start: int, step: int) -> Freqs:
+        """The frequencies ``start, start + step, ...`` (their pairs kept)."""
+        hi, lo, vh, vl = _parts(self.key)
+        if lo is None or vh is None or vl is None:
+            return Freqs.from_array(hi[start::step])
+        sub = [a[start::step] for a in (hi, lo, vh, vl)]
+        top = float(np.max(np.abs(sub[0]))) if sub[0].size else 0.0
+        return Freqs(np.concatenate(sub).tobytes() + _EXACT, int(sub[0].size), top)
+
+    def as_turns(self) -> Freqs:
+        """The Freqs that turns ``w`` times per position where these rotate
+        ``w`` radians (angular frequencies ``2 pi w``, with ``w`` to 106 bits)."""
+        hi, lo, _, _ = self.pairs()
+        return Freqs.exact_turns(hi, lo)
 
 
 def as_freqs(freqs: Any) -> Freqs:
     """``freqs`` as :class:`Freqs` (a host array is converted)."""
     return freqs if isinstance(freqs, Freqs) else Freqs.from_array(freqs)
+
+
+#: the tag of exact keys
+_EXACT = b"x"
+
+
+def _parts(key: bytes) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """``(hi, lo, vh, vl)`` of a :class:`Freqs` key (``None`` for a caller's array)."""
+    if len(key) % 8 == 0:
+        return np.frombuffer(key, dtype=np.float64), None, None, None
+    a = np.frombuffer(key, dtype=np.float64, count=(len(key) - 1) // 8)
+    m = a.size // 4
+    return a[:m], a[m : 2 * m], a[2 * m : 3 * m], a[3 * m :]
+
+
+def _two_pi_lo() -> float:
+    """``2 pi - TWO_PI`` in float64."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as dec:
+        dec.prec = 60
+        return float(Decimal(TWO_PI_DIGITS) - Decimal(TWO_PI))
 
 
 def _inverse_two_pi() -> tuple[float, float]:
@@ -120,6 +209,8 @@ TWO_PI_DIGITS = "6.283185307179586476925286766559005768394338798750211641949889"
 #: 1 / (2 pi) as a float64 pair (radians to turns)
 INV_HI, INV_LO = _inverse_two_pi()
 TWO_PI = 2.0 * math.pi
+#: the rest of 2 pi beyond TWO_PI
+TWO_PI_LO = _two_pi_lo()
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
 
@@ -177,6 +268,11 @@ def _host_turns(w: np.ndarray) -> Turns:
     lo = e + w * INV_LO
     vh = h + lo
     vl = lo - (vh - h)
+    return _turns_from(vh, vl)
+
+
+def _turns_from(vh: np.ndarray, vl: np.ndarray) -> Turns:
+    """:class:`Turns` of turns ``vh + vl`` (a normalised float64 pair)."""
     vhh, vhl = _split(vh)
     # v1: vh rounded to 21 significant bits (a power-of-two scaling and rint: exact)
     mant, expo = np.frexp(vh)
@@ -191,7 +287,8 @@ def _turns(freqs_key: bytes) -> Turns:
     key = ("turns", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
-        got = _host_turns(np.frombuffer(freqs_key, dtype=np.float64))
+        hi, _, vh, vl = _parts(freqs_key)
+        got = _host_turns(hi) if vh is None or vl is None else _turns_from(np.array(vh), np.array(vl))
         _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 
@@ -317,7 +414,7 @@ def freqs_array(freqs_key: bytes) -> np.ndarray:
     """The float64 frequencies of :class:`Freqs` bytes: a fresh host array
     (a copy: torch's tracer takes only arrays that own their memory as
     constants)."""
-    return np.frombuffer(freqs_key, dtype=np.float64).copy()
+    return _parts(freqs_key)[0].copy()
 
 
 def turn_arrays(freqs_key: bytes, names: tuple[str, ...]) -> np.ndarray:

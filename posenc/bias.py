@@ -26,11 +26,12 @@ distance, not once per (query, key) pair.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _cache, _checks, _compat
+from . import _angles, _cache, _checks, _compat, _exact
 from ._compat import Array, Context
 from ._relative import (
     array_args,
@@ -465,7 +466,7 @@ def t5_buckets(
 @host_constant
 def _xl_freqs(dim: int, base: float) -> _angles.Freqs:
     """``base ** (-2i / dim)`` in float64 (a constant for torch's tracer)."""
-    return _angles.Freqs.from_array(np.power(base, -np.arange(0, dim, 2, dtype=np.float64) / dim))
+    return _angles.Freqs.exact(*_exact.evaluate(_exact.geometric, base, Fraction(2, dim), dim // 2))
 
 
 def relative_sinusoidal(

@@ -24,11 +24,12 @@ import math
 import numbers
 import operator
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _checks, _compat, _exact
 from ._compat import Array, Context
 from ._trace import host_constant
 
@@ -65,7 +66,7 @@ def _pairs_per_axis(dim: int, ndim: int, order: str, source: str) -> int:
 def _axis_freqs(m: int, base: float) -> _angles.Freqs:
     """``base ** (-i / m)`` for ``i < m`` in float64 on the host (a constant
     for torch's tracer)."""
-    return _angles.Freqs.from_array(np.power(base, -np.arange(m, dtype=np.float64) / m))
+    return _angles.Freqs.exact(*_exact.evaluate(_exact.geometric, base, Fraction(1, m), m))
 
 
 def _axis_sincos(

@@ -11,11 +11,12 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _cache, _checks, _compat, _kernels, _tables
+from . import _angles, _cache, _checks, _compat, _exact, _kernels, _tables
 from ._compat import Array, Context
 from ._trace import host_constant, is_symbolic
 
@@ -40,22 +41,20 @@ def _host_frequencies(
     convention: str,
     min_timescale: float | None,
     max_timescale: float | None,
-) -> np.ndarray:
-    """The dim // 2 angular frequencies in float64 on the host (extreme
-    arguments may give inf or 0; :func:`freq_args` checks)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dim // 2 angular frequencies on the host as float64 pairs: the
+    correctly rounded values and their rests (:mod:`posenc._exact`; extreme
+    arguments may give inf or 0: :func:`freq_args` checks)."""
     half = dim // 2
-    i = np.arange(half, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        if convention == "paper":
-            return np.power(base, -2.0 * i / dim)
-        if convention == "fairseq":
-            step = math.log(base) / max(half - 1, 1)
-            return np.exp(-i * step)
-        # tensor2tensor's get_timing_signal_1d (log(hi / lo) without forming hi / lo)
-        lo = 1.0 if min_timescale is None else min_timescale
-        hi = base if max_timescale is None else max_timescale
-        step = (math.log(hi) - math.log(lo)) / max(half - 1, 1)
-        return lo * np.exp(-i * step)
+    if convention == "paper":  # base ** (-2i / dim)
+        return _exact.evaluate(_exact.geometric, base, Fraction(2, dim), half, Fraction(1))
+    if convention == "fairseq":  # exp(-i ln(base) / (half - 1)) = base ** (-i / (half - 1))
+        return _exact.evaluate(_exact.geometric, base, Fraction(1, max(half - 1, 1)), half, Fraction(1))
+    # tensor2tensor's get_timing_signal_1d: lo exp(-i ln(hi / lo) / (half - 1))
+    lo = 1.0 if min_timescale is None else min_timescale
+    hi = base if max_timescale is None else max_timescale
+    ratio = Fraction(hi) / Fraction(lo)
+    return _exact.evaluate(_exact.geometric, ratio, Fraction(1, max(half - 1, 1)), half, Fraction(lo))
 
 
 def _freq_source(
@@ -103,12 +102,12 @@ def freq_args(
         min_timescale = _checks.check_float(min_timescale, "min_timescale", positive=True)
     if max_timescale is not None:
         max_timescale = _checks.check_float(max_timescale, "max_timescale", positive=True)
-    w = _host_frequencies(dim, base, convention, min_timescale, max_timescale)
+    w, lo = _host_frequencies(dim, base, convention, min_timescale, max_timescale)
     if not np.isfinite(w).all():
         source = _freq_source(base, convention, min_timescale, max_timescale)
         msg = f"{source} gives frequencies beyond the float64 range"
         raise ValueError(msg)
-    return dim, _angles.Freqs.from_array(w)
+    return dim, _angles.Freqs.exact(w, lo)
 
 
 @host_constant

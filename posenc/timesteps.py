@@ -16,13 +16,13 @@ is the spacing of guided-diffusion, GLIDE and DiT.
 
 from __future__ import annotations
 
-import math
 import numbers
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _cache, _checks, _compat
+from . import _angles, _cache, _checks, _compat, _exact
 from ._compat import Array, Context
 from ._trace import host_constant, is_symbolic
 
@@ -44,19 +44,18 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
             f"dim // 2 - downscale_freq_shift), got {shift!r}"
         )
         raise ValueError(msg)
-    i = np.arange(half, dtype=np.float64)
     # i = 0 has the exponent 0 whatever the denominator (for dim 2 or 3 with
     # shift 1 it is 0 / 0 in diffusers' code, which gives NaN)
-    denom = half - shift if half > 1 else 1.0
-    with np.errstate(all="ignore"):
-        w = np.exp(-math.log(max_period) * i / denom) * scale
+    denom = Fraction(half) - Fraction(shift) if half > 1 else Fraction(1)
+    # scale * exp(-i ln(max_period) / denom), exactly (posenc._exact)
+    w, lo = _exact.evaluate(_exact.geometric, max_period, 1 / denom, half, Fraction(scale))
     if not np.isfinite(w).all():
         msg = (
             f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r} "
             "gives frequencies beyond the float64 range"
         )
         raise ValueError(msg)
-    return dim, _angles.Freqs.from_array(w)
+    return dim, _angles.Freqs.exact(w, lo)
 
 
 #: the frequencies of recent configurations, by their arguments and the

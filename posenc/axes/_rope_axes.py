@@ -3,13 +3,10 @@ and :func:`posenc.rope_axes` (see :mod:`posenc.axes`)."""
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from posenc import _angles, _cache, _checks, _compat, _matrix, _rope, _tables
 from posenc._compat import Array, Context
@@ -105,8 +102,8 @@ def _derived_freqs(key: bytes, n: int, turns: bool) -> tuple[_angles.Freqs, ...]
     cache_key = (key, n, turns)
     got = _FREQS.get(cache_key)
     if got is None:
-        w = np.frombuffer(key, dtype=np.float64)
-        got = tuple(_angles.Freqs.from_array(w[k::n] * (2.0 * math.pi if turns else 1.0)) for k in range(n))
+        f = _angles.Freqs.of_key(key)
+        got = tuple(f.every(k, n).as_turns() if turns else f.every(k, n) for k in range(n))
         _FREQS.put(cache_key, got)
     return got
 

@@ -6,11 +6,12 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from posenc import _checks
+from posenc import _checks, _exact
 
 __all__ = [
     "Scaling",
@@ -24,6 +25,7 @@ __all__ = [
     "check_scaling",
     "check_seq_len",
     "default_inv_freq",
+    "exact_inv_freq",
     "length_dependent",
 ]
 
@@ -32,8 +34,38 @@ __all__ = [
 # helpers
 # --------------------------------------------------------------------------
 def default_inv_freq(dim: int, base: float) -> np.ndarray:
-    """The unscaled ``dim // 2`` inverse frequencies ``base ** (-2i / dim)`` (float64)."""
-    return 1.0 / np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
+    """The unscaled ``dim // 2`` inverse frequencies ``base ** (-2i / dim)``,
+    correctly rounded to float64."""
+    return _exact.evaluate(_rope_freqs, dim, base)[0]
+
+
+def _rope_freqs(n: Any, dim: int, base: float, a: Fraction = Fraction(1)) -> Any:
+    """``a * base ** (-2i / dim)`` for ``i < dim // 2`` as numbers of class ``n``
+    (:class:`posenc._exact.DD` or :class:`~posenc._exact.Dec`)."""
+    return n.geometric(2 * _exact.ln(base, n.BITS) / dim, dim // 2, a)
+
+
+def _ntk_freqs(n: Any, dim: int, base: float, log_grow: Fraction, a: Fraction = Fraction(1)) -> Any:
+    """The frequencies of the base ``base * exp(log_grow) ** (dim / (dim - 2))``."""
+    log_base = _exact.ln(base, n.BITS) + log_grow * Fraction(dim, dim - 2)
+    return n.geometric(2 * log_base / dim, dim // 2, a)
+
+
+def _defining(cls: type, name: str) -> type | None:
+    return next((k for k in cls.__mro__ if name in vars(k)), None)
+
+
+def exact_inv_freq(scaling: Scaling | None, dim: int, base: float, seq_len: int | None) -> tuple[np.ndarray, Any]:
+    """The inverse frequencies of ``scaling`` as ``(hi, lo)``: ``hi`` the
+    correctly rounded float64 values and ``hi + lo`` the mathematical ones to
+    about 106 bits (:mod:`posenc._exact`); ``lo`` is ``None`` for a
+    scaling posenc does not define (its float64 values are the frequencies)."""
+    if scaling is None:
+        return _exact.evaluate(_rope_freqs, dim, base)
+    owner = _defining(type(scaling), "_formula")
+    if owner is not None and owner is _defining(type(scaling), "inv_freq"):
+        return _exact.evaluate(scaling._formula, dim, base, seq_len)  # type: ignore[attr-defined]
+    return np.asarray(scaling.inv_freq(dim, base, seq_len), dtype=np.float64), None
 
 
 def _set(obj: Any, name: str, value: Any) -> None:
@@ -163,7 +195,10 @@ class Linear(Scaling):
         _positive(self, "factor")
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
-        return default_inv_freq(dim, base) / self.factor
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
+        return _rope_freqs(n, dim, base, 1 / Fraction(self.factor))
 
 
 @dataclass(frozen=True)
@@ -196,9 +231,12 @@ class NTK(Scaling):
         _positive(self, "factor")
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         if dim == 2:
-            return np.ones(1)
-        return default_inv_freq(dim, base * self.factor ** (dim / (dim - 2)))
+            return n.array(np.ones(1))
+        return _ntk_freqs(n, dim, base, _exact.ln(self.factor, n.BITS))
 
 
 @dataclass(frozen=True)
@@ -242,11 +280,15 @@ class DynamicNTK(Scaling):
         _positions(self)
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         if dim == 2:
-            return np.ones(1)
+            return n.array(np.ones(1))
         length = self.original_max_positions if seq_len is None else max(seq_len, self.original_max_positions)
-        grow = self.factor * length / self.original_max_positions - (self.factor - 1.0)
-        return default_inv_freq(dim, base * grow ** (dim / (dim - 2)))
+        s = Fraction(self.factor)
+        grow = s * length / self.original_max_positions - (s - 1)  # exact, >= 1
+        return _ntk_freqs(n, dim, base, _exact.ln(grow, n.BITS))
 
 
 @dataclass(frozen=True)
@@ -339,24 +381,32 @@ class YaRN(Scaling):
         return _yarn_mscale(self.factor)
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         if base == 1.0:
             msg = "`base` must differ from 1 for YaRN (the ramp bounds divide by log(base))"
             raise ValueError(msg)
-        pos_freqs = np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim)
-        extrapolation = 1.0 / pos_freqs
-        interpolation = 1.0 / (self.factor * pos_freqs)
+        bits = n.BITS
+        log_base = _exact.ln(base, bits)
+        log_two_pi = _exact.ln(2 * _exact.pi(bits), bits)
 
-        def correction_dim(rotations: float) -> float:
-            return dim * math.log(self.original_max_positions / (rotations * 2 * math.pi)) / (2 * math.log(base))
+        def correction_dim(rotations: float) -> Fraction:
+            # dim * ln(L0 / (2 pi beta)) / (2 ln b), exactly in the arguments
+            log_ratio = _exact.ln(Fraction(self.original_max_positions) / Fraction(rotations), bits) - log_two_pi
+            return dim * log_ratio / (2 * log_base)
 
         low, high = correction_dim(self.beta_fast), correction_dim(self.beta_slow)
         if self.truncate:
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, dim - 1)
+            low, high = Fraction(math.floor(low)), Fraction(math.ceil(high))
+        low, high = max(low, Fraction(0)), min(high, Fraction(dim - 1))
         if low == high:
-            high += 0.001  # Hugging Face's guard against a zero-width ramp
-        ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-        return interpolation * ramp + extrapolation * (1.0 - ramp)
+            high += Fraction(0.001)  # Hugging Face's guard against a zero-width ramp
+        # (1 - ramp) w + ramp w / s = w (1 - ramp (1 - 1/s)), ramp clipped to [0, 1]
+        ramp = (n.arange(dim // 2) - low) / (high - low)
+        ramp = n.where(ramp < 0, n.const(0), n.where(ramp > 1, n.const(1), ramp))
+        blend = 1 - ramp * (1 - 1 / Fraction(self.factor))
+        return _rope_freqs(n, dim, base) * blend
 
 
 @dataclass(frozen=True)
@@ -414,16 +464,20 @@ class Llama3(Scaling):
             raise ValueError(msg)
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
-        inv = default_inv_freq(dim, base)
-        old = float(self.original_max_positions)
-        lo, hi = self.low_freq_factor, self.high_freq_factor
-        low_wavelen, high_wavelen = old / lo, old / hi
-        wavelen = 2 * math.pi / inv
-        scaled = np.where(wavelen > low_wavelen, inv / self.factor, inv)
-        smooth = (old / wavelen - lo) / (hi - lo)
-        smoothed = (1.0 - smooth) * scaled / self.factor + smooth * scaled
-        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-        return np.where(medium, smoothed, scaled)
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
+        inv = _rope_freqs(n, dim, base)
+        lo, hi = Fraction(self.low_freq_factor), Fraction(self.high_freq_factor)
+        inv_s = 1 / Fraction(self.factor)
+        # L0 / wavelength = L0 w / (2 pi): the wavelength above L0 / low is
+        # x < low, below L0 / high is x > high
+        x = inv * self.original_max_positions / n.two_pi()
+        long, short = x < lo, x > hi
+        scaled = n.where(long, inv * inv_s, inv)
+        smooth = (x - lo) / (hi - lo)
+        smoothed = scaled * ((1 - smooth) * inv_s + smooth)
+        return n.where(~short & ~long, smoothed, scaled)
 
 
 def _factor_list(value: Any, name: str) -> tuple[float, ...]:
@@ -556,9 +610,12 @@ class LongRoPE(Scaling):
                 f"for dim={dim}, got {len(self.short_factor)}"
             )
             raise ValueError(msg)
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         long = seq_len is not None and seq_len > self.original_max_positions
         ext = np.asarray(self.long_factor if long else self.short_factor, dtype=np.float64)
-        return 1.0 / (ext * np.power(base, np.arange(0, dim, 2, dtype=np.float64) / dim))
+        return _rope_freqs(n, dim, base) / n.array(ext)
 
 
 @dataclass(frozen=True)
@@ -602,9 +659,12 @@ class Proportional(Scaling):
         _positive(self, "factor")
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         rotated = int(self.fraction * dim // 2)  # Hugging Face's int(fraction * head_dim // 2)
-        w = default_inv_freq(dim, base)
-        return np.where(np.arange(dim // 2) < rotated, w, 0.0) / self.factor
+        w = _rope_freqs(n, dim, base, 1 / Fraction(self.factor))
+        return n.where(np.arange(dim // 2) < rotated, w, n.const(0))
 
 
 def check_scaling(scaling: Any) -> Scaling | None:

@@ -1,0 +1,508 @@
+r"""The frequencies from their mathematical definitions, to about 106 bits.
+
+Every family's frequencies are closed forms of its Python arguments: a
+geometric sequence :math:`A e^{-c i}` (:math:`b^{-2i/d}`, fairseq's and
+tensor2tensor's timescales, diffusion timesteps, grids, the NTK bases) and a
+scaling's blend of such sequences (linear, YaRN, Llama 3, LongRoPE,
+proportional).  They are evaluated here as the exact real numbers of those
+formulas, with the float64 arguments read as the rationals they are:
+
+* the scalars (``ln b``, the exponent step ``c``, YaRN's ramp bounds,
+  Llama 3's thresholds) in exact rational arithmetic (:class:`fractions.Fraction`)
+  and fixed-point logarithms and exponentials of Python integers
+  (:func:`ln`, :func:`exp_scaled`: about 2**-160 and better);
+* the vectors in double-double arithmetic (:class:`DD`: a value is ``hi +
+  lo``, two float64 NumPy arrays): a geometric sequence is the outer product
+  of two short ones (``sqrt(m)`` powers each, made exactly in integers and
+  rounded once to pairs), then a scaling's few vector operations (Dekker's
+  products, Knuth's sums, the division of Bailey's QD library), each within
+  a few 2**-104 relative.
+
+The float64 frequency is ``hi``, correctly rounded: :func:`evaluate` checks
+that every ``hi + lo`` decides its rounding with a margin of 2**-96 (far
+above the errors) and recomputes the entries that do not, and those outside
+the range where a pair keeps 106 bits (beyond 2**990 or below 2**-960), with
+the same formula in :class:`Dec` (Python's :mod:`decimal` at 100 digits,
+scalars to 2**-340).  A value beyond the float64 range comes back as ``inf``
+(the callers refuse it).
+
+Host NumPy and the standard library only (no mpmath at run time; the tests
+compare every family with it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import Context, Decimal, localcontext
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DD", "Dec", "evaluate", "exp_scaled", "frac", "geometric", "ln", "pair", "pi", "times"]
+
+_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter
+#: beyond these magnitudes a double-double pair loses bits (or its split overflows)
+_TOP = 2.0**990
+_BOTTOM = 2.0**-960
+#: the relative margin within which a double-double value does not decide the rounding
+_MARGIN = 2.0**-96
+#: decimal digits of the fallback
+_DIGITS = 100
+
+
+# --------------------------------------------------------------------------
+# scalars: exact rationals, fixed-point logarithms and exponentials
+# --------------------------------------------------------------------------
+def frac(x: Any) -> Fraction:
+    """A Python real (float, int, NumPy scalar, Fraction) as the exact rational it is."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return Fraction(int(x))
+    return Fraction(float(x))
+
+
+@lru_cache(maxsize=8)
+def _ln2_fixed(g: int) -> int:
+    """``ln 2 * 2**g`` rounded down (``2 atanh(1/3)``, integers only)."""
+    one = 1 << (g + 16)
+    term, total, k = one // 3, 0, 1
+    while term:
+        total += term // k
+        term //= 9
+        k += 2
+    return (2 * total) >> 16
+
+
+@lru_cache(maxsize=8)
+def pi(bits: int) -> Fraction:
+    """pi to about ``2**-bits`` (Machin's formula in integers)."""
+    g = bits + 16
+    one = 1 << g
+
+    def arctan_inv(n: int) -> int:
+        total, term, k, sign, n2 = 0, one // n, 1, 1, n * n
+        while term:
+            total += sign * (term // k)
+            term //= n2
+            k += 2
+            sign = -sign
+        return total
+
+    return Fraction(4 * (4 * arctan_inv(5) - arctan_inv(239)), one)
+
+
+def ln(x: Any, bits: int) -> Fraction:
+    """``ln x`` of a positive rational to about ``2**-bits`` absolute (or
+    better): ``y = math.log(x)`` corrected by ``ln(1 + t) = t - t**2/2 +
+    t**3/3`` with ``1 + t = x exp(-y)`` (``|t| < 2**-50``) in integers; where
+    ``math.log`` does not apply (beyond the float64 range, or ``x`` near 1
+    where ``t`` is not small relative to ``ln x``) the series of
+    :func:`_ln_series`."""
+    q = frac(x)
+    if q.numerator <= 0:
+        msg = f"ln of a non-positive number {x!r}"
+        raise ValueError(msg)
+    try:
+        y = math.log(q)
+    except (OverflowError, ValueError):
+        return _ln_series(q, bits)
+    if abs(y) < 0.5:
+        return _ln_series(q, bits)
+    g = bits + 24
+    n, s = exp_scaled(-Fraction(y), bits + 16)
+    # t = x exp(-y) - 1 in units 2**-g
+    num = q.numerator * n
+    den = q.denominator
+    t = ((num << (g + s)) // den if g + s >= 0 else (num // den) >> -(g + s)) - (1 << g)
+    t2 = (t * t) >> g
+    t3 = (t2 * t) >> g
+    return Fraction(y) + Fraction(t - t2 // 2 + t3 // 3, 1 << g)
+
+
+def _ln_series(q: Fraction, bits: int) -> Fraction:
+    """``ln q`` as ``e ln 2 + 2 atanh((m - 1)/(m + 1))`` with ``m`` in
+    ``[1/sqrt 2, sqrt 2)`` (integers only)."""
+    num, den = q.numerator, q.denominator
+    e = num.bit_length() - den.bit_length()
+    # m = q / 2**e in [1/2, 2); move it into [1/sqrt 2, sqrt 2): m^2 against 2 (exact)
+    n, d = (num, den << e) if e >= 0 else (num << -e, den)
+    if 2 * n * n < d * d:
+        n, e = 2 * n, e - 1
+    elif n * n >= 2 * d * d:
+        d, e = 2 * d, e + 1
+    g = bits + 24
+    # atanh is odd: the series of |t| (every term >= 0, so it ends), then the sign
+    t = (abs(n - d) << g) // (n + d)
+    t2 = (t * t) >> g
+    total, term, k = 0, t, 1
+    while term:
+        total += term // k
+        term = (term * t2) >> g
+        k += 2
+    return Fraction(e * _ln2_fixed(g) + (2 * total if n >= d else -2 * total), 1 << g)
+
+
+def exp_scaled(x: Fraction, bits: int) -> tuple[int, int]:
+    """``exp(x)`` as ``n * 2**s`` with ``n`` of about ``bits + 8`` bits, to
+    about ``2**-bits`` relative (``k ln 2`` reduction, ``2**-8`` scaling,
+    the series, eight squarings; integers only)."""
+    g = bits + 24
+    l2 = _ln2_fixed(g)
+    xf = (x.numerator << g) // x.denominator
+    k = xf // l2  # floor(x / ln 2): 0 <= r < 2**-8 ln 2 (in units 2**-g), every term >= 0
+    r = (xf - k * l2) >> 8
+    one = 1 << g
+    total, term, j = one, one, 1
+    while term:
+        term = (term * r >> g) // j
+        total += term
+        j += 1
+    for _ in range(8):
+        total = (total * total) >> g
+    return total, k - g
+
+
+def pair(n: int, s: int) -> tuple[float, float]:
+    """``n * 2**s`` as a float64 pair: ``hi`` correctly rounded (``inf``
+    beyond the float64 range), ``lo`` the float64 rest."""
+    if n == 0:
+        return 0.0, 0.0
+    try:
+        hi = n / (1 << -s) if s < 0 else float(n << s)
+    except OverflowError:
+        return (math.inf if n > 0 else -math.inf), 0.0
+    if hi == 0.0 or not math.isfinite(hi):
+        return hi, 0.0
+    a, b = hi.as_integer_ratio()  # hi = a / b, b a power of two
+    # the rest as one correctly rounded division of integers
+    if s < 0:
+        return hi, (n * b - (a << -s)) / (b << -s)
+    return hi, ((n << s) * b - a) / b
+
+
+def _pair_of(q: Fraction) -> tuple[float, float]:
+    """A rational as a float64 pair (``hi`` correctly rounded)."""
+    try:
+        hi = float(q)
+    except OverflowError:
+        return (math.inf if q > 0 else -math.inf), 0.0
+    if hi == 0.0 or not math.isfinite(hi):
+        return hi, 0.0
+    return hi, float(q - Fraction(hi))
+
+
+def _powers(x: Fraction, count: int, bits: int) -> list[tuple[int, int]]:
+    """``exp(x * j)`` for ``j < count`` as ``(n, s)`` pairs (``n * 2**s``),
+    by repeated products of ``exp(x)`` kept to ``bits + 8`` bits."""
+    n1, s1 = exp_scaled(x, bits)
+    out = [(1, 0)]
+    n, s = 1, 0
+    keep = bits + 8
+    for _ in range(count - 1):
+        n, s = n * n1, s + s1
+        extra = n.bit_length() - keep
+        if extra > 0:
+            n, s = n >> extra, s + extra
+        out.append((n, s))
+    return out
+
+
+def _times(ns: tuple[int, int], a: Fraction) -> tuple[int, int]:
+    """``n * 2**s * a`` as ``(n', s')`` (``a`` a positive rational; exact
+    for a dyadic ``a``, else to 2**-200 relative)."""
+    n, s = ns
+    num, den = a.numerator, a.denominator
+    if den & (den - 1) == 0:  # a power of two
+        return n * num, s - (den.bit_length() - 1)
+    return (n * num << 200) // den, s - 200
+
+
+# --------------------------------------------------------------------------
+# error-free transformations (float64 NumPy arrays)
+# --------------------------------------------------------------------------
+def _two_sum(a: Any, b: Any) -> tuple[Any, Any]:
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _fast_two_sum(a: Any, b: Any) -> tuple[Any, Any]:
+    s = a + b
+    return s, b - (s - a)
+
+
+def _split(a: Any) -> tuple[Any, Any]:
+    t = a * _SPLIT
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _two_prod(a: Any, b: Any) -> tuple[Any, Any]:
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+# --------------------------------------------------------------------------
+# the vectors: double-double (fast path) and decimal (fallback)
+# --------------------------------------------------------------------------
+class DD:
+    """Double-double values ``hi + lo`` (float64 NumPy arrays, ``|lo| <=
+    ulp(hi) / 2``) with the operations of the frequency formulas.  ``BITS``:
+    the precision of the formulas' scalars."""
+
+    __slots__ = ("hi", "lo")
+    BITS = 170
+
+    def __init__(self, hi: Any, lo: Any = None) -> None:
+        self.hi = np.asarray(hi, dtype=np.float64)
+        self.lo = np.zeros_like(self.hi) if lo is None else np.asarray(lo, dtype=np.float64)
+
+    @classmethod
+    def const(cls, x: Any) -> DD:
+        """A Python real or rational (``hi`` correctly rounded)."""
+        return cls(*_pair_of(frac(x)))
+
+    @classmethod
+    def arange(cls, n: int) -> DD:
+        return cls(np.arange(n, dtype=np.float64))
+
+    @classmethod
+    def array(cls, values: Any) -> DD:
+        """float64 values, exactly."""
+        return cls(np.asarray(values, dtype=np.float64).reshape(-1))
+
+    @classmethod
+    def geometric(cls, c: Fraction, m: int, a: Fraction = Fraction(1)) -> DD:
+        """``a * exp(-c i)`` for ``i < m``: the outer product of ``B``
+        powers and ``ceil(m / B)`` strides, each rounded once to a pair."""
+        if m == 0:
+            return cls(np.zeros(0))
+        b = max(1, math.isqrt(m - 1) + 1)
+        rows = -(-m // b)
+        small = _powers(-c, b, cls.BITS)
+        big = _powers(-c * b, rows, cls.BITS)
+        sp = np.array([pair(n, s) for n, s in small]).reshape(b, 2)
+        bp = np.array([pair(*_times(ns, a)) for ns in big]).reshape(rows, 2)
+        x = DD(sp[:, 0], sp[:, 1])
+        y = DD(bp[:, 0, None], bp[:, 1, None])
+        z = y * x
+        return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
+
+    @classmethod
+    def two_pi(cls) -> DD:
+        return cls.const(2 * pi(cls.BITS))
+
+    @staticmethod
+    def where(cond: Any, a: DD, b: DD) -> DD:
+        return DD(np.where(cond, a.hi, b.hi), np.where(cond, a.lo, b.lo))
+
+    @staticmethod
+    def _of(x: Any) -> DD:
+        if isinstance(x, DD):
+            return x
+        return DD(x) if isinstance(x, np.ndarray) else DD.const(x)
+
+    def __neg__(self) -> DD:
+        return DD(-self.hi, -self.lo)
+
+    def __add__(self, other: Any) -> DD:
+        o = DD._of(other)
+        s, e = _two_sum(self.hi, o.hi)
+        t, f = _two_sum(self.lo, o.lo)
+        s, e = _fast_two_sum(s, e + t)
+        return DD(*_fast_two_sum(s, e + f))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> DD:
+        return self + (-DD._of(other))
+
+    def __rsub__(self, other: Any) -> DD:
+        return DD._of(other) + (-self)
+
+    def __mul__(self, other: Any) -> DD:
+        o = DD._of(other)
+        p, e = _two_prod(self.hi, o.hi)
+        return DD(*_fast_two_sum(p, e + (self.hi * o.lo + self.lo * o.hi)))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> DD:
+        o = DD._of(other)
+        q1 = self.hi / o.hi
+        r = self - o * q1
+        q2 = r.hi / o.hi
+        r = r - o * q2
+        q3 = r.hi / o.hi
+        return DD(*_fast_two_sum(q1, q2)) + q3
+
+    def __rtruediv__(self, other: Any) -> DD:
+        return DD._of(other) / self
+
+    def __lt__(self, other: Any) -> Any:
+        return (self - other).hi < 0.0
+
+    def __gt__(self, other: Any) -> Any:
+        return (self - other).hi > 0.0
+
+    def __le__(self, other: Any) -> Any:
+        return (self - other).hi <= 0.0
+
+    def __ge__(self, other: Any) -> Any:
+        return (self - other).hi >= 0.0
+
+
+def _dec(x: Any) -> Decimal:
+    """A Python real or rational as a decimal (at the context's precision)."""
+    q = frac(x)
+    return Decimal(q.numerator) / Decimal(q.denominator)
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+class Dec:
+    """The values of :class:`DD` as Python decimals (object arrays) at the
+    context's precision (:func:`evaluate`: 100 digits), scalars to
+    2**-``BITS``: the fallback of the entries double-double does not decide,
+    and an oracle of the tests."""
+
+    __slots__ = ("v",)
+    BITS = 340
+
+    def __init__(self, v: Any) -> None:
+        self.v = np.asarray(v, dtype=object) if not isinstance(v, np.ndarray) else v
+
+    @classmethod
+    def const(cls, x: Any) -> Dec:
+        return cls(np.asarray(_dec(x), dtype=object))
+
+    @classmethod
+    def arange(cls, n: int) -> Dec:
+        return cls(_objects([Decimal(i) for i in range(n)]))
+
+    @classmethod
+    def array(cls, values: Any) -> Dec:
+        return cls(_objects([Decimal(float(v)) for v in np.asarray(values, dtype=np.float64).reshape(-1)]))
+
+    @classmethod
+    def geometric(cls, c: Fraction, m: int, a: Fraction = Fraction(1)) -> Dec:
+        out = []
+        for n, s in _powers(-c, m, cls.BITS):
+            n, s = _times((n, s), a)
+            out.append(Decimal(n) * Decimal(2) ** s)
+        return cls(_objects(out))
+
+    @classmethod
+    def two_pi(cls) -> Dec:
+        return cls.const(2 * pi(cls.BITS))
+
+    @staticmethod
+    def where(cond: Any, a: Dec, b: Dec) -> Dec:
+        return Dec(np.where(cond, a.v, b.v))
+
+    @staticmethod
+    def _of(x: Any) -> Any:
+        if isinstance(x, Dec):
+            return x.v
+        if isinstance(x, np.ndarray):
+            return Dec.array(x).v
+        return _dec(x)
+
+    def __neg__(self) -> Dec:
+        return Dec(-self.v)
+
+    def __add__(self, other: Any) -> Dec:
+        return Dec(self.v + Dec._of(other))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Dec:
+        return Dec(self.v - Dec._of(other))
+
+    def __rsub__(self, other: Any) -> Dec:
+        return Dec(Dec._of(other) - self.v)
+
+    def __mul__(self, other: Any) -> Dec:
+        return Dec(self.v * Dec._of(other))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Dec:
+        return Dec(self.v / Dec._of(other))
+
+    def __rtruediv__(self, other: Any) -> Dec:
+        return Dec(Dec._of(other) / self.v)
+
+    def __lt__(self, other: Any) -> Any:
+        return np.asarray(self.v < Dec._of(other), dtype=bool)
+
+    def __gt__(self, other: Any) -> Any:
+        return np.asarray(self.v > Dec._of(other), dtype=bool)
+
+    def __le__(self, other: Any) -> Any:
+        return np.asarray(self.v <= Dec._of(other), dtype=bool)
+
+    def __ge__(self, other: Any) -> Any:
+        return np.asarray(self.v >= Dec._of(other), dtype=bool)
+
+
+# --------------------------------------------------------------------------
+# evaluation
+# --------------------------------------------------------------------------
+def _undecided(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Entries whose pair does not decide the float64 rounding (within the
+    margin of a midpoint) or lies outside the range of 106-bit pairs."""
+    a = np.abs(hi)
+    with np.errstate(all="ignore"):
+        up = np.nextafter(a, np.inf) - a
+        down = a - np.nextafter(a, 0.0)
+        slo = np.where(hi < 0.0, -lo, lo)
+        tol = a * _MARGIN
+        near = (slo >= 0.5 * up - tol) | (slo <= tol - 0.5 * down)
+        bad = ~np.isfinite(hi) | ~np.isfinite(lo) | (a > _TOP) | (a < _BOTTOM)
+    return np.asarray((near | bad) & (hi != 0.0), dtype=bool)
+
+
+def evaluate(formula: Callable[..., Any], *args: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``formula(N, *args)`` (``N`` one of :class:`DD`, :class:`Dec`) as
+    float64 arrays ``(hi, lo)``: ``hi`` correctly rounded (``inf`` beyond the
+    float64 range), ``hi + lo`` within about 2**-100 relative (in the normal
+    range; below 2**-960 ``lo`` is 0).  A zero of the formula (a still pair)
+    must be an exact zero of both classes."""
+    with np.errstate(all="ignore"):
+        y = formula(DD, *args)
+        hi = np.array(y.hi, dtype=np.float64).reshape(-1)
+        lo = np.array(np.broadcast_to(y.lo, y.hi.shape), dtype=np.float64).reshape(-1)
+    lo[hi == 0.0] = 0.0
+    undecided = _undecided(hi, lo)
+    if undecided.any():
+        with localcontext(Context(prec=_DIGITS, Emax=10**7, Emin=-(10**7))):
+            z = np.broadcast_to(np.asarray(formula(Dec, *args).v, dtype=object), hi.shape)
+            for j in np.flatnonzero(undecided).tolist():
+                h, low = _pair_of(Fraction(z[j]))
+                hi[j], lo[j] = h, (0.0 if abs(h) < _BOTTOM else low)
+    return hi, lo
+
+
+def geometric(n: Any, base: Any, step: Any, m: int, a: Any = 1) -> Any:
+    """The formula ``a * base ** (-step i)`` for ``i < m`` (``base > 0``,
+    ``step`` and ``a`` rationals) as numbers of class ``n`` (:class:`DD` or
+    :class:`Dec`): for :func:`evaluate`."""
+    return n.geometric(frac(step) * ln(base, n.BITS), m, frac(a))
+
+
+def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays)."""
+    with np.errstate(all="ignore"):
+        y = DD(hi, lo) * DD(*c)
+    return y.hi, y.lo

@@ -1,0 +1,362 @@
+"""One definition of exact: every family's tables against the mathematical
+values of its frequencies, computed here with mpmath (200 bits) from each
+family's formula.
+
+* the float64 frequencies are the correctly rounded values of the formulas
+  (``base ** (-2i/d)``, the scalings' closed forms, ...), and posenc carries
+  each one (and its turns, ``w / 2 pi``) to about 106 bits;
+* float32 tables are within ``BOUND = 2.5e-7`` of ``sin(p w)``, ``cos(p w)``
+  for every integer ``|p| < 2**31`` and real ``|p| < 2**22``; float64 tables
+  within ``BOUND64 = 1e-15`` for integer ``|p| < 2**53`` and real ``|p| <
+  2**40`` (positions chosen hard: the ends of the ranges, and random).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+import pytest
+
+import posenc
+from benchmarks.accuracy import BOUND, BOUND64
+from posenc import _exact, _rope, grid, timesteps
+from posenc import scaling as S
+
+MP = mpmath.mpf
+
+
+def _mp_rope(d: int, b: float) -> list[Any]:
+    return [MP(b) ** (-MP(2 * i) / d) for i in range(d // 2)]
+
+
+def _mp_yarn(s: S.YaRN, d: int, b: float) -> list[Any]:
+    def dim_of(rot: float) -> Any:
+        return d * mpmath.log(s.original_max_positions / (MP(rot) * 2 * mpmath.pi)) / (2 * mpmath.log(b))
+
+    low, high = dim_of(s.beta_fast), dim_of(s.beta_slow)
+    if s.truncate:
+        low, high = mpmath.floor(low), mpmath.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    if low == high:
+        high += MP(0.001)
+    out = []
+    for i, w in enumerate(_mp_rope(d, b)):
+        ramp = min(max((i - low) / (high - low), 0), 1)
+        out.append(w / s.factor * ramp + w * (1 - ramp))
+    return out
+
+
+def _mp_llama3(s: S.Llama3, d: int, b: float) -> list[Any]:
+    old, lo, hi = MP(s.original_max_positions), MP(s.low_freq_factor), MP(s.high_freq_factor)
+    out = []
+    for w in _mp_rope(d, b):
+        wl = 2 * mpmath.pi / w
+        if wl < old / hi:
+            out.append(w)
+        elif wl > old / lo:
+            out.append(w / s.factor)
+        else:
+            smooth = (old / wl - lo) / (hi - lo)
+            out.append((1 - smooth) * w / s.factor + smooth * w)
+    return out
+
+
+def _mp_scaled(s: Any, d: int, b: float, seq_len: int | None) -> list[Any]:
+    """The mathematical inverse frequencies of each scaling, written from its docstring."""
+    if s is None:
+        return _mp_rope(d, b)
+    if isinstance(s, S.Linear):
+        return [w / s.factor for w in _mp_rope(d, b)]
+    if isinstance(s, S.NTK):
+        return [(b * MP(s.factor) ** (MP(d) / (d - 2))) ** (-MP(2 * i) / d) for i in range(d // 2)]
+    if isinstance(s, S.DynamicNTK):
+        L0 = s.original_max_positions
+        grow = MP(s.factor) * max(seq_len or L0, L0) / L0 - (MP(s.factor) - 1)
+        return [(b * grow ** (MP(d) / (d - 2))) ** (-MP(2 * i) / d) for i in range(d // 2)]
+    if isinstance(s, S.YaRN):
+        return _mp_yarn(s, d, b)
+    if isinstance(s, S.Llama3):
+        return _mp_llama3(s, d, b)
+    if isinstance(s, S.LongRoPE):
+        ext = s.long_factor if seq_len is not None and seq_len > s.original_max_positions else s.short_factor
+        return [w / MP(e) for w, e in zip(_mp_rope(d, b), ext)]
+    if isinstance(s, S.Proportional):
+        r = int(s.fraction * d // 2)
+        return [w / s.factor if i < r else MP(0) for i, w in enumerate(_mp_rope(d, b))]
+    raise AssertionError(s)
+
+
+def _mp_timesteps(d: int, shift: float, scale: float, period: float) -> list[Any]:
+    h = d // 2
+    den = h - MP(shift) if h > 1 else MP(1)
+    return [scale * MP(period) ** (-MP(i) / den) for i in range(h)]
+
+
+def _mp_sinusoidal(d: int, b: float, convention: str, lo: float = 1.0, hi: float | None = None) -> list[Any]:
+    h = d // 2
+    if convention == "paper":
+        return [MP(b) ** (-MP(2 * i) / d) for i in range(h)]
+    if convention == "fairseq":
+        return [MP(b) ** (-MP(i) / max(h - 1, 1)) for i in range(h)]
+    hi = b if hi is None else hi
+    return [lo * (MP(hi) / lo) ** (-MP(i) / max(h - 1, 1)) for i in range(h)]
+
+
+SCALINGS = [
+    None,
+    S.Linear(4.0),
+    S.Linear(3.0),
+    S.NTK(8.0),
+    S.DynamicNTK(2.0, 2048),
+    S.YaRN(16.0, 4096, attention_factor=1.0),
+    S.YaRN(32.0, 4096, beta_fast=32.0, beta_slow=1.0, truncate=False, attention_factor=1.0),
+    S.Llama3(8.0, 8192),
+    S.Llama3(32.0, 8192, 1.0, 4.0),
+    S.LongRoPE([1.0 + 0.37 * k for k in range(32)], [3.0 + 0.7 * k for k in range(32)], 4096, attention_factor=1.0),
+    S.Proportional(0.25, 2.0),
+]
+SEQ_LEN = 10000  # beyond the original lengths: DynamicNTK grows, LongRoPE takes long_factor
+
+
+def _mp_pair(x: Any) -> tuple[float, float]:
+    hi = float(x)
+    return hi, float(x - MP(hi))
+
+
+# --------------------------------------------------------------------------
+# the frequencies: correctly rounded, and 106 bits with their turns
+# --------------------------------------------------------------------------
+def _check_freqs(freqs: Any, exact: list[Any]) -> None:
+    hi, lo, vh, vl = freqs.pairs()
+    with mpmath.workprec(200):
+        want = np.array([float(x) for x in exact])
+        np.testing.assert_array_equal(hi, want)  # correctly rounded
+        for h, low, th, tl, x in zip(hi, lo, vh, vl, exact):
+            if x == 0:
+                assert h == low == th == tl == 0.0
+                continue
+            assert abs((MP(h) + MP(low)) / x - 1) < MP(2) ** -100
+            assert abs((MP(th) + MP(tl)) * 2 * mpmath.pi / x - 1) < MP(2) ** -100
+
+
+@pytest.mark.parametrize("scaling", SCALINGS, ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize(("dim", "base"), [(64, 10000.0), (128, 500000.0), (96, 1e6)])
+def test_rope_frequencies_are_the_correctly_rounded_values(scaling: Any, dim: int, base: float) -> None:
+    if isinstance(scaling, S.LongRoPE) and dim != 64:
+        short, long = [1.0 + 0.1 * k for k in range(dim // 2)], [2.0 + 0.3 * k for k in range(dim // 2)]
+        scaling = S.LongRoPE(short, long, 4096, attention_factor=1.0)
+    with mpmath.workprec(200):
+        exact = _mp_scaled(scaling, dim, base, SEQ_LEN)
+    freqs = _rope.inv_freq_of(dim, base, scaling, SEQ_LEN)[3]
+    _check_freqs(freqs, exact)
+    # the public float64 frequencies are the same values
+    np.testing.assert_array_equal(
+        posenc.rope_frequencies(dim, base=base, scaling=scaling, seq_len=SEQ_LEN, dtype="float64"), freqs.array
+    )
+
+
+@pytest.mark.parametrize(
+    ("dim", "base", "kw"),
+    [
+        (128, 10000.0, {"convention": "paper"}),
+        (512, 10000.0, {"convention": "paper"}),
+        (100, 1e4, {"convention": "fairseq"}),
+        (64, 1e4, {"convention": "tensor2tensor", "min_timescale": 3.0, "max_timescale": 1e5}),
+    ],
+)
+def test_sinusoidal_frequencies_are_the_correctly_rounded_values(dim: int, base: float, kw: dict[str, Any]) -> None:
+    from posenc.sinusoidal import freq_args
+
+    lo, hi = kw.get("min_timescale", 1.0), kw.get("max_timescale")
+    with mpmath.workprec(200):
+        exact = _mp_sinusoidal(dim, base, kw["convention"], lo, hi)
+    freqs = freq_args(dim, base, kw["convention"], kw.get("min_timescale"), kw.get("max_timescale"))[1]
+    _check_freqs(freqs, exact)
+    np.testing.assert_array_equal(posenc.frequencies(dim, base=base, **kw), freqs.array)
+
+
+def test_frequencies_and_rope_frequencies_agree() -> None:
+    """The issue's reproducer: they disagreed in 24 of 64 entries, and neither was correctly rounded."""
+    with mpmath.workprec(200):
+        want = np.array([float(x) for x in _mp_rope(128, 10000.0)])
+    np.testing.assert_array_equal(posenc.frequencies(128), want)
+    np.testing.assert_array_equal(posenc.rope_frequencies(128), want)
+    # the float64 formulas they replaced are not correctly rounded (the check can fail)
+    i = np.arange(64, dtype=np.float64)
+    assert (np.power(10000.0, -2 * i / 128) != want).sum() > 0
+    assert (1.0 / np.power(10000.0, 2 * i / 128) != want).sum() > 0
+
+
+@pytest.mark.parametrize(("dim", "shift", "scale", "period"), [(64, 1.0, 1.0, 10000.0), (33, 0.0, 1000.0, 10000.0),
+                                                               (256, 0.5, -3.0, 1e4), (8, 1.0, 0.0, 10.0)])
+def test_timestep_frequencies(dim: int, shift: float, scale: float, period: float) -> None:
+    with mpmath.workprec(200):
+        exact = _mp_timesteps(dim, shift, scale, period)
+    _check_freqs(timesteps._timestep_freqs(dim, shift, scale, period)[1], exact)
+
+
+@pytest.mark.parametrize(("m", "base"), [(16, 10000.0), (60, 100.0)])
+def test_grid_frequencies(m: int, base: float) -> None:
+    with mpmath.workprec(200):
+        exact = [MP(base) ** (-MP(i) / m) for i in range(m)]
+    _check_freqs(grid._axis_freqs(m, base), exact)
+
+
+def test_turns_of_rope_axes_are_the_frequencies() -> None:
+    """``turns=True``: the turns per position are the RoPE frequencies themselves (106 bits)."""
+    from posenc.axes._rope_axes import axes_freqs
+
+    (f0, f1), _ = axes_freqs((16, 16), (100.0, 100.0), (None, None), "strided", True, math.inf)
+    with mpmath.workprec(200):
+        exact = _mp_rope(32, 100.0)
+        _check_freqs(f0, [2 * mpmath.pi * x for x in exact[0::2]])
+        _check_freqs(f1, [2 * mpmath.pi * x for x in exact[1::2]])
+
+
+def test_the_decimal_fallback_gives_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every entry through the fallback (the margin made huge): the same
+    correctly rounded values, and ``lo`` to 2**-100 of the double-double one."""
+    cases: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (_exact.geometric, (10000.0, Fraction(2, 64), 32)),
+        (S.YaRN(16.0, 4096)._formula, (64, 10000.0, None)),
+        (S.Llama3(8.0, 8192)._formula, (64, 500000.0, None)),
+        (S.Proportional(0.5)._formula, (64, 10000.0, None)),
+    ]
+    fast = [_exact.evaluate(f, *a) for f, a in cases]
+    monkeypatch.setattr(_exact, "_MARGIN", 1.0)
+    for (f, a), (hi, lo) in zip(cases, fast):
+        hi2, lo2 = _exact.evaluate(f, *a)
+        np.testing.assert_array_equal(hi2, hi)
+        assert np.all(np.abs(lo2 - lo) <= np.abs(hi) * 2.0**-100)
+
+
+def test_extreme_bases_fall_back_and_stay_exact() -> None:
+    """Frequencies beyond 2**990 or below 2**-960 (no 106-bit pair) go
+    through the decimal fallback: still correctly rounded, overflow is inf."""
+    hi, _ = _exact.evaluate(_exact.geometric, 1e-300, Fraction(2, 4), 2)
+    assert hi[0] == 1.0 and hi[1] == float(MP(1e-300) ** (-0.5))
+    hi, _ = _exact.evaluate(_exact.geometric, 1e300, Fraction(2, 8), 4)
+    with mpmath.workprec(200):
+        assert hi.tolist() == [float(MP(1e300) ** (-MP(2 * i) / 8)) for i in range(4)]
+    hi, _ = _exact.evaluate(_exact.geometric, 1e-300, Fraction(2, 1), 3)
+    assert hi[2] == math.inf
+
+
+# --------------------------------------------------------------------------
+# the tables against the mathematical values
+# --------------------------------------------------------------------------
+def _positions(kind: str) -> np.ndarray:
+    rng = np.random.default_rng(37)
+    if kind == "int32":  # float32 tables, integers to 2**31
+        top = 2**31
+        p = np.r_[top - 1, -(top - 1), top - 2, top - 977, 2**24 + 1, 12345, 0]
+        p = np.r_[p, rng.integers(2**24, top, 5), -rng.integers(0, top, 3)]
+        return p.astype(np.int64)
+    if kind == "real32":  # float32 tables, reals to 2**22
+        p = np.r_[2.0**22 - 0.25, -(2.0**22 - 0.5), 4194303.75, 1.5, 0.1]
+        return np.r_[p, rng.uniform(-(2.0**22), 2.0**22, 6)].astype(np.float32)
+    if kind == "int64":  # float64 tables, integers to 2**53
+        top = 2**53
+        p = np.r_[top - 1, -(top - 1), top - 2, top - 4097, 2**31 + 3, 7]
+        return np.r_[p, rng.integers(2**31, top, 5, dtype=np.int64)].astype(np.int64)
+    # float64 tables, reals to 2**40
+    p = np.r_[2.0**40 - 0.5, -(2.0**40 - 0.25), 1099511627775.75, 0.3]
+    return np.r_[p, rng.uniform(-(2.0**40), 2.0**40, 5)]
+
+
+CASES = [("int32", "float32"), ("real32", "float32"), ("int64", "float64"), ("real64", "float64")]
+
+
+def _truth(p: np.ndarray, exact: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``sin``, ``cos`` of ``p * w`` for the mathematical ``w`` (mpmath)."""
+    s = np.empty((len(p), len(exact)))
+    c = np.empty_like(s)
+    with mpmath.workprec(256):
+        for i, x in enumerate(np.asarray(p).tolist()):
+            for j, w in enumerate(exact):
+                a = MP(x) * w
+                s[i, j], c[i, j] = float(mpmath.sin(a)), float(mpmath.cos(a))
+    return s, c
+
+
+def _check(table: Any, want: np.ndarray, dtype: str) -> float:
+    got = np.asarray(table, dtype=np.float64)
+    assert np.asarray(table).dtype == np.dtype(dtype)
+    err = float(np.abs(got - want).max())
+    assert err <= (BOUND if dtype == "float32" else BOUND64), err
+    return err
+
+
+@pytest.mark.parametrize(("kind", "dtype"), CASES)
+@pytest.mark.parametrize("scaling", SCALINGS, ids=lambda s: type(s).__name__)
+def test_rope_tables(scaling: Any, kind: str, dtype: str) -> None:
+    p = _positions(kind)
+    with mpmath.workprec(200):
+        exact = _mp_scaled(scaling, 64, 10000.0, SEQ_LEN)
+    s, c = _truth(p, exact)
+    cos, sin = posenc.rope_cos_sin(p, 64, scaling=scaling, seq_len=SEQ_LEN, dtype=dtype)
+    _check(cos, np.concatenate([c, c], axis=-1), dtype)
+    _check(sin, np.concatenate([s, s], axis=-1), dtype)
+
+
+@pytest.mark.parametrize(("kind", "dtype"), CASES)
+@pytest.mark.parametrize(
+    "kw", [{"convention": "paper"}, {"convention": "fairseq"}, {"convention": "tensor2tensor", "min_timescale": 2.0}]
+)
+def test_sinusoidal_tables(kw: dict[str, Any], kind: str, dtype: str) -> None:
+    p = _positions(kind)
+    with mpmath.workprec(200):
+        exact = _mp_sinusoidal(48, 10000.0, kw["convention"], kw.get("min_timescale", 1.0))
+    s, c = _truth(p, exact)
+    want = np.stack([s, c], axis=-1).reshape(len(p), -1)  # interleaved: sin w0, cos w0, sin w1, ...
+    _check(posenc.sinusoidal(p, 48, dtype=dtype, **kw), want, dtype)
+
+
+@pytest.mark.parametrize(("kind", "dtype"), CASES)
+def test_timestep_tables(kind: str, dtype: str) -> None:
+    p = _positions(kind)
+    with mpmath.workprec(200):
+        exact = _mp_timesteps(40, 1.0, 1.0, 10000.0)
+    s, c = _truth(p, exact)
+    _check(posenc.timestep_embedding(p, 40, dtype=dtype), np.c_[s, c], dtype)
+
+
+@pytest.mark.parametrize(("kind", "dtype"), CASES)
+def test_rope_axes_tables(kind: str, dtype: str) -> None:
+    p = _positions(kind)
+    ids = np.stack([p, p[::-1]], axis=-1)
+    with mpmath.workprec(200):
+        e0, e1 = _mp_rope(16, 10000.0), _mp_scaled(S.NTK(2.0), 24, 256.0, None)
+    s0, c0 = _truth(ids[:, 0], e0)
+    s1, c1 = _truth(ids[:, 1], e1)
+    cos, sin = posenc.rope_axes_cos_sin(ids, (16, 24), base=(10000.0, 256.0), scaling=(None, S.NTK(2.0)),
+                                        layout="half", dtype=dtype)
+    _check(cos, np.c_[c0, c1, c0, c1], dtype)
+    _check(sin, np.c_[s0, s1, s0, s1], dtype)
+
+
+@pytest.mark.parametrize(("kind", "dtype"), CASES)
+def test_grid_tables(kind: str, dtype: str) -> None:
+    p = _positions(kind)
+    with mpmath.workprec(200):
+        exact = [MP(10000.0) ** (-MP(i) / 8) for i in range(8)]
+    s, c = _truth(p, exact)
+    _check(posenc.sincos_coords(p[:, None], 16, dtype=dtype), np.c_[s, c], dtype)
+
+
+def test_the_float64_frequencies_alone_miss_the_float64_bound() -> None:
+    """Control: tables built from the float64-rounded frequencies (the
+    previous definition of exact) are off by far more than BOUND64 near
+    2**53: the table tests above can tell the two apart."""
+    p = _positions("int64")
+    with mpmath.workprec(200):
+        exact = _mp_rope(64, 10000.0)
+        rounded = [MP(float(x)) for x in exact]
+    s, _ = _truth(p, exact)
+    s_rounded, _ = _truth(p, rounded)
+    assert np.abs(s - s_rounded).max() > 100 * BOUND64
