@@ -537,18 +537,21 @@ def posenc_rope_in(model: Any, modeling: Any):
     kw = from_hf(model.config)
     rot = model.model.rotary_emb
     old = modeling.apply_rotary_pos_emb
+    calls = {"rope_cos_sin": 0, "apply_rope": 0}  # proof that the model ran posenc's functions
 
     def forward(x: Any, position_ids: Any) -> Any:
+        calls["rope_cos_sin"] += 1
         return posenc.rope_cos_sin(position_ids, **kw, dtype=x.dtype)
 
     def apply(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1) -> Any:
+        calls["apply_rope"] += 2
         return (posenc.apply_rope(q, cos, sin, heads_axis=unsqueeze_dim),
                 posenc.apply_rope(k, cos, sin, heads_axis=unsqueeze_dim))
 
     rot.forward = forward
     modeling.apply_rotary_pos_emb = apply
     try:
-        yield
+        yield calls
     finally:
         del rot.forward
         modeling.apply_rotary_pos_emb = old
@@ -593,8 +596,11 @@ def rows_model(env: Env, sz: Sizes) -> list[Any]:
         a = own()
         b = ours()
         logits = model(ids).logits[0, -1].float()
-        with posenc_rope_in(model, modeling):
+        with posenc_rope_in(model, modeling) as calls:
             logits2 = model(ids).logits[0, -1].float()
+        if calls["rope_cos_sin"] != 1 or calls["apply_rope"] != 2 * sz.model["layers"]:
+            msg = f"posenc's RoPE was not patched into every layer: {calls}"
+            raise RuntimeError(msg)
         same = int((a[0, sz.prompt:] == b[0, sz.prompt:]).sum())
         diff = float((logits - logits2).abs().max())
         t = time_calls(env, {"ours": ours, "own": own}, max(3, sz.rounds // 5), host=True)
@@ -605,7 +611,7 @@ def rows_model(env: Env, sz: Sizes) -> list[Any]:
     t = {ours_name: t.pop("ours"), own_name: t.pop("own")}
     tps = {k: sz.new / statistics.median(v) for k, v in t.items()}
     note = (f"tokens/s {tps[ours_name]:.1f} vs {tps[own_name]:.1f}; {same}/{sz.new} tokens equal; "
-            f"last-token logits differ by {diff:.2g}")
+            f"last-token logits differ by {diff:.2g}; patched into {sz.model['layers']} layers")
     return _row(env, case, "torch-cuda", ours_name, t, own_name, 1.0, note=note, higher=True)
 
 

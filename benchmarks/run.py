@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, default=None, help="--gpu-check: output folder (default benchmarks/out)")
     p.add_argument(
-        "--lanes-timeout", type=float, default=120.0, help="--gpu-check: time cap of the test lanes, seconds"
+        "--lanes-timeout", type=float, default=110.0, help="--gpu-check: time cap of the test lanes, seconds"
     )
     p.add_argument("--no-lanes", action="store_true", help="--gpu-check: skip the test lanes")
     p.add_argument(

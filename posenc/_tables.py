@@ -178,7 +178,8 @@ def range_table(
             got = _cache.TABLES.get(key)
             if got is not None:
                 table, mode = got
-                return _cache.share(table, mode, xp) if share else table
+                # (a cached JAX table closed over by a jax.jit trace: placed on the device asked for)
+                return ctx.place(_cache.share(table, mode, xp) if share else table)
     table = None
     kernel = _kernels.range_table(ctx)
     if kernel is not None:
