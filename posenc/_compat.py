@@ -620,7 +620,7 @@ class Context:
         (float32 or float64: the tables of an input's working dtype)."""
         return dataclasses.replace(self, dtype=dtype, work=dtype)
 
-    def place(self, out: Any) -> Any:
+    def place(self, out: Any, like: Any = None) -> Any:
         """``out`` (an array or a tuple of arrays) on this context's device,
         also where ``jax.jit`` traces the call.
 
@@ -635,9 +635,23 @@ class Context:
         placement) ``out`` is returned as it is; eager JAX arrays are moved
         only where an operation left the device (empty arrays may land on
         the default one).
+
+        ``like``: the traced input a result that does not depend on it (an
+        empty table, a zero column) belongs with.  A traced input has no
+        device to ask for, and ``jax.jit`` places a result that depends on no
+        input on the default device: the result is made to depend on
+        ``like`` (plus a zero reduced from none of its elements).
         """
-        if self.backend is not Backend.JAX or self.device is None:
+        if self.backend is not Backend.JAX:
             return out
+        if self.device is None:
+            if like is None or _jax_eager():
+                return out
+            xp = self.xp
+            zero = xp.sum(xp.reshape(like, (-1,))[:0])
+            if isinstance(out, (tuple, list)):
+                return type(out)(a + xp.astype(zero, a.dtype) for a in out)
+            return out + xp.astype(zero, out.dtype)
         if _jax_eager() and all(getattr(a, "device", None) == self.device for a in _leaves(out)):
             return out
         import jax

@@ -10,7 +10,9 @@ default one); the flag must be set before JAX is imported, so the calls run
 in a subprocess.  Each call runs eagerly (which also fills posenc's caches),
 then under ``jax.jit`` with those caches warm, then cold; tables of zero
 rows too.  Calls whose device comes from their arrays take arrays committed
-to device 1 (the arguments of the jitted function).
+to device 1 (the arguments of the jitted function), empty ones too: a
+result that depends on no traced input would be placed on the default
+device.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ CALLS = {
     "similarity_by_offset": {"call": ([5, 8], {}), "zero": ([0, 8], {})},
     "sines": {"call": ([5, [0.5, 0.25]], {}), "zero": ([0, [0.5, 0.25]], {})},
     "sinusoidal": {"call": ([4, 8], {}), "zero": ([0, 8], {}), "padded": ([4, 8], {"padding_idx": 0})},
-    # (an empty ``t`` under jax.jit is left out: a result that does not depend on traced inputs is a constant
-    # that JAX places on its default device, and a traced input has no device to ask for)
-    "timestep_embedding": {"call": (["A:[1.5, 20.0, 999.0]", 8], {})},
+    # (an empty ``t``, a single zero column: results that depend on no traced input, which jax.jit would
+    # place on its default device)
+    "timestep_embedding": {"call": (["A:[1.5, 20.0, 999.0]", 8], {}), "zero": (["A:[]", 8], {}),
+                           "dim 1": (["A:[1.5, 20.0]", 1], {})},
     "axial_rope_cos_sin": {"call": ([[2, 3], 8], {})},
     "fourier_features": {"call": (["A:[[0.1, 0.2], [0.3, 0.4]]", 3], {}), "zero": (["A:[[0.1, 0.2]]", 0], {})},
     "gaussian_matrix": {"call": ([4, 2], {"scale": 1.0, "seed": 0})},
@@ -52,7 +55,7 @@ CALLS = {
     "sincos_grid": {"call": ([[2, 3], 8], {}), "cls": ([[2, 3], 8], {"cls_token": True})},
     "alibi_bias": {"call": ([4, 3, 3], {}), "zero": ([4, 0, 3], {})},
     "alibi_slopes": {"call": ([4], {})},
-    "cumulative_gate_bias": {"call": (["A:[[-0.1, -0.2, -0.3]]"], {})},
+    "cumulative_gate_bias": {"call": (["A:[[-0.1, -0.2, -0.3]]"], {}), "zero": (["A:[[]]"], {})},
     "kerple_bias": {"call": ([3, 4], {"r1": "A:[1.0, 2.0]", "r2": "A:[0.5, 0.5]"})},
     "relative_positions": {"call": ([3, 4], {}), "zero": ([0, 4], {})},
     "relative_sinusoidal": {"call": ([3, 4], {"dim": 8})},
