@@ -202,5 +202,6 @@ def timestep_embedding(
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))
+    out = _angles.cast(xp_.concat(parts, axis=-1), ctx.dtype, xp_)
     # (an empty t under jax.jit: the result must still depend on it, to be placed with it)
-    return ctx.place(_angles.cast(xp_.concat(parts, axis=-1), ctx.dtype, xp_), like=t)
+    return ctx.place(out, like=t) if math.prod(lead) == 0 else out
