@@ -330,7 +330,16 @@ def rows_decode(env: Env, sz: Sizes) -> list[Any]:
     rows += _row(env, case + ", eager, host time per step", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
                  note=f"max |posenc - HF| {diff:.1e} (bf16)")
     for mode in (None, "reduce-overhead"):
-        rows += _compiled_rows(env, sz, case, mode, hf, pe, q, k)
+        try:
+            rows += _compiled_rows(env, sz, case, mode, hf, pe, q, k)
+        except Exception as exc:  # a graph break under fullgraph=True is a result on the device
+            if env.dry:
+                raise  # in a dry run: a failed part, so that it shows before the device run
+            from .harness import Row
+
+            note = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(Row("gpu", f"{case}, compiled {mode or 'default'} (fullgraph)", "torch-cuda", "posenc",
+                            status="FAIL", note=note))
     return rows
 
 
