@@ -114,7 +114,8 @@ def _cos_row_f64(p: int, dim: int) -> np.ndarray:
 def _in_host_memory(xp, a) -> bool:
     """Whether posenc may read the values of the positions ``a`` (the documented rule): a concrete array in
     host memory (NumPy, torch CPU tensors); not a traced (``jax.jit``), lazy (Dask) or device array (CUDA,
-    CuPy, JAX on any device, ``meta``)."""
+    CuPy, JAX on any device, ``meta``).  (A lane that runs CPU tensors under ``posenc._kernels.as_device()``
+    takes a device's decisions: there they are device arrays.)"""
     if xp.jit or xp.lazy:
         return False
     if xp.family == "numpy":
