@@ -11,7 +11,7 @@ EXTRAS := viz,test,docs,bench
 # torch is pinned and installed first, on its own, so that no other package can pull a different build
 TORCH  := torch==2.13.0
 
-.PHONY: figures test docs bench lock test-latest clean
+.PHONY: figures test docs bench gpu-bundle lock test-latest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,17 @@ docs: $(VENV)/.all
 
 bench: $(VENV)/.all
 	$(BIN)/python -m benchmarks
+
+# gpu-bundle: what a GPU machine without a package index needs beyond its own
+# packages (torch, CuPy, JAX, pytest, hypothesis, transformers): the pinned
+# array-api-compat wheel, into an ignored folder that travels with the working
+# tree; `python -m benchmarks --gpu-check` installs it from there (CONTRIBUTING.md)
+WHEELS := benchmarks/out/wheels
+gpu-bundle:
+	mkdir -p $(WHEELS)
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: -d $(WHEELS) \
+		"array-api-compat==$$(sed -n 's/^array-api-compat==//p' $(LOCK))"
+	ls $(WHEELS)
 
 # lock: the newest releases that pyproject.toml admits, installed in a fresh
 # environment (torch first, as above) and written to requirements/lock.txt

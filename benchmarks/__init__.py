@@ -27,6 +27,12 @@ Sections (``--only`` selects some):
     CuPy / torch-CUDA tables and RoPE against a device copy (skipped without
     a GPU).
 
+``python -m benchmarks --gpu-check`` is the device check of a GPU machine (the
+GPU test lanes, device accuracy, every device target against its peer,
+launches and syncs per call; a dry run without a device): see
+:mod:`benchmarks.gpu_check`.  ``--merge-gpu`` puts its results into the GPU
+section of ``results.json`` and ``RESULTS.md``.
+
 Benchmarks are not tests: ``tests/test_benchmarks.py`` only runs
 ``python -m benchmarks --quick`` on tiny sizes.
 """

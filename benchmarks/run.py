@@ -49,6 +49,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--render", type=Path, default=None, metavar="JSON", help="rewrite the Markdown from a results file and exit"
     )
+    p.add_argument(
+        "--gpu-check", action="store_true",
+        help="the device check (benchmarks/gpu_check.py): GPU test lanes, device accuracy, the device targets, "
+        "launches and syncs; a dry run without a CUDA device",
+    )
+    p.add_argument("--out", type=Path, default=None, help="--gpu-check: output folder (default benchmarks/out)")
+    p.add_argument(
+        "--lanes-timeout", type=float, default=110.0, help="--gpu-check: time cap of the test lanes, seconds"
+    )
+    p.add_argument("--no-lanes", action="store_true", help="--gpu-check: skip the test lanes")
+    p.add_argument(
+        "--merge-gpu", type=Path, default=None, metavar="JSON",
+        help="merge a device check's JSON into the GPU section of the results (--json) and rewrite the Markdown",
+    )
     return p
 
 
@@ -81,6 +95,9 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
         f"- machine: {info['machine']}, {info['cpu']}, {info['cpu_count']} cores, {info['memory_gib']} GiB",
         f"- versions: {v}",
     ]
+    if "gpu_device" in info:
+        gpu = f"{info['gpu_device']}, {info.get('gpu_date', '')}"
+        out.append(f"- GPU section: {gpu} (`python -m benchmarks --gpu-check`)")
     if "torch_threads" in info:
         out.append(f"- torch threads: {info['torch_threads']}")
     if "huge_pages" in info:
@@ -101,6 +118,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.render is not None:
         _render(args.render, args.md or HERE / "RESULTS.md")
+        return 0
+    if args.gpu_check:
+        from .gpu_check import run_check
+
+        return run_check(argv, args.out or HERE / "out", args.lanes_timeout, run_lanes=not args.no_lanes)
+    if args.merge_gpu is not None:
+        from .gpu_check import merge
+
+        json_path = args.json or HERE / "results.json"
+        payload = merge(args.merge_gpu, json_path)
+        json_path.write_text(json.dumps(payload, indent=1) + "\n")
+        _render(json_path, args.md or HERE / "RESULTS.md")
+        print(f"merged {args.merge_gpu} into {json_path.name} (GPU section, {payload['header']['gpu_device']})")
         return 0
     names = tuple(args.only or SECTIONS)
     rounds = args.rounds or (3 if args.quick else 15)

@@ -174,8 +174,8 @@ def cast(x: Array, dtype: Any, xp: Any) -> Array:
 
 
 def zeros(shape: tuple[int, ...], dtype: Any, ctx: Context) -> Array:
-    """Zeros of ``shape`` and ``dtype`` on ``ctx``'s device."""
-    return ctx.xp.zeros(shape, dtype=dtype, device=ctx.device)
+    """Zeros of ``shape`` and ``dtype`` on ``ctx``'s device (under ``jax.jit`` too)."""
+    return ctx.place(ctx.xp.zeros(shape, dtype=dtype, device=ctx.device))
 
 
 # --------------------------------------------------------------------------

@@ -658,6 +658,45 @@ class Context:
         (float32 or float64: the tables of an input's working dtype)."""
         return dataclasses.replace(self, dtype=dtype, work=dtype)
 
+    def place(self, out: Any, like: Any = None) -> Any:
+        """``out`` (an array or a tuple of arrays) on this context's device,
+        also where ``jax.jit`` traces the call.
+
+        Under ``jax.jit`` the device of a result is decided by the
+        computation, not by the ``device=`` of the calls that made its parts:
+        ``zeros``, ``ones``, ``full`` and ``empty`` ignore ``device=`` there, and
+        a concrete array the trace closes over (a cached table) loses its
+        placement, so such a result would land on JAX's default device.
+        ``jax.device_put`` with a single-device sharding is the placement
+        ``jax.jit`` honours (a sharding constraint of the result).  Elsewhere
+        (other namespaces, no device: traced inputs carry their own
+        placement) ``out`` is returned as it is; eager JAX arrays are moved
+        only where an operation left the device (empty arrays may land on
+        the default one).
+
+        ``like``: the traced input a result that does not depend on it (an
+        empty table, a zero column) belongs with.  A traced input has no
+        device to ask for, and ``jax.jit`` places a result that depends on no
+        input on the default device: the result is made to depend on
+        ``like`` (plus a zero reduced from none of its elements).
+        """
+        if self.backend is not Backend.JAX:
+            return out
+        if self.device is None:
+            if like is None or _jax_eager():
+                return out
+            xp = self.xp
+            zero = xp.sum(xp.reshape(like, (-1,))[:0])
+            if isinstance(out, (tuple, list)):
+                return type(out)(a + xp.astype(zero, a.dtype) for a in out)
+            return out + xp.astype(zero, out.dtype)
+        if _jax_eager() and all(getattr(a, "device", None) == self.device for a in _leaves(out)):
+            return out
+        import jax
+        from jax.sharding import SingleDeviceSharding
+
+        return jax.device_put(out, SingleDeviceSharding(self.device))
+
     def from_host(self, array: np.ndarray, dtype: Any = None, *, kept: bool = False) -> Array:
         """Move a host NumPy array to this context's namespace and device, in
         ``dtype`` (default: the working dtype).
@@ -684,6 +723,10 @@ class Context:
                     return torch.as_tensor(host, dtype=dtype, device=self.device)
             return torch.as_tensor(host, dtype=dtype, device=self.device)
         return self.xp.asarray(array, dtype=dtype, device=self.device)
+
+
+def _leaves(out: Any) -> tuple[Any, ...]:
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def _context(xp: Any, device: Any, dtype: Any, work: Any, f64: bool, traced: bool = False) -> Context:

@@ -222,7 +222,8 @@ def range_table(
             got = _cache.TABLES.get(key)
             if got is not None:
                 table, mode = got
-                return _cache.share(table, mode, xp) if share else table
+                # (a cached JAX table closed over by a jax.jit trace: placed on the device asked for)
+                return ctx.place(_cache.share(table, mode, xp) if share else table)
     table = None
     device = _kernels.device_table(ctx, layout) if max(abs(start), abs(start + n - 1)) < EXACT_F32 else None
     if device is not None:  # one launch on a device (Triton)

@@ -564,7 +564,7 @@ def cumulative_gate_bias(
     shape = (*tuple(g.shape[:-1]), n, n)
     _checks.check_size(shape, "bias")
     if math.prod(shape) == 0:
-        return _angles.zeros(shape, ctx.dtype, ctx)
+        return ctx.place(_angles.zeros(shape, ctx.dtype, ctx), like=g)
     wide = ctx.wide
     g = _angles.cast(g, wide, xp_)
     h = g if h is None else _angles.cast(h, wide, xp_)

@@ -177,7 +177,7 @@ def fourier_features(
             raise ValueError(msg)
     if math.prod(lead) * width == 0:
         # nothing to compute: no frequency table (num_bands may be large)
-        return xp_.zeros(lead + (width,), dtype=ctx.dtype, device=ctx.device)
+        return _angles.zeros(lead + (width,), ctx.dtype, ctx)
     parts = []
     if include_input:
         parts.append(_angles.cast(coords, ctx.work, xp_))

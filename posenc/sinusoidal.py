@@ -593,7 +593,7 @@ def binary(
         out = 2.0 * out - 1.0
     nan = float("nan")
     out = xp_.where(bad[..., None], nan, out)
-    return _angles.cast(out, ctx.dtype, xp_)
+    return ctx.place(_angles.cast(out, ctx.dtype, xp_))
 
 
 def add_sinusoidal(

@@ -196,9 +196,11 @@ def timestep_embedding(
     xp_ = ctx.xp
     lead = tuple(t.shape)
     if freqs.m == 0:  # dim == 1: diffusers' single zero column
-        return xp_.zeros(lead + (dim,), dtype=ctx.dtype, device=ctx.device)
+        return ctx.place(_angles.zeros(lead + (dim,), ctx.dtype, ctx), like=t)
     s, c = _angles.sincos(t, freqs, ctx)
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))
-    return _angles.cast(xp_.concat(parts, axis=-1), ctx.dtype, xp_)
+    out = _angles.cast(xp_.concat(parts, axis=-1), ctx.dtype, xp_)
+    # (an empty t under jax.jit: the result must still depend on it, to be placed with it)
+    return ctx.place(out, like=t) if math.prod(lead) == 0 else out

@@ -16,11 +16,18 @@ the ids of the parametrised tests, so ``-k numpy`` selects too):
                                through ``xp.call`` fails on a read of a
                                value (``posenc._kernels.probes.no_reads``)
 ``jax``                        jax.numpy, eager (float64 disabled, as JAX's
-                               default)
+                               default), on the last CPU device
 ``jax-jit``                    the same calls under ``jax.jit``
 ``dask``                       dask.array; the call must not compute the graph
-``cupy``, ``torch-cuda``       GPU backends, skipped without a GPU
+``cupy``, ``torch-cuda``       GPU backends, skipped without a GPU;
+                               ``torch-cuda`` fails on any synchronising CUDA
+                               operation (``set_sync_debug_mode("error")``)
 =============================  ==============================================
+
+The JAX lanes ask for the last CPU device: with two host devices
+(``XLA_FLAGS=--xla_force_host_platform_device_count=2``) that is not JAX's
+default device, as the CPU is not on a GPU machine, so the lanes check that
+``device=`` is honoured, under ``jax.jit`` too.
 
 Each is a member of :class:`BackendKind`; a backend whose library is not
 installed (or whose GPU is absent) is collected with a skip marker.  Tests get
@@ -33,6 +40,7 @@ checks namespace, device, shape and values against a NumPy oracle.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import importlib
@@ -151,10 +159,31 @@ def _forbid_compute(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("the Dask graph was computed while it was being built")
 
 
+@contextlib.contextmanager
+def syncs_allowed() -> Any:
+    """The test's own host transfers (putting data on a CUDA device, reading a
+    result back) inside the ``torch-cuda`` lane, which otherwise runs with
+    ``torch.cuda.set_sync_debug_mode("error")``: any synchronising CUDA
+    operation posenc performs is an error there."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        yield
+        return
+    old = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(0)
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(old)
+
+
 def _torch_to_numpy(x: Any) -> np.ndarray:
     import torch
 
-    x = x.detach().to("cpu")
+    with syncs_allowed():
+        x = x.detach().to("cpu")
     return x.to(torch.float32 if x.dtype in (torch.bfloat16, torch.float16) else x.dtype).numpy()
 
 
@@ -226,7 +255,8 @@ class Backend:
             a = a.astype(dtype if isinstance(dtype, str) else str(np.dtype(dtype)))
         if self.device is None:
             return self.ns.asarray(a)
-        return self.ns.asarray(a, device=self.device)
+        with syncs_allowed():
+            return self.ns.asarray(a, device=self.device)
 
     def to_numpy(self, x: Any) -> np.ndarray:
         if not self.has_values:
@@ -358,7 +388,7 @@ def _jax(kind: BackendKind) -> Backend:
     return Backend(
         kind,
         jnp,
-        device=jax.devices("cpu")[0],
+        device=jax.devices("cpu")[-1],
         float64=bool(jax.config.jax_enable_x64),
         jit=kind is BackendKind.JAX_JIT,
         module=jnp,
@@ -390,12 +420,26 @@ _BUILDERS: dict[str, Callable[[BackendKind], Backend]] = {
 
 @pytest.fixture(params=[kind.param() for kind in selected()])
 def xp(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """One array backend (see the module docstring)."""
+    """One array backend (see the module docstring).  The ``torch-device``
+    lane runs inside ``posenc._kernels.as_device()``; the ``torch-cuda`` lane
+    runs with ``torch.cuda.set_sync_debug_mode("error")``: a call that reads a
+    value back from the device (or waits for it) fails; the test's own
+    transfers go through :func:`syncs_allowed`."""
     backend = request.param.make()
-    if not backend.device_path:
+    if backend.device_path:
+        from posenc import _kernels
+
+        with _kernels.as_device():
+            yield backend
+        return
+    if request.param is not BackendKind.TORCH_CUDA:
         yield backend
         return
-    from posenc import _kernels
+    import torch
 
-    with _kernels.as_device():
+    old = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
         yield backend
+    finally:
+        torch.cuda.set_sync_debug_mode(old)
