@@ -16,6 +16,7 @@ is the spacing of guided-diffusion, GLIDE and DiT.
 
 from __future__ import annotations
 
+import math
 import numbers
 from fractions import Fraction
 from typing import Any

@@ -102,13 +102,14 @@ def test_traced_offset_jax_int32():
 # gives a NaN row (as does any one on a device without float64, documented).
 
 
-def _cos_row_f64(p: int, dim: int) -> np.ndarray:
-    """cos of p times posenc's float64 frequencies, in 200-bit arithmetic (mpmath)."""
+def _cos_row_f64(p: int, dim: int, base: int = 10000) -> np.ndarray:
+    """cos of p times the mathematical frequencies base**(-2i/dim) (posenc's definition of exact), in
+    200-bit arithmetic (mpmath)."""
     import mpmath
 
-    w = np.asarray(posenc.rope_frequencies(dim, dtype="float64"), dtype=np.float64)
     with mpmath.workprec(200):
-        return np.array([float(mpmath.cos(mpmath.mpf(p) * mpmath.mpf(float(f)))) for f in w])
+        w = [mpmath.power(base, -mpmath.mpf(2 * i) / dim) for i in range(dim // 2)]
+        return np.array([float(mpmath.cos(mpmath.mpf(p) * f)) for f in w])
 
 
 def _in_host_memory(xp, a) -> bool:
