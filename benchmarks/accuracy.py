@@ -296,7 +296,7 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
     freqs = math_frequencies(dim)
     for name, path in paths(backends).items():
         # the mathematical frequencies 10000 ** (-2i/d) of both families (mpmath)
-        w, lo = freqs
+        w, w_lo = freqs
         cases: list[tuple[str, np.ndarray]] = []
         for lo, hi in INT_RANGES:
             if "int" in path.kinds:
@@ -313,7 +313,7 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
         res: dict[str, float] = {}
         for label, p in cases:
             s, c = path.run(p, dim)
-            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w, lo)
+            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w, w_lo)
             res[label] = float(max(np.abs(s.reshape(ts.shape) - ts).max(), np.abs(c.reshape(tc.shape) - tc).max()))
         out[name] = res
     return out
