@@ -151,6 +151,10 @@ def _offset(offset: Any) -> Any:
         _tensor(offset, "offset", "int", "()")
         _ndim(offset, "offset", (0,), "() (a 0-d integer tensor) or an int")
         return offset
+    if _compat.is_array(offset) and not isinstance(offset, numbers.Integral):
+        # a 0-d array of another namespace: not this attention's tensor
+        msg = f"`offset` must be an int or a 0-d integer torch tensor, got {_checks.show(offset)}"
+        raise TypeError(msg)
     return _checks.check_int(offset, "offset", minimum=-(2**62), maximum=2**62)
 
 
@@ -527,7 +531,8 @@ def relative_table(
         _same_device({"table": t, "index": idx})
         rows = int(t.shape[0])
         if idx.numel() and _compat.is_concrete(idx) and not bool(((idx >= 0) & (idx < rows)).all()):
-            msg = f"`index` must hold rows of `table` in [0, {rows}), got values in [{int(idx.min())}, {int(idx.max())}]"
+            lo, hi = int(idx.min()), int(idx.max())
+            msg = f"`index` must hold rows of `table` in [0, {rows}), got values in [{lo}, {hi}]"
             raise ValueError(msg)
 
         def score_mod(score: torch.Tensor, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> torch.Tensor:
