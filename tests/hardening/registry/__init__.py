@@ -44,11 +44,12 @@ from . import (  # noqa: F401
     viz,
     windows,
 )
-from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
+from ._spec import FUZZED_SUBMODULES, NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS
 
 __all__ = [
     "CONSTANTS",
+    "FUZZED_SUBMODULES",
     "NOT_FUZZED",
     "REGISTRY",
     "Spec",
