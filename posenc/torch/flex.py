@@ -872,6 +872,8 @@ def documents(doc_ids: torch.Tensor) -> MaskMod:
     doc_ids : int tensor
         The document of every token, shape ``(n,)`` or ``(batch, n)``
         (``b`` indexes the batch axis; pass ``B`` to ``create_block_mask``).
+        The queries and the keys are the same ``n`` tokens (self-attention
+        over a packed row).
         Combine with :func:`causal` by
         :func:`~torch.nn.attention.flex_attention.and_masks`; for the
         positions of the score functions, :func:`document_positions`.
