@@ -14,6 +14,7 @@ from . import (
     bench_axes,
     bench_cache,
     bench_diffusion,
+    bench_flex,
     bench_gpu,
     bench_hotpath,
     bench_rope,
@@ -31,6 +32,7 @@ SECTIONS = {
     "scale": (bench_scale, "Scale: Dask table of 2**22 x 512 float32 (8 GiB), reduced chunk by chunk"),
     "gpu": (bench_gpu, "GPU: tables and RoPE against a device copy"),
     "diffusion": (bench_diffusion, "Diffusion: timestep embedding against diffusers' get_timestep_embedding"),
+    "flex": (bench_flex, "FlexAttention: posenc's ALiBi score function against SDPA with the materialised bias"),
 }
 HERE = Path(__file__).resolve().parent
 

@@ -117,6 +117,8 @@ def public_names() -> list[str]:
             raise
     else:
         names += [f"posenc.torch.{n}" for n in modules.__all__]
+        flex = importlib.import_module("posenc.torch.flex")
+        names += [f"posenc.torch.flex.{n}" for n in flex.__all__]
     return names
 
 

@@ -46,6 +46,16 @@ NAMES: dict[str, tuple[str, str, dict[str, tuple[str, str]]]] = {
                 "py:function",
                 "generated/torch.compiler.assume_constant_result.html#$",
             ),
+            "torch.nn.functional.scaled_dot_product_attention": (
+                "py:function",
+                "generated/torch.nn.functional.scaled_dot_product_attention.html#$",
+            ),
+            "torch.nn.attention.flex_attention.flex_attention": ("py:function", "nn.attention.flex_attention.html#$"),
+            "torch.nn.attention.flex_attention.create_block_mask": (
+                "py:function",
+                "nn.attention.flex_attention.html#$",
+            ),
+            "torch.nn.attention.flex_attention.and_masks": ("py:function", "nn.attention.flex_attention.html#$"),
         },
     ),
     "jax": (

@@ -11,7 +11,8 @@ compiles with ``torch.compile(fullgraph=True)`` and exports with
 
 This module imports torch; ``import posenc`` does not import it (nor this
 module): import it as ``import posenc.torch`` or
-``from posenc.torch import RotaryEmbedding``.
+``from posenc.torch import RotaryEmbedding``.  FlexAttention score and mask functions
+for posenc's biases are in :mod:`posenc.torch.flex`.
 
 :class:`Timesteps` (diffusion timestep embeddings) caches nothing: its
 frequencies are host constants of its configuration, and every call embeds

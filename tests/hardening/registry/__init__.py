@@ -9,8 +9,8 @@ without an entry fails ``test_every_public_name_is_registered``, so a new
 function cannot slip past the fuzz suite.
 
 One module per family, named as posenc's modules are (``posenc_viz`` in
-:mod:`.viz`); each writes, in one :func:`register` call per public name, all
-the suite knows about it: its builder, its huge requests (or why it
+:mod:`.viz`, ``posenc.torch.flex`` in :mod:`.torch_flex`); each writes, in one
+:func:`register` call per public name, all the suite knows about it: its builder, its huge requests (or why it
 allocates nothing), its reason for not taking the ``dtype, device, xp`` trio.
 Builders look their function up as ``posenc.<name>`` (never through the module
 that defines it), so moving a function between posenc's modules changes
@@ -40,14 +40,16 @@ from . import (  # noqa: F401
     scaling,
     sinusoidal,
     timesteps,
+    torch_flex,
     viz,
     windows,
 )
-from ._spec import NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
+from ._spec import FUZZED_SUBMODULES, NOT_FUZZED, REGISTRY, Spec, key, public_keys, qualified, register, resolve_name
 from .viz import CONSTANTS
 
 __all__ = [
     "CONSTANTS",
+    "FUZZED_SUBMODULES",
     "NOT_FUZZED",
     "REGISTRY",
     "Spec",

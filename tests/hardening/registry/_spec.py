@@ -32,7 +32,9 @@ class Spec:
     ``no_allocation``: why a name that allocates nothing of its own has none.
     ``trio``: why the name does not end with the keyword-only
     ``dtype=None, device=None, xp=None`` trio (``None``: it does).  ``viz``: a
-    figure function (fewer examples, figures closed after).  ``backends``:
+    figure function (fewer examples, figures closed after).  ``function``: why
+    the name returns a function, not an array (the mutation test, which
+    scribbles over results, skips it).  ``backends``:
     the fuzz backends it runs on (default: all of them).
     """
 
@@ -45,6 +47,7 @@ class Spec:
     no_allocation: str | None = None
     trio: str | None = None
     viz: bool = False
+    function: str | None = None
     backends: tuple[BackendKind, ...] | None = None
 
 
@@ -76,6 +79,8 @@ _PREFIXES = (("posenc.scaling.", "scaling."), ("posenc_viz.", "posenc_viz."), ("
 #: adapters, fuzzed through model plumbing in tests/hardening/test_fuzz_modules.py
 #: (tests/posenc/test_torch_modules.py checks them against the functions they wrap)
 NOT_FUZZED = ("posenc.torch.",)
+#: the functions of posenc.torch's submodules are in the registry (``torch.flex.alibi``)
+FUZZED_SUBMODULES = ("posenc.torch.flex.",)
 
 
 def key(qualified: str) -> str:
@@ -97,11 +102,18 @@ def qualified(name: str) -> str:
 def public_keys() -> list[str]:
     """The registry keys of every public name the fuzz suite covers:
     :func:`tests.test_docs.public_names` without :data:`NOT_FUZZED`."""
-    return [key(n) for n in public_names() if not n.startswith(NOT_FUZZED)]
+    return [key(n) for n in public_names() if not n.startswith(NOT_FUZZED) or n.startswith(FUZZED_SUBMODULES)]
 
 
 def resolve_name(name: str) -> Any:
     """The object a registry key names, looked up as the public name (never
     through the module that defines it)."""
     root, *rest = qualified(name).split(".")
-    return functools.reduce(getattr, rest, importlib.import_module(root))
+
+    def attr(obj: Any, part: str) -> Any:
+        # a submodule the package does not import itself (posenc.torch.flex)
+        if not hasattr(obj, part) and hasattr(obj, "__path__"):
+            importlib.import_module(f"{obj.__name__}.{part}")
+        return getattr(obj, part)
+
+    return functools.reduce(attr, rest, importlib.import_module(root))
