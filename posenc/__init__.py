@@ -18,6 +18,7 @@ from .bias import (
 )
 from .caches import cache_limits, clear_caches
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
+from .fused import rope_cache
 from .grid import axial_rope_cos_sin, sincos_coords, sincos_grid
 from .learned import learned_table, resample_table
 from .mrope import mrope_cos_sin
@@ -81,6 +82,7 @@ __all__ = [
     "rope_axes_cos_sin",
     "rope_cos_sin",
     "rope_frequencies",
+    "rope_cache",
     "rope_permutation",
     "scaling",
     "xpos_scale",

@@ -31,6 +31,7 @@ from . import (  # noqa: F401
     bias,
     caches,
     fourier,
+    fused,
     grid,
     learned,
     mrope,
