@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import scaling
 from .alibi import alibi_bias, alibi_slopes, cumulative_gate_bias
+from .audit import audit_rope
 from .axes import grid_ids, rope_axes, rope_axes_cos_sin
 from .bias import (
     kerple_bias,
@@ -76,6 +77,7 @@ __all__ = [
     "resample_relative_table",
     # rotary embeddings
     "apply_rope",
+    "audit_rope",
     "mrope_cos_sin",
     "rope",
     "rope_axes",
