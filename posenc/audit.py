@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["audit_rope", "RopeAudit", "RopeModuleAudit"]
+__all__ = ["audit_rope"]
 
 #: the upper edges of the position bands of a report (then 2**22, ... up to the context)
 BAND_EDGES = (2**7, 2**10, 2**13, 2**16, 2**19)
@@ -168,15 +168,29 @@ def _load_config(source: Any) -> Any:
         path = os.fspath(source)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
-        with open(path, encoding="utf-8") as f:
-            source = json.load(f)
+        if not os.path.isfile(path):
+            msg = f"`source` is a path, but no config.json is there: {path!r}"
+            raise ValueError(msg)
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = json.load(f)
+        except (OSError, ValueError) as exc:
+            msg = f"`source` is a path, but {path!r} is not a readable JSON config: {exc}"
+            raise ValueError(msg) from None
+        if not isinstance(source, dict):
+            msg = f"`source` is a path, but {path!r} holds no JSON object"
+            raise ValueError(msg)
     if isinstance(source, dict):
         raw = dict(source)
         model_type = raw.pop("model_type", None)
         if not isinstance(model_type, str):
             msg = "`source` is a config dictionary without a `model_type`: say which model it configures"
             raise ValueError(msg)
-        return transformers.AutoConfig.for_model(model_type, **raw)
+        try:
+            return transformers.AutoConfig.for_model(model_type, **raw)
+        except (ValueError, TypeError, KeyError) as exc:
+            msg = f"`source` is not a config transformers reads: {exc}"
+            raise ValueError(msg) from None
     return source
 
 
@@ -233,9 +247,16 @@ def _sources(source: Any) -> tuple[list[tuple[str, Any]], Any]:
 # ---------------------------------------------------------------------- running one module
 def _positions(context: int, positions: Any) -> np.ndarray:
     if positions is not None:
-        p = np.unique(np.asarray(positions, dtype=np.int64).ravel())
-        if p.size == 0 or p[0] < 0:
-            msg = "`positions` must be non-negative integers, at least one"
+        try:
+            raw = np.asarray(positions)
+        except Exception:
+            raw = np.asarray(None)
+        if raw.dtype.kind not in "iu":
+            msg = f"`positions` must be an array or list of integers, got {_checks.show(positions)}"
+            raise TypeError(msg)
+        p = np.unique(raw.astype(np.int64).ravel())
+        if p.size == 0 or p[0] < 0 or p[-1] >= 2**53:
+            msg = f"`positions` must be non-negative integers below 2**53, at least one, got {_checks.show(positions)}"
             raise ValueError(msg)
         return p
     top = max(int(context) - 1, 1)
@@ -301,9 +322,9 @@ def _audit_one(name: str, module: Any, layer_type: str | None, dtype: Any, posit
     if config is None:
         return skip("it holds no transformers config (a vision tower or a diffusers module): not audited yet")
     try:
-        params = inspect.signature(module.forward).parameters
+        params = set(inspect.signature(module.forward).parameters)
     except (TypeError, ValueError):  # pragma: no cover
-        params = {}
+        params = set()
     if "position_ids" not in params:
         return skip("its forward takes no position_ids (a vision tower): not audited yet")
     try:
@@ -351,10 +372,10 @@ def _audit_one(name: str, module: Any, layer_type: str | None, dtype: Any, posit
 def _torch_dtype(dtype: Any) -> Any:
     import torch
 
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
     if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
-        return getattr(torch, dtype)
+        dtype = getattr(torch, dtype)
+    if dtype is None or (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        return dtype
     msg = f"`dtype` must be a torch floating dtype or its name, got {_checks.show(dtype)}"
     raise TypeError(msg)
 
@@ -415,22 +436,26 @@ def audit_rope(source: Any, *, dtype: Any = None, positions: Any = None) -> Rope
 
     Examples
     --------
+    The rotary module of a Llama 3.1 config, as ``from_pretrained`` builds it
+    (frequencies in float32), then cast as ``model.to(torch.bfloat16)``
+    casts it:
+
     >>> import torch, transformers, posenc
-    >>> cfg = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, num_hidden_layers=1,
-    ...     vocab_size=32, intermediate_size=64, max_position_embeddings=512, rope_parameters={
+    >>> from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    >>> cfg = transformers.LlamaConfig(head_dim=128, max_position_embeddings=131072, rope_parameters={
     ...     "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-    ...     "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
-    >>> model = transformers.LlamaModel(cfg).to(torch.bfloat16)   # casts inv_freq too
-    >>> report = posenc.audit_rope(model)
-    >>> report[0].cause
-    'inv_freq stored in bfloat16'
-    >>> print(report)   # doctest: +NORMALIZE_WHITESPACE
-    rotary_emb (LlamaRotaryEmbedding, bfloat16): inv_freq stored in bfloat16
-      positions        0-127      error  3.91e-03   floor  1.95e-03
-      positions      128-1021     error  1.25e+00   floor  1.95e-03
-      positions     1050-4095     error  1.99e+00   floor  1.95e-03
-    >>> posenc.audit_rope(model.float())[0].cause   # built in float32 again: only the angle product
+    ...     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+    >>> rope = LlamaRotaryEmbedding(cfg)
+    >>> posenc.audit_rope(rope)[0].cause
     'the float32 angle product'
+    >>> report = posenc.audit_rope(rope.to(torch.bfloat16), positions=[0, 100, 1774, 10**5])
+    >>> print(report)
+    <source> (LlamaRotaryEmbedding, bfloat16): inv_freq stored in bfloat16
+      positions        0-100      error  1.77e-01   floor  1.95e-03
+      positions     1774-1774     error  2.00e+00   floor  1.95e-03
+      positions   100000-100000   error  1.97e+00   floor  1.94e-03
+    >>> report.to_rows()[1]["error"] > 1.99
+    True
     """
     dt = _torch_dtype(dtype)
     modules, model_dtype = _sources(source)

@@ -11,7 +11,7 @@ from torch import nn
 import posenc
 from posenc import _checks
 
-__all__ = ["patch_rope", "RopePatch"]
+__all__ = ["patch_rope"]
 
 
 def _readings(module: nn.Module) -> dict[str | None, dict[str, Any]]:
@@ -63,7 +63,7 @@ class ExactRotaryEmbedding(nn.Module):
     def __init__(self, original: nn.Module, readings: dict[str | None, dict[str, Any]]) -> None:
         super().__init__()
         self.original = original
-        self.config = original.config  # type: ignore[assignment]
+        self.config = original.config
         self.readings = readings
         self.layer_types = getattr(original, "layer_types", None) if None not in readings else None
         if hasattr(original, "attention_scaling"):  # read by a few models outside the module

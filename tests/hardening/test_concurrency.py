@@ -134,7 +134,7 @@ MUTATION_BACKENDS = (BackendKind.NUMPY, BackendKind.TORCH)
 ARRAY_NAMES = [
     n
     for n in sorted(R.REGISTRY)
-    if not R.REGISTRY[n].viz and not n.startswith("scaling.") and R.REGISTRY[n].family != "caches"
+    if not R.REGISTRY[n].viz and not n.startswith("scaling.") and R.REGISTRY[n].family not in ("caches", "audit")
 ]
 SEEDED = {"learned_table", "gaussian_matrix"}
 

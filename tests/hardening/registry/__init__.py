@@ -27,6 +27,7 @@ from __future__ import annotations
 # each family module fills REGISTRY when imported
 from . import (  # noqa: F401
     alibi,
+    audit,
     axes,
     bias,
     caches,
