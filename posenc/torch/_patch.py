@@ -86,6 +86,51 @@ class ExactRotaryEmbedding(nn.Module):
         return ", ".join(f"{lt}: {kw}" if lt else str(kw) for lt, kw in self.readings.items())
 
 
+class ExactAxesRotaryEmbedding(nn.Module):
+    """What :func:`patch_rope` puts in place of diffusers' ``FluxPosEmbed`` /
+    ``Flux2PosEmbed``: ``forward(ids)`` returns ``(cos, sin)`` of
+    :func:`posenc.rope_axes_cos_sin` (pairs of neighbours, one RoPE of
+    ``axes_dim[k]`` features per column of ``ids``), in float32 as the
+    replaced module returns them (float64 for float64 ids)."""
+
+    def __init__(self, theta: float, axes_dim: Any) -> None:
+        super().__init__()
+        self.theta = float(theta)
+        self.axes_dim = tuple(int(d) for d in axes_dim)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        work = torch.float64 if ids.dtype == torch.float64 else torch.float32
+        return posenc.rope_axes_cos_sin(ids, self.axes_dim, base=self.theta, layout="interleaved", dtype=work)
+
+    def extra_repr(self) -> str:
+        return f"theta={self.theta}, axes_dim={self.axes_dim}"
+
+
+#: diffusers' positional modules patch_rope replaces, and how it builds each replacement
+_DIFFUSERS = ("FluxPosEmbed", "Flux2PosEmbed", "Timesteps")
+
+
+def _diffusers_replacement(module: nn.Module) -> nn.Module:
+    """The exact module for one of diffusers' modules; ValueError (naming the class) for the others."""
+    cls = type(module).__name__
+    if cls == "Timesteps":
+        from posenc.torch import Timesteps
+
+        return Timesteps(
+            module.num_channels,
+            bool(module.flip_sin_to_cos),
+            float(module.downscale_freq_shift),
+            float(module.scale),
+        )
+    if cls in ("FluxPosEmbed", "Flux2PosEmbed"):
+        return ExactAxesRotaryEmbedding(module.theta, module.axes_dim)
+    msg = (
+        f"{cls} cannot be patched: of diffusers' positional modules, posenc patches {', '.join(_DIFFUSERS)} "
+        "(pass strict=False to patch the others)"
+    )
+    raise ValueError(msg)
+
+
 class RopePatch:
     """The handle :func:`patch_rope` returns: what it patched, what it left,
     and :meth:`remove` (also on leaving a ``with`` block).
@@ -120,12 +165,16 @@ class RopePatch:
         return f"RopePatch(patched={self.patched}, left={[n for n, _, _ in self.left]})"
 
 
+def _is_diffusers(module: nn.Module) -> bool:
+    return type(module).__module__.startswith("diffusers")
+
+
 def _is_rotary(module: nn.Module) -> bool:
     name = type(module).__name__
     if isinstance(module, ExactRotaryEmbedding):
         return False
     return name.endswith("RotaryEmbedding") or (
-        type(module).__module__.startswith("diffusers") and ("PosEmbed" in name or "Rope" in name)
+        _is_diffusers(module) and ("PosEmbed" in name or "Rope" in name or name == "Timesteps")
     )
 
 
@@ -135,11 +184,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     Every rotary module of ``model`` (each module whose class name ends in
     ``RotaryEmbedding``: the language model's, every layer type of Gemma 3
     and the like, the multimodal RoPE of Qwen2-VL and its relatives) is
-    replaced by an :class:`ExactRotaryEmbedding` that reads the same config
+    replaced by an ``ExactRotaryEmbedding`` that reads the same config
     with :func:`posenc.scaling.from_hf` and returns what the module returned
     (same shapes, layouts, dtypes and attention factor), computed from
     posenc's exact tables kept in float32 whatever the model's dtype and
-    rounded once to it.  A model cast with ``model.to(torch.bfloat16)``
+    rounded once to it.  In a diffusers transformer, ``FluxPosEmbed`` and
+    ``Flux2PosEmbed`` become exact multi-axis tables
+    (:func:`posenc.rope_axes_cos_sin`) and every ``Timesteps`` a
+    :class:`posenc.torch.Timesteps` (exact angles where diffusers forms them
+    in float32).  A model cast with ``model.to(torch.bfloat16)``
     (whose own ``inv_freq`` is then rounded to bfloat16, its tables off by
     up to 2 beyond a thousand positions: see :func:`posenc.audit_rope`)
     gets tables at the bfloat16 floor; a float32 model gets exact tables in
@@ -153,12 +206,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     Parameters
     ----------
     model : torch.nn.Module
-        A transformers model (or any module holding transformers rotary modules).
+        A transformers model, a diffusers transformer (Flux, Flux 2), or any
+        module holding them.
     strict : bool, default True
         Refuse (a :class:`ValueError` naming the module's class, nothing
         patched) when a rotary module cannot be reproduced: vision towers'
         and diffusers' modules are not patched yet, nor a config
-        :func:`~posenc.scaling.from_hf` refuses.  ``False``: patch the
+        :func:`~posenc.scaling.from_hf` refuses; of diffusers, the rotary
+        modules of Wan, HunyuanVideo, CogVideoX, Qwen-Image and the others
+        are not patched yet.  ``False``: patch the
         others and list what was left in ``handle.left``.
 
     Returns
@@ -205,13 +261,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     left: list[tuple[str, str, str]] = []
     for key, (name, mod) in found.items():
         try:
-            readings = _readings(mod)
+            if _is_diffusers(mod):
+                replacements[key] = _diffusers_replacement(mod)
+            else:
+                replacements[key] = ExactRotaryEmbedding(mod, _readings(mod))
         except ValueError as exc:
             if strict:
                 raise
             left.append((name, type(mod).__name__, str(exc)))
             continue
-        replacements[key] = ExactRotaryEmbedding(mod, readings)
         patched.append(name)
     swaps = []
     for parent, attr, child in refs:

@@ -15,8 +15,11 @@ are those of test_hf_models.py.
 
 from __future__ import annotations
 
+import copy
+import math
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -272,3 +275,89 @@ def test_refusals_and_strict_false():
         patch_rope(holder.lm.model.rotary_emb)
 
 
+
+
+# ---------------------------------------------------------------- diffusers
+def _flux():
+    from diffusers import FluxTransformer2DModel
+
+    torch.manual_seed(0)
+    model = FluxTransformer2DModel(
+        patch_size=1, in_channels=4, num_layers=1, num_single_layers=1, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=32, pooled_projection_dim=32, axes_dims_rope=(4, 6, 6),
+    ).eval()  # fmt: skip
+    h, w, txt = 4, 5, 3
+    img = torch.zeros(h, w, 3)
+    img[..., 1] += torch.arange(h)[:, None] * 40  # far positions: the float32 angles are off
+    img[..., 2] += torch.arange(w)[None, :] * 40
+    g = torch.Generator().manual_seed(0)
+    inputs = {
+        "hidden_states": torch.randn(1, h * w, 4, generator=g),
+        "encoder_hidden_states": torch.randn(1, txt, 32, generator=g),
+        "pooled_projections": torch.randn(1, 32, generator=g),
+        "timestep": torch.tensor([0.937]),
+        "img_ids": img.reshape(-1, 3),
+        "txt_ids": torch.zeros(txt, 3),
+    }
+    return model, inputs
+
+
+def test_flux_pos_embed_and_timesteps():
+    """Flux: FluxPosEmbed (float64 angles already: the same to float32 rounding)
+    and the Timesteps of its time embedding (float32 angles in diffusers)."""
+    pytest.importorskip("diffusers")
+    model, inputs = _flux()
+    with torch.no_grad():
+        own = model(**inputs).sample
+        ref = copy.deepcopy(model).double()(**{k: v.double() for k, v in inputs.items()}).sample
+        with patch_rope(model) as handle:
+            assert handle.patched == ["pos_embed", "time_text_embed.time_proj"]
+            assert type(model.pos_embed).__name__ == "ExactAxesRotaryEmbedding"
+            ours = model(**inputs).sample
+            cos, sin = model.pos_embed(inputs["img_ids"])
+        again = model(**inputs).sample
+    assert torch.equal(again, own)
+    assert _rel(ours, ref) <= max(_rel(own, ref), 2e-5)
+    from diffusers.models.transformers.transformer_flux import FluxPosEmbed
+
+    want_cos, want_sin = FluxPosEmbed(10000, [4, 6, 6])(inputs["img_ids"])
+    assert cos.dtype == want_cos.dtype == torch.float32
+    assert float((cos - want_cos).abs().max()) < 5e-7 and float((sin - want_sin).abs().max()) < 5e-7
+    # control: posenc's half layout would not be Flux's tables
+    import posenc
+
+    half, _ = posenc.rope_axes_cos_sin(inputs["img_ids"], (4, 6, 6), layout="half", dtype=torch.float32)
+    assert float((half - want_cos).abs().max()) > 1e-2
+
+
+def test_diffusers_timesteps_exact_where_diffusers_is_not():
+    pytest.importorskip("diffusers")
+    from diffusers.models.embeddings import Timesteps as DiffusersTimesteps
+
+    holder = torch.nn.Module()
+    holder.proj = DiffusersTimesteps(64, True, 1.0)
+    t = torch.tensor([1.0, 250.0, 999.0])
+    with torch.no_grad():
+        own = holder.proj(t)
+        with patch_rope(holder):
+            ours = holder.proj(t)
+    half = 32
+    w = np.exp(-math.log(10000.0) * np.arange(half) / (half - 1.0))
+    a = np.array([1.0, 250.0, 999.0])[:, None] * w
+    exact = np.concatenate([np.cos(a), np.sin(a)], axis=-1)
+    err_own = np.abs(own.double().numpy() - exact).max()
+    err_ours = np.abs(ours.double().numpy() - exact).max()
+    assert ours.dtype == own.dtype == torch.float32
+    assert err_ours < 2.5e-7 < err_own, (err_ours, err_own)
+
+
+def test_diffusers_module_not_patched_yet():
+    pytest.importorskip("diffusers")
+    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+    holder = torch.nn.Module()
+    holder.rope = WanRotaryPosEmbed(attention_head_dim=40, patch_size=(1, 2, 2), max_seq_len=64)
+    with pytest.raises(ValueError, match="WanRotaryPosEmbed cannot be patched"):
+        patch_rope(holder)
+    handle = patch_rope(holder, strict=False)
+    assert handle.patched == [] and [n for n, _, _ in handle.left] == ["rope"]
