@@ -201,7 +201,12 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     The patch survives ``model.to(dtype / device)`` (the new modules hold no
     float tensor), ``torch.compile(model, fullgraph=True)`` and
     ``generate`` with a KV cache; the attention code of the model is not
-    touched (it rotates with the tables it is given).
+    touched (it rotates with the tables it is given), and the
+    ``state_dict`` keeps its keys.  The length-dependent scalings (dynamic
+    NTK, LongRoPE) take their length from ``max(position_ids) + 1`` as
+    transformers does, which ``torch.compile`` cannot read: compiled, such a
+    model needs the patch of a fixed length (not provided yet), as the
+    model's own module breaks the graph there.
 
     Parameters
     ----------

@@ -209,7 +209,9 @@ def test_dtype_change_after_patching_and_context_manager():
         model = _build(cls, cfg)
         ref = model.double()(input_ids=IDS[:1], position_ids=far).logits
         model.float()
+        keys = list(model.state_dict())
         with patch_rope(model):
+            assert list(model.state_dict()) == keys  # a checkpoint saved while patched is the model's
             model.to(torch.bfloat16)  # the exact module holds no float tensor to round
             ours = model(input_ids=IDS[:1], position_ids=far).logits
             assert type(model.model.rotary_emb).__name__ == "ExactRotaryEmbedding"
