@@ -170,8 +170,12 @@ def audit_rope(source: Any, *, dtype: Any = None, positions: Any = None) -> Rope
     * ``a scaling read differently``: the module's frequencies differ from
       the config's (a modified module or config).
 
+    In a diffusers transformer, ``FluxPosEmbed`` / ``Flux2PosEmbed`` (every
+    axis at the position, up to 4096) and ``Timesteps`` (the positions are
+    timesteps, up to 1000) are audited against
+    :func:`posenc.rope_axes_cos_sin` and :func:`posenc.timestep_embedding`.
     A module posenc cannot reproduce (its config refused by
-    :func:`~posenc.scaling.from_hf`, the vision towers and diffusers'
+    :func:`~posenc.scaling.from_hf`; the vision towers and diffusers' other
     modules, not audited yet) is listed as not audited, with the reason.
 
     Parameters

@@ -20,10 +20,71 @@ SAMPLES = 192
 
 
 # ---------------------------------------------------------------------- finding the modules
+def _is_diffusers(module: Any) -> bool:
+    """A diffusers positional module, or what patch_rope put in its place."""
+    where, name = type(module).__module__, type(module).__name__
+    return where.startswith("diffusers") or (where.startswith("posenc.torch") and name in _PATCHED_DIFFUSERS)
+
+
 def _is_rotary(module: Any) -> bool:
     name = type(module).__name__
     return name.endswith("RotaryEmbedding") or (
-        type(module).__module__.startswith("diffusers") and ("PosEmbed" in name or "Rope" in name)
+        _is_diffusers(module) and ("PosEmbed" in name or "Rope" in name or name == "Timesteps")
+    )
+
+
+#: the positions (timesteps) a diffusers module is audited over by default
+DIFFUSERS_CONTEXT = {"FluxPosEmbed": 4096, "Flux2PosEmbed": 4096, "Timesteps": 1000, "ExactAxesRotaryEmbedding": 4096}
+#: the modules patch_rope puts in place of diffusers' (audited as those)
+_PATCHED_DIFFUSERS = ("ExactAxesRotaryEmbedding", "Timesteps")
+
+
+def _audit_diffusers(label: str, module: Any, positions: Any, make: Any) -> Any:
+    """Flux's and Flux 2's multi-axis RoPE (every axis at the position) and
+    ``Timesteps`` (the positions are timesteps) against posenc's float64
+    tables; the other diffusers modules are not audited yet."""
+    import posenc
+
+    cls = type(module).__name__
+    if cls not in DIFFUSERS_CONTEXT:
+        return make(label, cls, "float32", False, "a diffusers module posenc does not audit yet")
+    pos = _positions(DIFFUSERS_CONTEXT[cls], positions)
+    t = torch.as_tensor(pos, dtype=torch.float64)
+    with torch.no_grad():
+        if cls == "Timesteps":
+            got = [module(t.float())]
+            want = [
+                posenc.timestep_embedding(
+                    t,
+                    module.num_channels,
+                    flip_sin_to_cos=bool(module.flip_sin_to_cos),
+                    downscale_freq_shift=float(module.downscale_freq_shift),
+                    scale=float(module.scale),
+                    dtype=torch.float64,
+                )
+            ]
+        else:
+            ids = t[:, None].expand(-1, len(module.axes_dim))
+            got = list(module(ids.float()))
+            want = list(
+                posenc.rope_axes_cos_sin(
+                    ids, tuple(module.axes_dim), base=float(module.theta), layout="interleaved", dtype=torch.float64
+                )
+            )
+    out_dtype = got[0].dtype
+    err = np.max([(g.double() - w).abs().amax(-1).numpy() for g, w in zip(got, want)], axis=0)
+    floor = np.max([(w.to(out_dtype).double() - w).abs().amax(-1).numpy() for w in want], axis=0)
+    ratio = float(np.max(err / np.maximum(floor, 2.0**-26)))
+    cause = f"at the {_dtype_name(out_dtype)} floor" if ratio <= AT_FLOOR else "the float32 angle product"
+    return make(
+        label,
+        cls,
+        _dtype_name(out_dtype),
+        True,
+        cause=cause,
+        positions=tuple(int(p) for p in pos),
+        error=tuple(float(e) for e in err),
+        floor=tuple(float(f) for f in floor),
     )
 
 
@@ -178,9 +239,11 @@ def _audit_one(name: str, module: Any, layer_type: str | None, dtype: Any, posit
 
     if isinstance(module, type):
         return skip("its constructor does not take this config (a vision tower or another part of the model)")
+    if _is_diffusers(module):
+        return _audit_diffusers(label, module, positions, make)
     config = getattr(module, "config", None)
     if config is None:
-        return skip("it holds no transformers config (a vision tower or a diffusers module): not audited yet")
+        return skip("it holds no transformers config (a vision tower): not audited yet")
     try:
         params = set(inspect.signature(module.forward).parameters)
     except (TypeError, ValueError):  # pragma: no cover

@@ -186,3 +186,29 @@ def test_refusals():
     with pytest.raises(TypeError, match="`source` must be a transformers config"):
         posenc.audit_rope(object())
     assert str(posenc.audit_rope(torch.nn.Linear(2, 2))) == "no rotary module found"
+
+
+def test_diffusers_flux_and_timesteps():
+    """Flux's FluxPosEmbed (float64 angles: at the float32 floor) and the
+    Timesteps of its time embedding (float32 angles: numbers checked against
+    NumPy float64), then both patched (at the floor)."""
+    pytest.importorskip("diffusers")
+    from tests.posenc.test_patch_rope import _flux
+
+    model, _ = _flux()
+    pos_embed, time_proj = posenc.audit_rope(model)
+    assert (pos_embed.name, pos_embed.module, pos_embed.cause) == ("pos_embed", "FluxPosEmbed", "at the float32 floor")
+    assert time_proj.module == "Timesteps" and time_proj.cause == "the float32 angle product"
+    assert time_proj.positions[-1] == 999
+    t = np.asarray(time_proj.positions, dtype=np.float64)
+    half = model.time_text_embed.time_proj.num_channels // 2
+    w = np.exp(-math.log(10000.0) * np.arange(half) / half)  # Flux: downscale_freq_shift 0
+    a = t[:, None] * w
+    exact = np.concatenate([np.cos(a), np.sin(a)], axis=-1)  # flip_sin_to_cos
+    with torch.no_grad():
+        got = model.time_text_embed.time_proj(torch.as_tensor(t, dtype=torch.float32)).double().numpy()
+    np.testing.assert_allclose(time_proj.error, np.abs(got - exact).max(-1), rtol=1e-6, atol=1e-12)
+    with patch_rope(model):
+        patched = posenc.audit_rope(model)
+    assert [a.cause for a in patched] == ["at the float32 floor"] * 2
+    assert [a.module for a in patched] == ["ExactAxesRotaryEmbedding", "Timesteps"]
