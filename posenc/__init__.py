@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import scaling
 from .alibi import alibi_bias, alibi_slopes, cumulative_gate_bias
+from .audit import audit_rope
 from .axes import grid_ids, rope_axes, rope_axes_cos_sin
 from .bias import (
     kerple_bias,
@@ -18,6 +19,7 @@ from .bias import (
 )
 from .caches import cache_limits, clear_caches
 from .fourier import fourier_features, gaussian_fourier_features, gaussian_matrix
+from .fused import rope_cache
 from .grid import axial_rope_cos_sin, sincos_coords, sincos_grid
 from .learned import learned_table, resample_table
 from .mrope import mrope_cos_sin
@@ -75,12 +77,14 @@ __all__ = [
     "resample_relative_table",
     # rotary embeddings
     "apply_rope",
+    "audit_rope",
     "mrope_cos_sin",
     "rope",
     "rope_axes",
     "rope_axes_cos_sin",
     "rope_cos_sin",
     "rope_frequencies",
+    "rope_cache",
     "rope_permutation",
     "scaling",
     "xpos_scale",

@@ -14,6 +14,7 @@ matplotlib is imported only when a figure is drawn; install it with
 from __future__ import annotations
 
 from ._convert import to_numpy
+from .audit import plot_rope_audit
 from .axes import plot_rope_axes
 from .bias import plot_bias, plot_window_bias
 from .figures import FIGURES, figure_set
@@ -35,6 +36,7 @@ __all__ = [
     "plot_dimensions",
     "plot_encoding",
     "plot_grid_similarity",
+    "plot_rope_audit",
     "plot_rope_axes",
     "plot_rope_scaling",
     "plot_similarity",

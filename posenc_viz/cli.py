@@ -68,6 +68,10 @@ TABLE_OPTION = {
     "dimensions": "four columns spread over its width",
 }
 
+#: the ``audit`` subcommand: what it draws, and the dtypes it runs a model's rotary modules at
+AUDIT_HELP = "a model's RoPE error against position (its own rotary modules vs posenc's exact tables)"
+AUDIT_DTYPES = ("float32", "bfloat16", "float16", "float64")
+
 #: defaults of the size options (None in the parser, so that an explicit one is seen)
 SIZE_DEFAULTS = {"dim": 512, "length": 100, "base": 10000.0, "layout": "interleaved", "head_dim": 128}
 
@@ -321,6 +325,20 @@ def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             default=0,
             help="rows before the patches (cls and register tokens), dropped (default: 0)",
         )
+    subs["audit"] = p = sub.add_parser(
+        "audit",
+        parents=[output],
+        help=AUDIT_HELP,
+        description=f"Write one figure: {AUDIT_HELP} (posenc.audit_rope), and print the table.",
+    )
+    g = p.add_argument_group("the model")
+    g.add_argument("--hf-config", metavar="JSON", type=_file, required=True, help="a transformers config.json")
+    g.add_argument(
+        "--dtype",
+        choices=AUDIT_DTYPES,
+        default=None,
+        help="the dtype to run the rotary modules at (default: the config's dtype, else float32)",
+    )
     return parser, subs
 
 
@@ -472,6 +490,24 @@ def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params
     return replace(p, axes=axes)
 
 
+def _audit(path: str, dtype: str | None) -> tuple[Any, str]:
+    """The report of ``audit_rope`` of the config at ``path`` (printed) and its label."""
+    config = _read_json(path)
+    try:
+        report = posenc.audit_rope(config, dtype=dtype)
+    except ImportError as exc:
+        raise _Usage(f"argument --hf-config: auditing a model needs torch and transformers ({exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise _Usage(f"argument --hf-config: {' '.join(str(exc).split())}") from None
+    if not any(m.audited for m in report):
+        raise _Usage(f"argument --hf-config: no rotary module of {path!r} could be audited:\n{report}")
+    print(report, flush=True)
+    label = config.get("model_type")
+    if not isinstance(label, str) or not label or len(label) > 64:
+        label = Path(path).stem
+    return report, label
+
+
 def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None, bool]:
     """Parameters, figure names (None: the whole set) and whether posenc's
     own figures are drawn (the standard path of figure_set)."""
@@ -497,6 +533,8 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
     p = figures.check_params(**sizes)
     if command == "all":
         return p, None, True
+    if command == "audit":
+        return replace(p, audit=_audit(hf_config, args.dtype)), ["rope_audit"], False
     name = COMMANDS[command][0] if command in COMMANDS else TABLE_COMMANDS[command][0]
     if table_spec is not None:
         p = replace(p, table=_read_table(table_spec, command))

@@ -19,6 +19,7 @@ import posenc
 
 from . import _mpl
 from ._internals import TABLE_LAYOUTS, check_bool, check_int, show
+from .audit import plot_rope_audit
 from .bias import plot_bias, plot_window_bias
 from .grid_similarity import cosine_maps, grid_figsize, plot_grid_similarity
 from .heatmap import plot_encoding
@@ -70,6 +71,8 @@ class Params:
     rope: Mapping[str, Any] | None = None
     #: a multi-axis RoPE: "axes_dim", "base", "split", "grid_shape" and a "label"
     axes: Mapping[str, Any] | None = None
+    #: a report of posenc.audit_rope and its "label" (the rope_audit figure): (report, label)
+    audit: Any = None
 
 
 def _table(p: Params) -> np.ndarray:
@@ -277,6 +280,11 @@ def _draw_window_bias(fig: Any, p: Params) -> None:
     plot_window_bias(bias, _WINDOW, fig=fig)
 
 
+def _draw_rope_audit(fig: Any, p: Params) -> None:
+    report, label = p.audit
+    plot_rope_audit(report, ax=fig.subplots(), title=label)
+
+
 def _window_aspect(p: Params, column: str) -> float:
     from .style import COLUMN_WIDTHS
 
@@ -328,6 +336,7 @@ FIGURES = tuple(_SPECS)
 #: Figures of a table read from a file only (not in the standard set).
 _TABLE_SPECS: dict[str, _Spec] = {
     "grid_similarity": _Spec(_draw_grid_similarity, "single", _grid_aspect),
+    "rope_audit": _Spec(_draw_rope_audit, "single", (0.8, 0.45)),
 }
 
 

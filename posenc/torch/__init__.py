@@ -48,7 +48,9 @@ import posenc
 from posenc import _checks, _compat, _trace
 from posenc.scaling._formulas import length_dependent
 
-__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding"]
+from ._patch import patch_rope
+
+__all__ = ["RotaryEmbedding", "SinusoidalEmbedding", "ALiBi", "Timesteps", "AxesRotaryEmbedding", "patch_rope"]
 
 
 #: bytes one cached table may grow to (beyond the ``max_positions`` asked for):

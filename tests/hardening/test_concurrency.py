@@ -58,8 +58,13 @@ def _calls(xp: Any) -> list[tuple[str, Callable[[], Any]]]:
 def _np(x: Any) -> Any:
     if isinstance(x, tuple):
         return tuple(_np(v) for v in x)
+    from array_api_compat import array_namespace
+
     from posenc_viz import to_numpy
 
+    if "complex" in str(x.dtype):  # rope_cache(format="complex"): its real and imaginary parts
+        xp = array_namespace(x)
+        return (to_numpy(xp.real(x)).copy(), to_numpy(xp.imag(x)).copy())
     return to_numpy(x).copy()
 
 
@@ -131,7 +136,7 @@ ARRAY_NAMES = [
     for n in sorted(R.REGISTRY)
     if not R.REGISTRY[n].viz
     and not n.startswith("scaling.")
-    and R.REGISTRY[n].family != "caches"
+    and R.REGISTRY[n].family not in ("caches", "audit")
     and R.REGISTRY[n].function is None
 ]
 SEEDED = {"learned_table", "gaussian_matrix"}

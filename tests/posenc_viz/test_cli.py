@@ -140,7 +140,7 @@ def test_single_figure_in_process(tmp_path, capsys):
 
 def test_every_command_has_help(capsys):
     parser, subs = cli._build()
-    assert set(subs) == {"all", *cli.COMMANDS, *cli.TABLE_COMMANDS}
+    assert set(subs) == {"all", "audit", *cli.COMMANDS, *cli.TABLE_COMMANDS}
     assert {name for name, _ in cli.COMMANDS.values()} == set(figures.FIGURES)
     for cmd in subs:
         with pytest.raises(SystemExit) as info:
@@ -150,7 +150,9 @@ def test_every_command_has_help(capsys):
         for opt in ("--format", "--dpi", "--out", "--force", "--column"):
             assert opt in text, (cmd, opt)
         sizes = ("--dim", "--length", "--base", "--layout", "--head-dim")
-        if cmd in cli.TABLE_COMMANDS:
+        if cmd == "audit":
+            assert not any(opt in text for opt in sizes) and "--hf-config" in text and "--dtype" in text
+        elif cmd in cli.TABLE_COMMANDS:
             assert not any(opt in text for opt in sizes), cmd
             assert all(opt in text for opt in ("--table", "--grid", "--prefix")), cmd
         else:

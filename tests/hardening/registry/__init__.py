@@ -27,10 +27,12 @@ from __future__ import annotations
 # each family module fills REGISTRY when imported
 from . import (  # noqa: F401
     alibi,
+    audit,
     axes,
     bias,
     caches,
     fourier,
+    fused,
     grid,
     learned,
     mrope,

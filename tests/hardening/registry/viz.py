@@ -433,3 +433,26 @@ def _figure_set(draw: Draw, be: Backend) -> Case:
 
 #: constants in ``__all__``: not called, but checked for immutability
 CONSTANTS = ("posenc_viz.FIGURES", "posenc_viz.COLUMN_WIDTHS")
+
+
+def _audit_report(draw: Draw) -> Any:
+    """A report of posenc.audit_rope, built by hand (the figure reads its fields only)."""
+    from posenc.audit import RopeAudit, RopeModuleAudit
+
+    mods = []
+    for k in range(draw(st.integers(0, 2))):
+        n = draw(st.integers(0, 6))
+        pos = tuple(sorted(set(draw(st.lists(st.integers(0, 2**20), min_size=n, max_size=n)))))
+        err = tuple(draw(st.floats(0.0, 2.0)) for _ in pos)
+        floor = tuple(draw(st.floats(0.0, 1e-2)) for _ in pos)
+        ok = draw(st.booleans())
+        mods.append(RopeModuleAudit(f"m{k}", "R", "float32", ok, "" if ok else "why", "cause", pos, err, floor))
+    return RopeAudit(tuple(mods))
+
+
+@register("posenc_viz.plot_rope_audit", viz=True, backends=NUMPY_ONLY, no_allocation="draws the report's numbers")
+def _plot_rope_audit(draw: Draw, be: Backend) -> Case:
+    kw: dict[str, Any] = {}
+    if draw(st.booleans()):
+        kw["legend"] = draw(st.booleans())
+    return _axes_case(be, (_audit_report(draw),), kw)
