@@ -33,6 +33,7 @@ from ._models import (
     PARTIAL_DEFAULTS,
     ROTARY_DIM,
     TABLE_NEUTRAL_KEYS,
+    TYPE_CONVERSIONS,
     TYPE_KEYS,
 )
 
@@ -118,7 +119,13 @@ class _HFConfig:
 
 
 def _rope_parameters(cfg: _HFConfig) -> tuple[Mapping[str, Any], str]:
-    """The RoPE entry of the configuration and the key it came from."""
+    """The RoPE entry of the configuration and the key it came from.
+
+    Both ``rope_parameters`` and ``rope_scaling`` (a ``config.json`` written
+    by transformers 4 and completed by 5, or a dictionary that transformers
+    has filled in place): transformers reads ``rope_scaling`` and drops
+    ``rope_parameters``, so the two must give the same reading (the same rope
+    type, base, rotated fraction, original length and scaling keys)."""
     found = {}
     for key in ("rope_parameters", "rope_scaling"):
         v = cfg.get(key)
@@ -127,15 +134,42 @@ def _rope_parameters(cfg: _HFConfig) -> tuple[Mapping[str, Any], str]:
             raise TypeError(msg)
         if v:
             found[key] = v
-    if len(found) == 2 and _differ(dict(found["rope_parameters"]), dict(found["rope_scaling"])):
-        msg = (
-            "`config` has both `rope_parameters` and `rope_scaling` and they differ (transformers 5 takes "
-            "rope_scaling, older versions rope_parameters): keep one"
-        )
-        raise ValueError(msg)
+    if len(found) == 2:
+        a, b = found["rope_parameters"], found["rope_scaling"]
+        if a is not b and _differ(_canonical(cfg, a), _canonical(cfg, b)):
+            msg = (
+                "`config` has both `rope_parameters` and `rope_scaling` and they read differently (transformers "
+                "reads rope_scaling and drops rope_parameters): keep one"
+            )
+            raise ValueError(msg)
+        return b, "rope_scaling"
     for key, v in found.items():
         return v, key
     return {}, "rope_parameters"
+
+
+#: the keys of a RoPE entry that transformers fills in from the top level
+_FILLED = ("type", "rope_type", "rope_theta", "partial_rotary_factor", "original_max_position_embeddings")
+
+
+def _canonical(cfg: _HFConfig, params: Mapping[str, Any]) -> Any:
+    """A RoPE entry (or per-layer-type entries) as transformers completes
+    it: the rope type resolved, the base, rotated fraction and original length
+    filled in from the top level; for comparing two spellings."""
+    if any(isinstance(v, Mapping) for v in params.values()):
+        return {k: (_canonical(cfg, v) if isinstance(v, Mapping) else v) for k, v in params.items()}
+    out = {k: v for k, v in params.items() if k not in _FILLED}
+    rope_type = _rope_type(params, "the RoPE parameters", cfg.model_type)
+    out["rope_type"] = {"su": "longrope", "mrope": "default"}.get(rope_type, rope_type)
+    out["rope_theta"] = _base(cfg, params)
+    _, fraction = _partial(cfg, params)
+    out["partial_rotary_factor"] = 1.0 if fraction is None else fraction
+    if out["rope_type"] in ("yarn", "llama3", "longrope"):
+        orig = cfg.get("original_max_position_embeddings")
+        if orig is None:
+            orig = params.get("original_max_position_embeddings")
+        out["original_max_position_embeddings"] = orig if orig is not None else cfg.get("max_position_embeddings")
+    return out
 
 
 def _local_global(cfg: _HFConfig, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -202,22 +236,33 @@ def _rope_entry(cfg: _HFConfig, layer_type: str | None) -> tuple[dict[str, Any],
     return dict(entry), f"{where}[{layer_type!r}]", truncate
 
 
-def _rope_type(entry: Mapping[str, Any], where: str) -> str:
-    """``rope_type`` or its older alias ``type``; both, differing, are refused."""
+def _rope_type(entry: Mapping[str, Any], where: str, model_type: str | None = None) -> str:
+    """``rope_type`` or its older alias ``type``.  Both, differing, are read as
+    transformers 5 does (``rope_type``) where the pair is one its configuration
+    classes write themselves (``TYPE_CONVERSIONS``: the two readings give one
+    table); any other differing pair is refused."""
     has_new, has_old = "rope_type" in entry, "type" in entry
     new, old = entry.get("rope_type"), entry.get("type")
     if has_new and has_old and _differ(new, old):
-        msg = (
-            f"`rope_type` = {_checks.show(new)} and `type` = {_checks.show(old)} of {where} disagree (transformers "
-            "versions read one or the other): keep one"
-        )
-        raise ValueError(msg)
+        pair = (old, new) if isinstance(old, str) and isinstance(new, str) else None
+        ok = pair in TYPE_CONVERSIONS
+        if ok and pair == ("mrope", "default"):  # with M-RoPE sections only
+            ok = entry.get("mrope_section") is not None or (model_type or "") in MROPE
+        elif ok:
+            models = TYPE_CONVERSIONS[pair]  # type: ignore[index]
+            ok = models is None or (model_type or "") in models
+        if not ok:
+            msg = (
+                f"`rope_type` = {_checks.show(new)} and `type` = {_checks.show(old)} of {where} disagree "
+                "(transformers versions read one or the other): keep one"
+            )
+            raise ValueError(msg)
+    for name, value, present in (("rope_type", new, has_new), ("type", old, has_old)):
+        if present and not isinstance(value, str):
+            msg = f"`{name}` of {where} must be a str, got {_checks.show(value)}"
+            raise TypeError(msg)
     value = new if has_new else old if has_old else "default"
-    if not isinstance(value, str):
-        name = "rope_type" if has_new else "type"
-        msg = f"`{name}` of {where} must be a str, got {_checks.show(value)}"
-        raise TypeError(msg)
-    return value
+    return str(value)
 
 
 def _mrope(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str) -> tuple[Any, bool] | None:
@@ -779,9 +824,18 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
       ``model_max_length``, ...); a config dictionary through the same
       aliases of its ``model_type`` (both spellings, differing, are refused);
     * the ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older)
-      entry with its ``rope_type`` (or older ``type``; both, differing, are
-      refused).  Every key of the entry is either understood or known not to
-      change the tables; any other key is refused by name;
+      entry with its ``rope_type`` (or older ``type``), in every spelling
+      transformers writes from a released ``config.json``: ``type`` and
+      ``rope_type`` both, equal or one of the pairs its configuration classes
+      write themselves (Qwen2-VL's ``"mrope"`` beside ``"default"``, Phi-3's
+      ``"su"`` / ``"yarn"`` beside ``"longrope"``: ``rope_type`` is read, as
+      transformers 5 does); both ``rope_scaling`` and ``rope_parameters``
+      (``rope_scaling`` is read, as transformers does) where they give one
+      reading; a dictionary transformers has filled in place.  Refused: a
+      ``type`` and ``rope_type`` that differ otherwise (transformers 4 read
+      ``type``, 5 reads ``rope_type``), and the two entries reading
+      differently.  Every key of the entry is either understood or known not
+      to change the tables; any other key is refused by name;
     * the base: ``rope_theta`` (in the entry or at the top level), GPT-NeoX's
       ``rotary_emb_base``, DBRX's ``attn_config``; else the model's default
       (10000 for most); it must be > 1;
@@ -947,7 +1001,7 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         raise TypeError(msg)
     cfg = _HFConfig(config)
     entry, where, truncate = _rope_entry(cfg, layer_type)
-    rope_type = _rope_type(entry, where)
+    rope_type = _rope_type(entry, where, cfg.model_type)
     if rope_type == "axial" or cfg.model_type in AXIAL or cfg.model_type in AXIAL_REFUSED:
         return _axial(cfg, entry, rope_type, where)
     mrope = _mrope(cfg, entry, rope_type)
