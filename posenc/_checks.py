@@ -40,11 +40,22 @@ __all__ = [
     "check_grid_shape",
     "check_sections",
     "broadcast_shapes",
+    "check_table_frequency",
+    "MAX_TABLE_FREQUENCY",
 ]
 
 #: Largest number of elements a single output may have.  Larger requests fail
 #: before anything is allocated (a table of 2**40 float32 values is 4 TiB).
 MAX_ELEMENTS = 2**40
+
+#: The largest frequency (radians per unit of position) of a cos / sin table
+#: made from host frequencies (RoPE's ``base``, a timestep embedding's
+#: ``scale``).  posenc's angle engine carries each frequency in turns as a
+#: float64 pair (about 2**-106 relative) and reduces the angle exactly for
+#: ``|p * w| < 2**50`` (the documented range of real positions): a frequency
+#: above 2**50 leaves that range at ``|p| = 1`` already (and from about 1e30
+#: on, the reduced angle is 0 whatever the position), so it is refused.
+MAX_TABLE_FREQUENCY = 2.0**50
 
 #: column layouts of a sinusoidal table: ``sin, cos, sin, cos, ...`` or all sines then all cosines
 TABLE_LAYOUTS = ("interleaved", "concat")
@@ -191,6 +202,17 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
             raise ValueError(msg)
         raise TypeError(msg)
     return value
+
+
+def check_table_frequency(top: float, source: str) -> None:
+    """Refuse host frequencies above :data:`MAX_TABLE_FREQUENCY`; ``source``
+    names the arguments they come from (```base` = 1e-40``)."""
+    if not top <= MAX_TABLE_FREQUENCY:
+        msg = (
+            f"{source} gives frequencies up to {top:.3g} radians per position, above 2**50: posenc reduces the "
+            "angles p * w exactly for |p * w| < 2**50 only"
+        )
+        raise ValueError(msg)
 
 
 def check_size(shape: tuple[int, ...], name: str = "output") -> None:

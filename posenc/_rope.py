@@ -205,6 +205,7 @@ def table_plan(
     dependent = seq_len is None and length_dependent(scaling)
     seq_len = effective_seq_len(seq_len, positions, offset, scaling)
     dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(ctx))
+    _checks.check_table_frequency(freqs.top, freq_source(base, scaling))
     small = angles = None
     scan = False
     if _compat.is_array(positions):
@@ -560,6 +561,7 @@ def rope_plan(
     seq_len = effective_seq_len(seq_len, checked, offset, scaling)
     _checks.check_size(pshape + (dim // 2,), "table")
     dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(tctx))
+    _checks.check_table_frequency(freqs.top, freq_source(base, scaling))
     small = angles = None
     scan = False
     if _compat.is_array(checked):

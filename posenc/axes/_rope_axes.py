@@ -89,10 +89,12 @@ def axes_freqs(
             )
             raise ValueError(msg)
         _, _, _, f, a = _rope.inv_freq_of(sum(axes_dim), bases[0], scalings[0], None, top)
+        _checks.check_table_frequency(f.top, _rope.freq_source(bases[0], scalings[0]))
         return _derived_freqs(f.key, n, turns), (a,) * n
     freqs, attention = [], []
     for d, b, sc in zip(axes_dim, bases, scalings):
         _, _, _, f, a = _rope.inv_freq_of(d, b, sc, None, top)
+        _checks.check_table_frequency(f.top, _rope.freq_source(b, sc))
         freqs.append(_derived_freqs(f.key, 1, True)[0] if turns else f)
         attention.append(a)
     return tuple(freqs), tuple(attention)
@@ -215,6 +217,34 @@ def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
 # --------------------------------------------------------------------------
 # frequency matrices: angles = ids . F^T (posenc._matrix.matrix_sincos)
 # --------------------------------------------------------------------------
+#: the largest |freqs| entry (radians per unit of id) of a frequency matrix:
+#: the matrix path reduces the angles exactly below 2**40 in float64 (1e7 in
+#: the float32 pairs of a device without float64), so an entry above that
+#: leaves the range at |id| = 1 already (and from about 1e299 on, Dekker's
+#: split of the products overflows: 0 or NaN rows)
+MAX_MATRIX_FREQUENCY = {True: 2.0**40, False: 2.0**23}
+
+
+def _check_freqs_range(freqs: Array, turns: bool, ctx: Context) -> None:
+    """Refuse a concrete frequency matrix with an entry beyond
+    :data:`MAX_MATRIX_FREQUENCY` (traced, lazy or meta matrices are not
+    read)."""
+    xp = ctx.xp
+    if not _compat.is_real_float_dtype(xp, freqs.dtype) or not _compat.is_concrete(freqs):
+        return
+    if math.prod(freqs.shape) == 0:
+        return
+    limit = MAX_MATRIX_FREQUENCY[bool(ctx.float64)] / (2 * math.pi if turns else 1.0)
+    top = float(xp.max(xp.abs(freqs)))
+    if not top <= limit:
+        unit = "turns" if turns else "radians"
+        msg = (
+            f"`freqs` has entries up to {top:.3g} {unit} per unit of id, above {limit:.3g}: the angles ids @ freqs "
+            f"are reduced exactly below 2**{40 if ctx.float64 else 23} radians only"
+        )
+        raise ValueError(msg)
+
+
 def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
     if not _compat.is_array(freqs):
         msg = f"`freqs` must be an array of shape (..., m, n_axes), got {_checks.show(freqs)}"
@@ -284,6 +314,7 @@ def _compact(
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
         _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
         _checks.check_all_finite(freqs, "freqs", ctx)
+        _check_freqs_range(freqs, turns, ctx)
         s, c = _matrix.matrix_sincos(ids, freqs, turns, ctx)
         return c, s, layout, ctx
     if axes_dim is None:

@@ -200,6 +200,9 @@ def _rope_entry(cfg: _HFConfig, layer_type: str | None) -> tuple[dict[str, Any],
     labels = set()
     for key in ("layer_types", "_rope_type_labels"):
         v = cfg.get(key)
+        if isinstance(v, (str, bytes)):
+            msg = f"`{key}` of `config` must be a list of layer types (str), got the string {_checks.show(v)}"
+            raise TypeError(msg)
         if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
             labels |= {t for t in v if isinstance(t, str)}
     nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k in labels)]
@@ -413,7 +416,7 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
     for key in keys:
         value = cfg.get_int(key)
         if value is not None:
-            return value
+            return _head_bound(value, key)
     hidden = next(((k, cfg.get(k)) for k in hidden_keys if cfg.get(k) is not None), None)
     heads = next(((k, cfg.get(k)) for k in head_keys if cfg.get(k) is not None), None)
     if hidden is None or heads is None:
@@ -424,7 +427,8 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
         if cfg.get("text_config") is not None:
             msg += "; it has a text_config: pass that"
         raise ValueError(msg)
-    return _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
+    head = _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
+    return _head_bound(head, hidden[0])
 
 
 def _partial(cfg: _HFConfig, entry: Mapping[str, Any]) -> tuple[str, Any]:
@@ -568,8 +572,22 @@ class _Read:
         return _ratio_factor(self.cfg, self.entry, orig, self.rope_type)
 
 
+def _at_least_one(r: _Read, key: str = "factor") -> float:
+    """A scaling factor of a config: >= 1, as transformers' validation asks
+    (below 1 the "extension" shortens the context: Linear's frequencies grow
+    by 1 / factor, up to overflow; DynamicNTK's base shrinks below 1)."""
+    f = _checks.check_float(r.need(key), key, positive=True)
+    if not f >= 1.0:
+        msg = (
+            f"`{key}` of rope_type {r.rope_type!r} must be >= 1 (transformers' validation of the RoPE "
+            f"parameters asks for it), got {f!r}"
+        )
+        raise ValueError(msg)
+    return f
+
+
 def _read_linear(r: _Read) -> tuple[Scaling, int]:
-    return Linear(r.need("factor")), r.dim
+    return Linear(_at_least_one(r)), r.dim
 
 
 def _read_proportional(r: _Read) -> tuple[Scaling, int]:
@@ -583,7 +601,7 @@ def _read_proportional(r: _Read) -> tuple[Scaling, int]:
 def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
     alpha = r.entry.get("alpha")
     if alpha is None:
-        return DynamicNTK(r.need("factor"), _max_positions(r.cfg, r.rope_type)), r.dim
+        return DynamicNTK(_at_least_one(r), _max_positions(r.cfg, r.rope_type)), r.dim
     # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head ("factor" unread)
     alpha = _checks.check_float(alpha, "alpha", positive=True)
     if r.entry.get("factor") is not None:
@@ -606,6 +624,22 @@ def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
 
 def _read_yarn(r: _Read) -> tuple[Scaling, int]:
     orig = r.original()
+    max_pos = r.cfg.get_int("max_position_embeddings")
+    if max_pos is not None and orig > max_pos:
+        msg = (
+            f"`original_max_position_embeddings` = {orig} of rope_type 'yarn' must be at most "
+            f"`max_position_embeddings` = {max_pos} (YaRN extends the original context to the maximum)"
+        )
+        raise ValueError(msg)
+    fast, slow = _get_or(r.entry, "beta_fast", 32.0), _get_or(r.entry, "beta_slow", 1.0)
+    reals = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (fast, slow))
+    if reals and not fast > slow:
+        msg = (
+            f"`beta_fast` = {fast!r} of rope_type 'yarn' must be greater than `beta_slow` = {slow!r} (the "
+            "dimensions turning more than beta_fast times in the original context keep their frequency, those "
+            "turning fewer than beta_slow times are interpolated): swapped?"
+        )
+        raise ValueError(msg)
     own = r.entry.get("truncate")
     own = None if own is None else _checks.check_bool(own, "truncate")
     # a per-layer-type entry takes transformers' top-level truncate, never its own
@@ -706,8 +740,24 @@ def _check_fixed_table(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str,
 _AXIAL_KEYS = ("rope_type", "type", "rope_theta")
 
 
+def _head_bound(head: int, key: str) -> int:
+    """A head size no table can have is refused (a table of one position has
+    ``head`` columns: at most posenc's size limit of 2**40 elements)."""
+    if head > _checks.MAX_ELEMENTS:
+        msg = f"the head size {head} from `{key}` of `config` is above posenc's limit of 2**40 elements per table"
+        raise ValueError(msg)
+    return head
+
+
 def _axial_head(cfg: _HFConfig, mt: str) -> int:
-    """The head size an axial module reads (see ``AXIAL_HEAD``)."""
+    """The head size an axial module reads (see ``AXIAL_HEAD``), bounded."""
+    how = AXIAL_HEAD.get(mt, "head_dim")
+    key = {"memory_attention": "memory_attention_hidden_size", "embed_dim": "embed_dim"}.get(how, "hidden_size")
+    head = _axial_head_size(cfg, mt)
+    return _head_bound(head, "head_dim" if how == "head_dim" and cfg.get("head_dim") is not None else key)
+
+
+def _axial_head_size(cfg: _HFConfig, mt: str) -> int:
     how = AXIAL_HEAD.get(mt, "head_dim")
     if how == "memory_attention":  # SAM2 / SAM3-tracker / EdgeTAM video memory attention
         keys = (
@@ -948,7 +998,12 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         plus ``"mrope_section"`` and ``"mrope_interleaved"`` for multimodal
         RoPE; for a vision tower ``{"axes_dim", "base", "layout", "split"}``
         (DINOv3: also ``"turns"``) or ``{"freqs", "layout"}``, the keyword
-        arguments of :func:`posenc.rope_axes_cos_sin`.
+        arguments of :func:`posenc.rope_axes_cos_sin`.  ``freqs`` (Inkling2,
+        Step3p7, Kimi-K2.5) is a float64 NumPy array: with the ids of another
+        namespace, convert it first, ``kw["freqs"] = xp.asarray(kw["freqs"],
+        device=ids.device)`` (``torch.asarray(kw["freqs"], device=ids.device)``,
+        ``jax.numpy.asarray(kw["freqs"])``); ``rope_axes_cos_sin`` refuses
+        a NumPy matrix with torch ids rather than move it.
 
     Raises
     ------

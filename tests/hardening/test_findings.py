@@ -301,3 +301,108 @@ def test_plot_similarity_by_offset_of_a_huge_view():
             posenc_viz.plot_similarity_by_offset(2, np.broadcast_to(np.zeros(1), (2**41,)), ax=ax)
     finally:
         plt.close(fig)
+
+
+# ---------------------------------------------------------------- third round (T1-T..., all fixed)
+@finding("T1")
+@pytest.mark.parametrize(
+    "cfg,exc,key",
+    [
+        ({"model_type": "qwen2_vl_vision", "embed_dim": 2**70, "num_heads": 32,
+          "rope_parameters": {"rope_type": "axial"}}, ValueError, "`embed_dim`"),
+        ({"hidden_size": 2**80, "num_attention_heads": 2}, ValueError, "`hidden_size`"),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 0.5}}, ValueError, "`factor`"),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": "linear", "factor": 1e-300}}, ValueError, "`factor`"),
+        ({"head_dim": 64, "max_position_embeddings": 4096, "rope_scaling": {"rope_type": "dynamic", "factor": 0.5}},
+         ValueError, "`factor`"),
+        ({"head_dim": 64, "max_position_embeddings": 4096, "rope_scaling": {
+            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}},
+         ValueError, "`original_max_position_embeddings`"),
+        ({"head_dim": 64, "max_position_embeddings": 4096, "rope_scaling": {
+            "rope_type": "yarn", "factor": 4.0, "beta_fast": 1.0, "beta_slow": 32.0}}, ValueError, "`beta_fast`"),
+        ({"model_type": "gemma4_text", "head_dim": 64, "layer_types": "full_attention",
+          "per_layer_config": {"0": {"head_dim": 128}},
+          "rope_parameters": {"full_attention": {"rope_type": "default"}}},
+         TypeError, "`layer_types`"),
+    ],
+    ids=["vision-embed_dim-2**70", "hidden_size-2**80", "linear-0.5", "linear-1e-300", "dynamic-0.5",
+         "yarn-original-above-max", "yarn-betas-swapped", "layer_types-str"],
+)  # fmt: skip
+def test_from_hf_refuses_nonsense_configs(cfg, exc, key):
+    with pytest.raises(exc, match=key):
+        posenc.scaling.from_hf(cfg)
+
+
+def test_from_hf_accepts_the_neighbours_of_the_refusals():
+    """The values next to each refusal of T1 still read (factor 1, the
+    original length equal to the maximum, beta_fast just above beta_slow)."""
+    base = {"head_dim": 64, "max_position_embeddings": 4096}
+    assert posenc.scaling.from_hf({**base, "rope_scaling": {"rope_type": "linear", "factor": 1.0}})["dim"] == 64
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 2.0,
+            "beta_slow": 1.0}  # fmt: skip
+    assert posenc.scaling.from_hf({**base, "rope_scaling": yarn})["scaling"].beta_fast == 2.0
+
+
+@finding("T2")
+@pytest.mark.parametrize(
+    "call,key",
+    [
+        (lambda: posenc.grid_ids((4097,), dtype="float16"), "`dtype` float16"),
+        (lambda: posenc.grid_ids((300, 2), dtype="bfloat16", xp=pytest.importorskip("torch")), "`dtype` bfloat16"),
+        (lambda: posenc.grid_ids((4, 4), normalize="separate", dtype="float16"), "`dtype` float16"),
+        (lambda: posenc.grid_ids((2, 3), scale=1e308, offset=10), "`scale` and `offset`"),
+        (lambda: posenc.grid_ids((2, 3), scale=1e300, dtype="float32"), "`dtype` float32"),
+    ],
+    ids=["float16-4097", "bfloat16-300", "float16-fractional", "scale-1e308", "float32-1e300"],
+)
+def test_grid_ids_refuse_ids_the_dtype_cannot_hold(call, key):
+    with pytest.raises(ValueError, match=key):
+        call()
+
+
+def test_grid_ids_in_a_narrow_dtype_where_exact():
+    """float16 holds the integers up to 2**11 exactly: a grid up to there is
+    accepted, every id distinct and equal to the int64 ids."""
+    got = posenc.grid_ids((2049,), dtype="float16")
+    np.testing.assert_array_equal(got.astype(np.int64), posenc.grid_ids((2049,)))
+    torch = pytest.importorskip("torch")
+    got = posenc.grid_ids((16, 16), dtype=torch.bfloat16, xp=torch)
+    assert torch.equal(got.to(torch.int64), posenc.grid_ids((16, 16), xp=torch))
+
+
+@finding("T3")
+@pytest.mark.parametrize(
+    "call,key",
+    [
+        (lambda: posenc.timestep_embedding(np.array([1.0, 7.0]), 8, scale=1e30), r"`scale` = 1e\+30"),
+        (lambda: posenc.timestep_embedding(np.array([1.0]), 8, scale=2.0**51), "`scale`"),
+        (lambda: posenc.timestep_embedding(np.array([1.0]), 8, max_period=1e-20), "`max_period`"),
+        (lambda: posenc.rope_cos_sin(np.array([1.0, 2.0]), 64, base=1e-40), "`base` = 1e-40"),
+        (lambda: posenc.rope(np.ones((2, 8)), 2, base=1e-40), "`base` = 1e-40"),
+        (lambda: posenc.rope_axes_cos_sin(posenc.grid_ids((2, 2)), [8, 8], base=1e-40), "`base` = 1e-40"),
+        (lambda: posenc.rope_axes_cos_sin(posenc.grid_ids((2, 2)), freqs=np.full((4, 2), 1e299)), "`freqs`"),
+        (lambda: posenc.rope_axes_cos_sin(posenc.grid_ids((2, 2)), freqs=np.full((4, 2), 1e301)), "`freqs`"),
+    ],
+    ids=["timestep-scale-1e30", "timestep-scale-2**51", "timestep-max_period", "rope_cos_sin-base",
+         "rope-base", "rope_axes-base", "rope_axes-freqs-1e299", "rope_axes-freqs-1e301"],
+)  # fmt: skip
+def test_frequencies_beyond_the_exact_angles_are_refused(call, key):
+    """Frequencies whose angles posenc's engine cannot reduce exactly even at
+    |p| = 1 (above 2**50 radians per position; 2**40 for a frequency matrix)
+    are refused naming the argument, never a silently wrong table."""
+    with pytest.raises(ValueError, match=key):
+        call()
+
+
+def test_frequencies_at_the_exact_limit_are_exact():
+    """The largest accepted frequencies give the exact values (mpmath)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 200
+    t = np.array([1.0, 0.75])
+    got = posenc.timestep_embedding(t, 2, scale=2.0**50, dtype="float64")
+    want = [[float(mpmath.sin(mpmath.mpf(x) * 2**50)), float(mpmath.cos(mpmath.mpf(x) * 2**50))] for x in t]
+    np.testing.assert_allclose(got, want, atol=1e-15)
+    cos, sin = posenc.rope_axes_cos_sin(np.array([[1.0, 0.0]]), freqs=np.array([[2.0**40, 0.0]]))
+    assert abs(cos[0, 0] - float(mpmath.cos(mpmath.mpf(2) ** 40))) < 1e-15
+    cos, sin = posenc.rope_cos_sin(np.array([1.0]), 4, base=2.0**-100)
+    assert abs(sin[0, 1] - float(mpmath.sin(mpmath.mpf(2) ** 50))) < 1e-15
