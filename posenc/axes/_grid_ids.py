@@ -281,7 +281,7 @@ def grid_ids(
     for n in dims:
         n_grid = n_grid * n
     if not any(is_symbolic(n) for n in dims):
-        _checks.check_size((total + n_grid, nd), "ids")
+        _checks.check_size((total + n_grid, nd), "ids", "`shape`, `prefix_tokens` or `suffix_tokens`")
     if dtype is None:
         out_dtype = _compat.default_dtype(xp_, ctx.device, "integral") if integer else ctx.wide
     else:

@@ -89,12 +89,12 @@ def axes_freqs(
             )
             raise ValueError(msg)
         _, _, _, f, a = _rope.inv_freq_of(sum(axes_dim), bases[0], scalings[0], None, top)
-        _checks.check_table_frequency(f.top, _rope.freq_source(bases[0], scalings[0]))
+        _checks.check_table_frequency(f.top, lambda: _rope.freq_source(bases[0], scalings[0]))
         return _derived_freqs(f.key, n, turns), (a,) * n
     freqs, attention = [], []
     for d, b, sc in zip(axes_dim, bases, scalings):
         _, _, _, f, a = _rope.inv_freq_of(d, b, sc, None, top)
-        _checks.check_table_frequency(f.top, _rope.freq_source(b, sc))
+        _checks.check_table_frequency(f.top, lambda b=b, sc=sc: _rope.freq_source(b, sc))
         freqs.append(_derived_freqs(f.key, 1, True)[0] if turns else f)
         attention.append(a)
     return tuple(freqs), tuple(attention)
@@ -127,7 +127,7 @@ def _check_ids(ids: Any, ctx: Context, name: str = "ids", *, scan: bool = True) 
         raise TypeError(msg)
     if _compat.is_array(ids) and getattr(ids, "ndim", 0) >= 1:
         # the size of the tables from the shape, before anything is scanned
-        _checks.check_size(tuple(ids.shape), f"`{name}` array")
+        _checks.check_size(tuple(ids.shape), f"`{name}` array", f"`{name}`")
     ids = _checks.check_positions(ids, name, ctx, scan=scan)
     if ids.ndim < 1 or int(ids.shape[-1]) == 0:
         msg = f"`{name}` must have shape (..., n_axes) with at least one axis, got shape {tuple(ids.shape)}"
@@ -185,7 +185,7 @@ def _axes_plan(
         msg = f"`ids` has {cols} columns (one position per axis) but `axes_dim` names {n} axes: {list(dims)}"
         raise ValueError(msg)
     dim = sum(dims)
-    _checks.check_size(tuple(ids.shape[:-1]) + (dim,), "table")
+    _checks.check_size(tuple(ids.shape[:-1]) + (dim,), "table", "`ids` or `axes_dim`")
     top = _checks.largest(ctx, ctx.work, ctx.dtype)[0]
     freqs, attention = axes_freqs(dims, bases, scalings, split, turns, top)
     for f in freqs:
@@ -230,17 +230,18 @@ def _check_freqs_range(freqs: Array, turns: bool, ctx: Context) -> None:
     :data:`MAX_MATRIX_FREQUENCY` (traced, lazy or meta matrices are not
     read)."""
     xp = ctx.xp
-    if not _compat.is_real_float_dtype(xp, freqs.dtype) or not _compat.is_concrete(freqs):
+    if ctx.traced or not _compat.is_real_float_dtype(xp, freqs.dtype) or not _compat.is_concrete(freqs):
         return
     if math.prod(freqs.shape) == 0:
         return
     limit = MAX_MATRIX_FREQUENCY[bool(ctx.float64)] / (2 * math.pi if turns else 1.0)
-    top = float(xp.max(xp.abs(freqs)))
-    if not top <= limit:
+    if limit >= _checks.largest(ctx, freqs.dtype)[0]:  # (float16 matrices: no entry reaches it)
+        return
+    if bool(xp.any(xp.abs(freqs) > limit)):
         unit = "turns" if turns else "radians"
         msg = (
-            f"`freqs` has entries up to {top:.3g} {unit} per unit of id, above {limit:.3g}: the angles ids @ freqs "
-            f"are reduced exactly below 2**{40 if ctx.float64 else 23} radians only"
+            f"`freqs` has entries above {limit:.3g} {unit} per unit of id: the angles ids @ freqs are reduced "
+            f"exactly below 2**{40 if ctx.float64 else 23} radians only"
         )
         raise ValueError(msg)
 
@@ -312,7 +313,7 @@ def _compact(
         ids = _check_ids(ids, ctx)
         freqs = _check_freqs(freqs, ids, ctx)
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
-        _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
+        _checks.check_size(shape, "table", "`ids` or `freqs`")  # from the shapes, before freqs is scanned
         _checks.check_all_finite(freqs, "freqs", ctx)
         _check_freqs_range(freqs, turns, ctx)
         s, c = _matrix.matrix_sincos(ids, freqs, turns, ctx)

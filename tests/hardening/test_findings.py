@@ -406,3 +406,129 @@ def test_frequencies_at_the_exact_limit_are_exact():
     assert abs(cos[0, 0] - float(mpmath.cos(mpmath.mpf(2) ** 40))) < 1e-15
     cos, sin = posenc.rope_cos_sin(np.array([1.0]), 4, base=2.0**-100)
     assert abs(sin[0, 1] - float(mpmath.sin(mpmath.mpf(2) ** 50))) < 1e-15
+
+
+@finding("T4")
+@pytest.mark.parametrize(
+    "g",
+    [np.full(4, -1e308), np.array([1e308, -1e308, 1e308]), np.full(3, 1e308)],
+    ids=["negative", "mixed", "positive"],
+)
+def test_cumulative_gate_bias_of_overflowing_sums(g):
+    """Finite gates whose sums overflow gave a NaN diagonal: refused naming
+    the gates (never a NaN)."""
+    with pytest.raises(ValueError, match="`log_gates`"):
+        posenc.cumulative_gate_bias(g)
+    with pytest.raises(ValueError, match="`backward_log_gates`"):
+        posenc.cumulative_gate_bias(np.zeros(g.shape), causal=False, backward_log_gates=g)
+
+
+def test_cumulative_gate_bias_of_huge_finite_sums():
+    """Gates just inside the limit: exact sums (the entries, -inf where the
+    float32 output overflows) and a 0 diagonal."""
+    g = np.full(4, -1e300)
+    got = posenc.cumulative_gate_bias(g)
+    np.testing.assert_array_equal(np.diag(got), 0.0)
+    assert got[3, 0] == -3e300 and got[2, 1] == -1e300
+    got32 = posenc.cumulative_gate_bias(g, dtype="float32")
+    assert np.isneginf(got32[3, 0]) and (np.diag(got32) == 0).all() and not np.isnan(got32).any()
+
+
+@finding("T5")
+def test_torch_modules_built_under_inference_mode_train():
+    torch = pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    with torch.inference_mode():
+        rope = pt.RotaryEmbedding(8, max_positions=16)
+        sin = pt.SinusoidalEmbedding(8, max_positions=16)
+        alibi = pt.ALiBi(4, learned=True)
+        axes = pt.AxesRotaryEmbedding([4, 4])
+    for m in (rope, sin, alibi, axes):
+        assert not any(t.is_inference() for t in (*m.buffers(), *m.parameters())), m
+    q = torch.randn(1, 2, 4, 8, requires_grad=True)
+    k = torch.randn(1, 2, 4, 8, requires_grad=True)
+    qr, kr = rope(q, k)
+    (qr * kr).sum().backward()  # saved the inference-mode tables for backward: RuntimeError before
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+    alibi(torch.randn(1, 4, 3, 3, requires_grad=True)).sum().backward()
+    assert alibi.slopes.grad is not None
+    x = torch.randn(1, 4, 8, requires_grad=True)
+    (sin(x) ** 2).sum().backward()
+    ids = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    c, s = axes(ids)
+    (c * s).sum().backward()
+    assert ids.grad is not None
+
+
+@finding("T6")
+def test_axes_rotary_embedding_names_a_bad_device():
+    pytest.importorskip("torch")
+    import posenc.torch as pt
+
+    with pytest.raises(ValueError, match="`device`"):
+        pt.AxesRotaryEmbedding([4, 4], device="nope")
+
+
+def _cli_usage(capsys, args):
+    from posenc_viz import cli
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[0].startswith("usage: posenc-viz")
+    return err.strip().splitlines()[-1]
+
+
+_VISION = {"model_type": "qwen2_vl_vision", "embed_dim": 1280, "num_heads": 16,
+           "rope_parameters": {"rope_type": "axial"}}  # fmt: skip
+
+
+@finding("T7")
+@pytest.mark.parametrize(
+    "config,extra,expect",
+    [
+        ({"axes_dims_rope": [2] * 9}, [], "argument --hf-config: `axes_dims_rope` of the config must name 1 to 8 axes"),
+        ({"axes_dims_rope": [2] * 100000}, [], "`axes_dims_rope` of the config must name 1 to 8 axes"),
+        ({"axes_dims_rope": 16}, [], "argument --hf-config: `axes_dims_rope` of the config must be a list"),
+        ({"rope_axes_dim": [16, 56, 56], "attention_head_dim": "128"}, [], "`attention_head_dim`"),
+        ({**_VISION, "image_size": 224, "patch_size": 0}, [], "`patch_size`"),
+        ({**_VISION, "image_size": 224, "patch_size": -16}, [], "`patch_size`"),
+        ({**_VISION, "image_size": 10**30, "patch_size": 14}, [], "`image_size`"),
+        ({**_VISION, "image_size": 14, "patch_size": 16}, [], "`patch_size`"),
+        (None, ["--axes-dim", "4,,4"], "argument --axes-dim: expected comma-separated"),
+        (None, ["--head-dim", "2"], "argument --head-dim: the default figure splits the head"),
+    ],
+    ids=["9-axes", "100000-axes", "axes_dims_rope-int", "attention_head_dim-str", "patch_size-0", "patch_size-neg",
+         "image_size-huge", "patch-above-image", "axes-dim-empty-entry", "head-dim-2"],
+)  # fmt: skip
+def test_cli_rope_axes_refuses_hostile_configs(tmp_path, capsys, config, extra, expect):
+    import json
+
+    args = ["rope-axes", "--out", str(tmp_path / "o"), "--format", "png", "--dpi", "50", *extra]
+    if config is not None:
+        cfg = tmp_path / "config.json"
+        cfg.write_text(json.dumps(config))
+        args += ["--hf-config", str(cfg)]
+    assert expect in _cli_usage(capsys, args)
+
+
+@finding("T8")
+@pytest.mark.parametrize(
+    "call,names",
+    [
+        (lambda: posenc.sinusoidal(2**30, 2**12), "`positions` or `dim`"),
+        (lambda: posenc.rope_cos_sin(2**30, 2**12), "`positions` or `dim`"),
+        (lambda: posenc.timestep_embedding(np.broadcast_to(np.zeros(1), (2**30,)), 2**12), "`t` or `dim`"),
+        (lambda: posenc.grid_ids((2**20, 2**20)), "`shape`, `prefix_tokens` or `suffix_tokens`"),
+        (lambda: posenc.alibi_bias(2**12, 2**16), "`num_heads`, `query_len` or `key_len`"),
+        (lambda: posenc.rope_axes_cos_sin(np.broadcast_to(np.zeros((1, 2)), (2**35, 2)), [64, 64]),
+         "`ids` or `axes_dim`"),
+    ],
+    ids=["sinusoidal", "rope_cos_sin", "timestep_embedding", "grid_ids", "alibi_bias", "rope_axes_cos_sin"],
+)  # fmt: skip
+def test_size_limit_refusals_name_the_parameters(call, names):
+    with pytest.raises(ValueError, match=r"2\*\*40; reduce ") as info:
+        call()
+    assert names in str(info.value)
