@@ -40,11 +40,22 @@ __all__ = [
     "check_grid_shape",
     "check_sections",
     "broadcast_shapes",
+    "check_table_frequency",
+    "MAX_TABLE_FREQUENCY",
 ]
 
 #: Largest number of elements a single output may have.  Larger requests fail
 #: before anything is allocated (a table of 2**40 float32 values is 4 TiB).
 MAX_ELEMENTS = 2**40
+
+#: The largest frequency (radians per unit of position) of a cos / sin table
+#: made from host frequencies (RoPE's ``base``, a timestep embedding's
+#: ``scale``).  posenc's angle engine carries each frequency in turns as a
+#: float64 pair (about 2**-106 relative) and reduces the angle exactly for
+#: ``|p * w| < 2**50`` (the documented range of real positions): a frequency
+#: above 2**50 leaves that range at ``|p| = 1`` already (and from about 1e30
+#: on, the reduced angle is 0 whatever the position), so it is refused.
+MAX_TABLE_FREQUENCY = 2.0**50
 
 #: column layouts of a sinusoidal table: ``sin, cos, sin, cos, ...`` or all sines then all cosines
 TABLE_LAYOUTS = ("interleaved", "concat")
@@ -193,14 +204,28 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return value
 
 
-def check_size(shape: tuple[int, ...], name: str = "output") -> None:
-    """Refuse outputs above :data:`MAX_ELEMENTS` before allocating anything."""
+def check_table_frequency(top: float, source: Any) -> None:
+    """Refuse host frequencies above :data:`MAX_TABLE_FREQUENCY`; ``source``
+    names the arguments they come from (```base` = 1e-40``), or is a function
+    that returns that name (called only for the message)."""
+    if not top <= MAX_TABLE_FREQUENCY:
+        if callable(source):
+            source = source()
+        msg = (
+            f"{source} gives frequencies up to {top:.3g} radians per position, above 2**50: posenc reduces the "
+            "angles p * w exactly for |p * w| < 2**50 only"
+        )
+        raise ValueError(msg)
+
+
+def check_size(shape: tuple[int, ...], name: str = "output", params: str | None = None) -> None:
+    """Refuse outputs above :data:`MAX_ELEMENTS` before allocating anything;
+    ``params`` names the arguments that set the size (```positions` or
+    `dim```)."""
     n = math.prod(shape)
     if n > MAX_ELEMENTS:
-        msg = (
-            f"the {name} of shape {tuple(shape)} would hold {n} elements, more than "
-            f"posenc's limit of 2**40; request fewer positions or dimensions"
-        )
+        ask = f"reduce {params}" if params else "request fewer positions or dimensions"
+        msg = f"the {name} of shape {tuple(shape)} would hold {n} elements, more than posenc's limit of 2**40; {ask}"
         raise ValueError(msg)
 
 
@@ -265,7 +290,7 @@ def check_all_finite(x: Array, name: str, ctx: _compat.Context) -> None:
 def check_finite(x: Array, name: str, xp: Any) -> None:
     """The NaN / inf scan of :func:`check_all_finite`, for an array a plan
     knows to be a concrete floating one (the check a repeated call keeps)."""
-    check_size(tuple(x.shape), f"`{name}` array")
+    check_size(tuple(x.shape), f"`{name}` array", f"`{name}`")
     if (x.ndim == 0 or math.prod(x.shape) > 0) and not bool(xp.all(xp.isfinite(x))):
         msg = f"`{name}` must be finite: it contains NaN or infinite values"
         raise ValueError(msg)
@@ -298,7 +323,7 @@ def check_positions(
     if type(positions) is int:
         n = check_int(positions, name, minimum=0)
         if out_tail is not None:
-            check_size((n, *out_tail), what)
+            check_size((n, *out_tail), what, f"`{name}` or `dim`")
         return n
     if _trace.is_symbolic(positions):
         # a traced length (``x.shape[-2]`` under torch.compile): 0..n-1
@@ -306,7 +331,7 @@ def check_positions(
     if isinstance(positions, numbers.Integral) and not _compat.is_array(positions):
         n = check_int(positions, name, minimum=0)
         if out_tail is not None:
-            check_size((n, *out_tail), what)
+            check_size((n, *out_tail), what, f"`{name}` or `dim`")
         return n
     if isinstance(positions, float):
         msg = (
@@ -320,7 +345,7 @@ def check_positions(
         msg = f"`{name}` must be an array of integer or real floating dtype, got dtype {x.dtype}"
         raise TypeError(msg)
     if out_tail is not None:
-        check_size((*tuple(x.shape), *out_tail), what)
+        check_size((*tuple(x.shape), *out_tail), what, f"`{name}` or `dim`")
     if scan:
         check_all_finite(x, name, ctx)
     return x

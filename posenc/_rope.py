@@ -204,6 +204,7 @@ def table_plan(
     dependent = seq_len is None and length_dependent(scaling)
     seq_len = effective_seq_len(seq_len, positions, offset, scaling)
     dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(ctx))
+    _checks.check_table_frequency(freqs.top, lambda: freq_source(base, scaling))
     small = angles = None
     scan = False
     if _compat.is_array(positions):
@@ -422,7 +423,7 @@ def apply_plan(
         )
         raise ValueError(msg)
     # shape arithmetic only (O(1), nothing read): a broadcast view may be huge
-    _checks.check_size(lead + (head_dim,), "output")
+    _checks.check_size(lead + (head_dim,), "output", "`x`, `cos` or `sin`")
     wt = _work_dtype(xp, x.dtype)
     # no kernel while torch traces (the plan of a traced call is not kept),
     # and no size comparison then: a traced size would be guarded
@@ -547,7 +548,7 @@ def rope_plan(
     ctx = _compat.resolve({"x": x, "positions": positions, "offset": offset})
     xp = ctx.xp
     head_dim = _check_x_array(x, xp, rotary_dim)
-    _checks.check_size(tuple(x.shape), "output")  # before anything is computed for a huge view
+    _checks.check_size(tuple(x.shape), "output", "`x`")  # before anything is computed for a huge view
     dim = head_dim if rotary_dim is None else _checks.check_dim(rotary_dim, "rotary_dim", even=True)
     if dim > head_dim:
         msg = f"`rotary_dim` must be at most the head dimension {head_dim} of `x`, got {dim}"
@@ -565,11 +566,12 @@ def rope_plan(
     if lead is None:
         msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
         raise ValueError(msg)
-    _checks.check_size(lead + (head_dim,), "output")
+    _checks.check_size(lead + (head_dim,), "output", "`x` or `positions`")
     scaling = check_scaling(scaling)
     seq_len = effective_seq_len(seq_len, checked, offset, scaling)
-    _checks.check_size(pshape + (dim // 2,), "table")
+    _checks.check_size(pshape + (dim // 2,), "table", "`positions` or `dim`")
     dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(tctx))
+    _checks.check_table_frequency(freqs.top, lambda: freq_source(base, scaling))
     small = angles = None
     scan = False
     if _compat.is_array(checked):

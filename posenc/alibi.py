@@ -408,13 +408,14 @@ def alibi_bias(
         kp = qp if kp is positions else _position_array(kp, ctx)
     if qp is not None:
         shape = _positions_shape(qp, kp, n, form, causal)
-        _checks.check_size(shape, "bias")  # (before the slopes of a huge head count are made)
+        # (before the slopes of a huge head count are made)
+        _checks.check_size(shape, "bias", "`num_heads` or `positions`")
         m = _head_slopes(n, slopes, max_bias, ctx)
         return _angles.cast(_at_positions(m, qp, kp, shape, form, causal, ctx), ctx.dtype, xp_)
     q, k = lengths(query_len, key_len)
     off = query_offset(offset, q, k, ctx)
     rows = q if (form == "paper" or causal) else 1
-    _checks.check_size((n, rows, k), "bias")
+    _checks.check_size((n, rows, k), "bias", "`num_heads`, `query_len` or `key_len`")
     m = _head_slopes(n, slopes, max_bias, ctx)
     if rows == 0 or k == 0:
         return _angles.zeros((n, rows, k), ctx.dtype, ctx)
@@ -448,6 +449,27 @@ def _head_slopes(n: int, slopes: Any, max_bias: Any, ctx: Context) -> Array:
 # --------------------------------------------------------------------------
 # cumulative gates (Forgetting Transformer, data-dependent ALiBi)
 # --------------------------------------------------------------------------
+def _check_gate_sums(gates: Any, n: int, wide: Any, ctx: _compat.Context) -> None:
+    """Refuse concrete gates whose sums over the sequence could overflow the
+    working dtype (``n * max |log f|`` above half its largest value: the
+    differences of the sums, or the sums of mixed signs, would be NaN)."""
+    xp = ctx.xp
+    if ctx.traced:
+        return
+    limit = (1.7976931348623157e308 if ctx.float64 else 3.4028234663852886e38) / 2
+    for a, name in gates:
+        if a is None or not _compat.is_concrete(a) or math.prod(a.shape) == 0:
+            continue
+        if limit / n >= _checks.largest(ctx, a.dtype)[0]:  # no value of a's dtype reaches the bound
+            continue
+        if bool(xp.any(xp.abs(a) > limit / n)):
+            msg = (
+                f"`{name}` has values beyond {limit / n:.3g} in magnitude: their sums over the {n} tokens could "
+                f"overflow {'float64' if ctx.float64 else 'float32'} (n * max |log f| must stay below {limit:.3g})"
+            )
+            raise ValueError(msg)
+
+
 def cumulative_gate_bias(
     log_gates: Array,
     *,
@@ -481,9 +503,11 @@ def cumulative_gate_bias(
     log_gates : array
         Shape ``(..., n)``, real floating: :math:`\log f_t` for the ``n``
         tokens (``logsigmoid`` of the gate logits, usually with batch and
-        head axes in front).  Any finite real values are accepted (checked
-        on concrete arrays; a closed gate, ``log 0 = -inf``, must be clamped
-        to a finite value); gradients flow to them.
+        head axes in front).  Any finite real values whose sums over the
+        sequence stay finite are accepted (checked on concrete arrays:
+        ``n * max |log f|`` at most half the largest value of the working
+        dtype, float64 where the device has it; a closed gate, ``log 0 =
+        -inf``, must be clamped to a finite value); gradients flow to them.
     causal : bool, default True
         ``-inf`` on the keys after each query.  ``False`` fills them too,
         :math:`D_{ij} = \sum_{l = i + 1}^{j} \log g_l` for :math:`j > i`
@@ -562,10 +586,11 @@ def cumulative_gate_bias(
         _checks.check_all_finite(h, "backward_log_gates", ctx)
     n = int(g.shape[-1])
     shape = (*tuple(g.shape[:-1]), n, n)
-    _checks.check_size(shape, "bias")
+    _checks.check_size(shape, "bias", "`log_gates`")
     if math.prod(shape) == 0:
         return ctx.place(_angles.zeros(shape, ctx.dtype, ctx), like=g)
     wide = ctx.wide
+    _check_gate_sums(((g, "log_gates"), (h, "backward_log_gates")), n, wide, ctx)
     g = _angles.cast(g, wide, xp_)
     h = g if h is None else _angles.cast(h, wide, xp_)
     idt = _compat.default_dtype(xp_, ctx.device, "indexing")
@@ -591,4 +616,7 @@ def cumulative_gate_bias(
             cols = xp_.where(later, h[..., None, :], zero)  # [i, l] = h_l for l > i
             bwd = xp_.cumulative_sum(cols, axis=-1)  # sum_{l = i + 1}^{j}
     out = xp_.where(later, -math.inf, fwd) if causal else xp_.where(later, bwd, fwd)
+    if ctx.dtype != wide:  # sums beyond the output dtype are its infinities (no overflow in the cast)
+        big, _ = _checks.largest(ctx, ctx.dtype)
+        out = xp_.where(out > big, math.inf, xp_.where(out < -big, -math.inf, out))
     return _angles.cast(out, ctx.dtype, xp_)

@@ -566,11 +566,11 @@ def binary(
         if dim < 63 and n > 2**dim:
             msg = f"`positions` must be at most 2**dim = {2**dim} for dim={dim}, got {n}"
             raise ValueError(msg)
-        _checks.check_size((n, dim), "table")  # before the positions are made
+        _checks.check_size((n, dim), "table", "`positions` or `dim`")  # before the positions are made
         p = xp_.arange(n, device=ctx.device)
     else:
         p = _checks.check_int_array(positions, "positions", ctx)
-        _checks.check_size(tuple(p.shape) + (dim,), "table")
+        _checks.check_size(tuple(p.shape) + (dim,), "table", "`positions` or `dim`")
     width = int(xp_.iinfo(p.dtype).bits)
     limit = dim if dim < width - 1 else None
     if limit is not None:
@@ -654,7 +654,7 @@ def add_sinusoidal(
     xp_ = ctx0.xp
     _checks.check_real_float(x, "x", xp_, min_ndim=2, shape="(..., seq, dim)")
     # the output has x's shape (x may be a zero-stride view of a huge shape)
-    _checks.check_size(tuple(x.shape), "output")
+    _checks.check_size(tuple(x.shape), "output", "`x`")
     ctx = _compat.resolve({"x": x}, dtype=x.dtype)
     offset = _checks.check_offset(offset, "offset", ctx)
     input_scale = _checks.check_float(input_scale, "input_scale")

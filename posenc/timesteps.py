@@ -56,7 +56,13 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
             "gives frequencies beyond the float64 range"
         )
         raise ValueError(msg)
-    return dim, _angles.Freqs.exact(w, lo)
+    freqs = _angles.Freqs.exact(w, lo)
+    if abs(scale) > _checks.MAX_TABLE_FREQUENCY:
+        source = f"`scale` = {scale!r}"
+    else:
+        source = f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r}"
+    _checks.check_table_frequency(freqs.top, source)
+    return dim, freqs
 
 
 #: the frequencies of recent configurations, by their arguments and the
@@ -115,7 +121,8 @@ def timestep_embedding(
         DiT; any value below ``dim // 2`` is accepted.
     scale : float, default 1.0
         Multiplies the angles (diffusers' ``scale``: 1000 for models fed
-        timesteps in ``[0, 1]``).
+        timesteps in ``[0, 1]``).  At most ``2**50`` in magnitude, with every
+        frequency (see Notes).
     max_period : float, default 10000.0
         The longest period, ``2 pi / w_min`` up to the shift.
     dtype, device, xp
@@ -139,6 +146,15 @@ def timestep_embedding(
     the frequencies and the angles in float32, an error of up to about
     ``|t w| * 2**-23`` (1e-4 at ``t = 1000``): posenc's float32 embedding is
     within a few float32 ulp of the exact values instead.
+
+    The reduction is exact for ``|t * w| < 2**50`` (the range of real
+    positions of posenc's angle engine, which carries each frequency in turns
+    to about ``2**-106``): a frequency above ``2**50`` (``scale`` or a
+    ``max_period`` below 1) is refused, since ``t = 1`` would leave that
+    range; within it, larger angles lose about ``|t w| * 2**-106`` (1e-7 at
+    ``scale = 1e15, t = 1e10``).  Real timesteps beyond ``2**64`` in
+    magnitude are read as ``±2**64`` (as :func:`posenc.sinusoidal` reads
+    positions), where float64 no longer resolves the angle anyway.
 
     The same call gives the timestep embeddings of the other code bases:
 

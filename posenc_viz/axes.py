@@ -188,6 +188,13 @@ def plot_rope_axes(
     return ax
 
 
+#: the most axes a configuration may name (as ``posenc-viz rope-axes --axes-dim``)
+MAX_AXES = 8
+#: the largest ``image_size`` / ``patch_size`` of a vision config read for
+#: the figure's grid lines (2**20 pixels a side)
+MAX_IMAGE_SIZE = 2**20
+
+
 def _vision_axes(vision: Mapping[str, Any], top: Any) -> tuple[dict[str, Any], str] | None:
     """``from_hf`` of a vision tower's configuration as ``axes_dim`` /
     ``base`` / ``split`` (a frequency matrix: each axis' frequencies are one
@@ -241,14 +248,26 @@ def axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
         dims = config.get(key)
         if dims is None:
             continue
-        dims = list(dims) if isinstance(dims, (list, tuple)) else dims
-        head = config.get("attention_head_dim")
-        if key == "rope_axes_dim" and isinstance(head, int) and isinstance(dims, list) and sum(dims) != head:
-            msg = (
-                f"`config` names rope_axes_dim={dims}, which does not sum to attention_head_dim={head}: "
-                "they are not rotary widths (CogView4's are the size of its position grid)"
-            )
+        if not isinstance(dims, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims
+        ):
+            msg = f"`{key}` of `config` must be a list of rotary widths (ints), got {show(dims)}"
+            raise TypeError(msg)
+        dims = list(dims)
+        if not 1 <= len(dims) <= MAX_AXES:
+            msg = f"`{key}` of `config` must name 1 to {MAX_AXES} axes (as --axes-dim), got {len(dims)}"
             raise ValueError(msg)
+        head = config.get("attention_head_dim")
+        if key == "rope_axes_dim" and head is not None:
+            if not isinstance(head, int) or isinstance(head, bool):
+                msg = f"`attention_head_dim` of `config` must be an int, got {show(head)}"
+                raise TypeError(msg)
+            if sum(dims) != head:
+                msg = (
+                    f"`config` names rope_axes_dim={dims}, which does not sum to attention_head_dim={head}: "
+                    "they are not rotary widths (CogView4's are the size of its position grid)"
+                )
+                raise ValueError(msg)
         base = config.get("rope_theta", config.get("theta", 10000.0))
         return {"axes_dim": dims, "base": base, "split": "blocks", "grid_shape": None, "label": str(label)}
     vision = config.get("vision_config") if isinstance(config.get("vision_config"), Mapping) else config
@@ -262,8 +281,21 @@ def axes_from_config(config: Mapping[str, Any]) -> dict[str, Any]:
             )
             raise ValueError(msg)
         grid = None
-        if isinstance(vision.get("image_size"), int) and isinstance(vision.get("patch_size"), int):
-            side = vision["image_size"] // vision["patch_size"]
+        if vision.get("image_size") is not None and vision.get("patch_size") is not None:
+            sizes = {}
+            for key in ("image_size", "patch_size"):
+                v = vision[key]
+                if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_IMAGE_SIZE:
+                    msg = f"`{key}` of the vision config must be an int in [1, {MAX_IMAGE_SIZE}], got {show(v)}"
+                    raise ValueError(msg)
+                sizes[key] = v
+            side = sizes["image_size"] // sizes["patch_size"]
+            if side < 1:
+                msg = (
+                    f"`patch_size` = {sizes['patch_size']} of the vision config is larger than its "
+                    f"`image_size` = {sizes['image_size']} (no patch fits)"
+                )
+                raise ValueError(msg)
             grid = [side] * len(kw["axes_dim"])
         return {
             "axes_dim": list(kw["axes_dim"]),

@@ -154,7 +154,10 @@ def _int_list(what: str, *, even: bool = False):
     kind = "positive even integers" if even else "positive integers"
 
     def parse(text: str) -> tuple[int, ...]:
-        parts = [p.strip() for p in text.replace("x", ",").split(",") if p.strip()]
+        parts = [p.strip() for p in text.replace("x", ",").split(",")]
+        if any(not p for p in parts):
+            msg = f"expected comma-separated {kind} ({what}), got an empty entry in {text!r}"
+            raise argparse.ArgumentTypeError(msg)
         try:
             values = tuple(int(p) for p in parts)
         except ValueError:
@@ -474,6 +477,12 @@ def _prepare_axes(args: argparse.Namespace, p: figures.Params) -> figures.Params
     elif args.axes_dim is not None:
         axes = {"axes_dim": list(args.axes_dim), "base": p.base, "split": "blocks", "grid_shape": None, "label": "axes"}
     else:
+        if p.head_dim < 6:
+            raise _Usage(
+                f"argument --head-dim: the default figure splits the head over frames, rows and columns as Wan 2.1 "
+                f"does (2 * (head_dim // 6) each for rows and columns), which needs at least 6, got {p.head_dim}; "
+                "give the axes with --axes-dim"
+            )
         axes = figures.default_axes(p.head_dim, p.base)
     if args.split is not None:
         axes["split"] = args.split

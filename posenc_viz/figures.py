@@ -205,7 +205,8 @@ def default_axes(head_dim: int, base: float) -> dict[str, Any]:
     hw = 2 * (head_dim // 6)
     dims = [head_dim - 2 * hw, hw, hw] if hw else [head_dim]
     grid = [21, 30, 52] if hw else [21]
-    return {"axes_dim": dims, "base": base, "split": "blocks", "grid_shape": grid, "label": "video (Wan 2.1 split)"}
+    label = "video (Wan 2.1 split)" if hw else "one axis (head_dim below 6: no Wan 2.1 split)"
+    return {"axes_dim": dims, "base": base, "split": "blocks", "grid_shape": grid, "label": label}
 
 
 def _draw_rope_axes(fig: Any, p: Params) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -58,6 +59,63 @@ def _per_axis_number(value: Any, name: str, nd: int) -> tuple[Any, ...]:
             v = _checks.check_float(v, name)
         out.append(v)
     return tuple(out)
+
+
+def _check_exact(
+    dims: tuple[int, ...],
+    offsets: tuple[Any, ...],
+    scales: tuple[Any, ...],
+    centers: tuple[bool, ...],
+    normalize: str | None,
+    refs: tuple[int, ...] | None,
+    floor: bool,
+    integer: bool,
+    out_dtype: Any,
+    xp: Any,
+) -> None:
+    """Refuse ids that the output dtype cannot hold exactly: the largest
+    |id| (from the Python sizes and numbers, no array read) must be finite
+    and, for integer-valued ids, at most the largest integer the dtype holds
+    exactly (2**11 in float16, 2**8 in bfloat16, 2**24 in float32, 2**53 in
+    float64, the integer dtype's maximum); fractional ids are refused in a
+    float dtype narrower than float32 (it rounds them to 2**-11 relative)."""
+    top = 0.0
+    lo_n = min(dims)
+    for k, n in enumerate(dims):
+        ends = [0.0, float(n - 1)]
+        if centers[k]:
+            ends = [e - (n - n // 2) for e in ends]
+        ends = [e + offsets[k] for e in ends]
+        if normalize is not None:
+            d = n if normalize == "separate" else lo_n if normalize == "min" else max(dims)
+            ends = [(e + 0.5) / d * 2.0 - 1.0 for e in ends]
+        if refs is not None:
+            ends = [e * refs[k] / n for e in ends]
+        ends = [abs(e * scales[k]) for e in ends]
+        top = max(top, *ends)
+    whole = integer or floor
+    if xp.isdtype(out_dtype, "integral"):
+        limit, what = float(xp.iinfo(out_dtype).max), "the largest value"
+    else:
+        info = xp.finfo(out_dtype)
+        bits = round(-math.log2(float(info.eps))) + 1
+        if not whole and bits < 24:
+            msg = (
+                f"`dtype` {_checks.dtype_name(out_dtype)} rounds fractional ids (normalize, ref_shape or a real "
+                "offset / scale): request float32 or wider"
+            )
+            raise ValueError(msg)
+        limit = float(2**bits) if whole else float(info.max)
+        what = f"the largest integer it holds exactly (2**{bits})" if whole else "its largest finite value"
+    if not top <= 1.7976931348623157e308:  # inf (a comparison: traces under torch.compile)
+        msg = f"`scale` and `offset` give ids of magnitude {top:g}, which no dtype holds: make them smaller"
+        raise ValueError(msg)
+    if top > limit:
+        msg = (
+            f"the ids reach {top:g}, above {what} of `dtype` {_checks.dtype_name(out_dtype)}: request a wider "
+            "dtype, or a smaller grid, `scale` or `offset`"
+        )
+        raise ValueError(msg)
 
 
 def _per_axis_bool(value: Any, name: str, nd: int) -> tuple[bool, ...]:
@@ -223,11 +281,13 @@ def grid_ids(
     for n in dims:
         n_grid = n_grid * n
     if not any(is_symbolic(n) for n in dims):
-        _checks.check_size((total + n_grid, nd), "ids")
+        _checks.check_size((total + n_grid, nd), "ids", "`shape`, `prefix_tokens` or `suffix_tokens`")
     if dtype is None:
         out_dtype = _compat.default_dtype(xp_, ctx.device, "integral") if integer else ctx.wide
     else:
         out_dtype = ctx.dtype
+    if not any(is_symbolic(n) for n in dims):
+        _check_exact(dims, offsets, scales, centers, normalize, refs, floor, integer, out_dtype, xp_)
     work = xp_.float64 if ctx.float64 else xp_.float32
     denom = None
     if normalize == "min":

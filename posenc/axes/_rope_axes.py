@@ -3,6 +3,7 @@ and :func:`posenc.rope_axes` (see :mod:`posenc.axes`)."""
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,10 +87,12 @@ def axes_freqs(
             )
             raise ValueError(msg)
         _, _, _, f, a = _rope.inv_freq_of(sum(axes_dim), bases[0], scalings[0], None, top)
+        _checks.check_table_frequency(f.top, lambda: _rope.freq_source(bases[0], scalings[0]))
         return _derived_freqs(f.key, n, turns), (a,) * n
     freqs, attention = [], []
     for d, b, sc in zip(axes_dim, bases, scalings):
         _, _, _, f, a = _rope.inv_freq_of(d, b, sc, None, top)
+        _checks.check_table_frequency(f.top, lambda b=b, sc=sc: _rope.freq_source(b, sc))
         freqs.append(_derived_freqs(f.key, 1, True)[0] if turns else f)
         attention.append(a)
     return tuple(freqs), tuple(attention)
@@ -122,7 +125,7 @@ def _check_ids(ids: Any, ctx: Context, name: str = "ids", *, scan: bool = True) 
         raise TypeError(msg)
     if _compat.is_array(ids) and getattr(ids, "ndim", 0) >= 1:
         # the size of the tables from the shape, before anything is scanned
-        _checks.check_size(tuple(ids.shape), f"`{name}` array")
+        _checks.check_size(tuple(ids.shape), f"`{name}` array", f"`{name}`")
     ids = _checks.check_positions(ids, name, ctx, scan=scan)
     if ids.ndim < 1 or int(ids.shape[-1]) == 0:
         msg = f"`{name}` must have shape (..., n_axes) with at least one axis, got shape {tuple(ids.shape)}"
@@ -180,7 +183,7 @@ def _axes_plan(
         msg = f"`ids` has {cols} columns (one position per axis) but `axes_dim` names {n} axes: {list(dims)}"
         raise ValueError(msg)
     dim = sum(dims)
-    _checks.check_size(tuple(ids.shape[:-1]) + (dim,), "table")
+    _checks.check_size(tuple(ids.shape[:-1]) + (dim,), "table", "`ids` or `axes_dim`")
     top = _checks.largest(ctx, ctx.work, ctx.dtype)[0]
     freqs, attention = axes_freqs(dims, bases, scalings, split, turns, top)
     for f in freqs:
@@ -212,6 +215,35 @@ def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
 # --------------------------------------------------------------------------
 # frequency matrices: angles = ids . F^T (posenc._matrix.matrix_sincos)
 # --------------------------------------------------------------------------
+#: the largest |freqs| entry (radians per unit of id) of a frequency matrix:
+#: the matrix path reduces the angles exactly below 2**40 in float64 (1e7 in
+#: the float32 pairs of a device without float64), so an entry above that
+#: leaves the range at |id| = 1 already (and from about 1e299 on, Dekker's
+#: split of the products overflows: 0 or NaN rows)
+MAX_MATRIX_FREQUENCY = {True: 2.0**40, False: 2.0**23}
+
+
+def _check_freqs_range(freqs: Array, turns: bool, ctx: Context) -> None:
+    """Refuse a concrete frequency matrix with an entry beyond
+    :data:`MAX_MATRIX_FREQUENCY` (traced, lazy or meta matrices are not
+    read)."""
+    xp = ctx.xp
+    if ctx.traced or not _compat.is_real_float_dtype(xp, freqs.dtype) or not _compat.is_concrete(freqs):
+        return
+    if math.prod(freqs.shape) == 0:
+        return
+    limit = MAX_MATRIX_FREQUENCY[bool(ctx.float64)] / (2 * math.pi if turns else 1.0)
+    if limit >= _checks.largest(ctx, freqs.dtype)[0]:  # (float16 matrices: no entry reaches it)
+        return
+    if bool(xp.any(xp.abs(freqs) > limit)):
+        unit = "turns" if turns else "radians"
+        msg = (
+            f"`freqs` has entries above {limit:.3g} {unit} per unit of id: the angles ids @ freqs are reduced "
+            f"exactly below 2**{40 if ctx.float64 else 23} radians only"
+        )
+        raise ValueError(msg)
+
+
 def _check_freqs(freqs: Any, ids: Array, ctx: Context) -> Array:
     if not _compat.is_array(freqs):
         msg = f"`freqs` must be an array of shape (..., m, n_axes), got {_checks.show(freqs)}"
@@ -279,8 +311,9 @@ def _compact(
         ids = _check_ids(ids, ctx)
         freqs = _check_freqs(freqs, ids, ctx)
         shape = tuple(freqs.shape[:-2]) + tuple(ids.shape[:-1]) + (2 * int(freqs.shape[-2]),)
-        _checks.check_size(shape, "table")  # from the shapes, before freqs is scanned
+        _checks.check_size(shape, "table", "`ids` or `freqs`")  # from the shapes, before freqs is scanned
         _checks.check_all_finite(freqs, "freqs", ctx)
+        _check_freqs_range(freqs, turns, ctx)
         s, c = _matrix.matrix_sincos(ids, freqs, turns, ctx)
         return c, s, layout, ctx
     if axes_dim is None:

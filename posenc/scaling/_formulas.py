@@ -427,7 +427,9 @@ class Llama3(Scaling):
     original_max_positions : int
         :math:`L_0` (8192 for Llama 3.1).
     low_freq_factor, high_freq_factor : float, default 1 and 4
-        Bounds of the blend, ``0 < low < high``.
+        Bounds of the blend, ``0 < low <= high``; equal (Llama 4 Scout's
+        ``1.0, 1.0``): no blend, a step at :math:`L_0 / \mathrm{low}`, as
+        transformers computes it.
 
     References
     ----------
@@ -456,10 +458,10 @@ class Llama3(Scaling):
         _positions(self)
         _positive(self, "low_freq_factor")
         _positive(self, "high_freq_factor")
-        if not self.high_freq_factor > self.low_freq_factor:
+        if not self.high_freq_factor >= self.low_freq_factor:
             msg = (
-                "`high_freq_factor` must be greater than `low_freq_factor`, got "
-                f"{self.high_freq_factor!r} <= {self.low_freq_factor!r}"
+                "`high_freq_factor` must be at least `low_freq_factor`, got "
+                f"{self.high_freq_factor!r} < {self.low_freq_factor!r}"
             )
             raise ValueError(msg)
 
@@ -475,6 +477,8 @@ class Llama3(Scaling):
         x = inv * self.original_max_positions / n.two_pi()
         long, short = x < lo, x > hi
         scaled = n.where(long, inv * inv_s, inv)
+        if hi == lo:  # no band between: a step (transformers' blend divides 0 by 0 at the step only)
+            return scaled
         smooth = (x - lo) / (hi - lo)
         smoothed = scaled * ((1 - smooth) * inv_s + smooth)
         return n.where(~short & ~long, smoothed, scaled)

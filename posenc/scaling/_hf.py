@@ -33,6 +33,7 @@ from ._models import (
     PARTIAL_DEFAULTS,
     ROTARY_DIM,
     TABLE_NEUTRAL_KEYS,
+    TYPE_CONVERSIONS,
     TYPE_KEYS,
 )
 
@@ -118,7 +119,13 @@ class _HFConfig:
 
 
 def _rope_parameters(cfg: _HFConfig) -> tuple[Mapping[str, Any], str]:
-    """The RoPE entry of the configuration and the key it came from."""
+    """The RoPE entry of the configuration and the key it came from.
+
+    Both ``rope_parameters`` and ``rope_scaling`` (a ``config.json`` written
+    by transformers 4 and completed by 5, or a dictionary that transformers
+    has filled in place): transformers reads ``rope_scaling`` and drops
+    ``rope_parameters``, so the two must give the same reading (the same rope
+    type, base, rotated fraction, original length and scaling keys)."""
     found = {}
     for key in ("rope_parameters", "rope_scaling"):
         v = cfg.get(key)
@@ -127,15 +134,42 @@ def _rope_parameters(cfg: _HFConfig) -> tuple[Mapping[str, Any], str]:
             raise TypeError(msg)
         if v:
             found[key] = v
-    if len(found) == 2 and _differ(dict(found["rope_parameters"]), dict(found["rope_scaling"])):
-        msg = (
-            "`config` has both `rope_parameters` and `rope_scaling` and they differ (transformers 5 takes "
-            "rope_scaling, older versions rope_parameters): keep one"
-        )
-        raise ValueError(msg)
+    if len(found) == 2:
+        a, b = found["rope_parameters"], found["rope_scaling"]
+        if a is not b and _differ(_canonical(cfg, a), _canonical(cfg, b)):
+            msg = (
+                "`config` has both `rope_parameters` and `rope_scaling` and they read differently (transformers "
+                "reads rope_scaling and drops rope_parameters): keep one"
+            )
+            raise ValueError(msg)
+        return b, "rope_scaling"
     for key, v in found.items():
         return v, key
     return {}, "rope_parameters"
+
+
+#: the keys of a RoPE entry that transformers fills in from the top level
+_FILLED = ("type", "rope_type", "rope_theta", "partial_rotary_factor", "original_max_position_embeddings")
+
+
+def _canonical(cfg: _HFConfig, params: Mapping[str, Any]) -> Any:
+    """A RoPE entry (or per-layer-type entries) as transformers completes
+    it: the rope type resolved, the base, rotated fraction and original length
+    filled in from the top level; for comparing two spellings."""
+    if any(isinstance(v, Mapping) for v in params.values()):
+        return {k: (_canonical(cfg, v) if isinstance(v, Mapping) else v) for k, v in params.items()}
+    out = {k: v for k, v in params.items() if k not in _FILLED}
+    rope_type = _rope_type(params, "the RoPE parameters", cfg.model_type)
+    out["rope_type"] = {"su": "longrope", "mrope": "default"}.get(rope_type, rope_type)
+    out["rope_theta"] = _base(cfg, params)
+    _, fraction = _partial(cfg, params)
+    out["partial_rotary_factor"] = 1.0 if fraction is None else fraction
+    if out["rope_type"] in ("yarn", "llama3", "longrope"):
+        orig = cfg.get("original_max_position_embeddings")
+        if orig is None:
+            orig = params.get("original_max_position_embeddings")
+        out["original_max_position_embeddings"] = orig if orig is not None else cfg.get("max_position_embeddings")
+    return out
 
 
 def _local_global(cfg: _HFConfig, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -166,6 +200,9 @@ def _rope_entry(cfg: _HFConfig, layer_type: str | None) -> tuple[dict[str, Any],
     labels = set()
     for key in ("layer_types", "_rope_type_labels"):
         v = cfg.get(key)
+        if isinstance(v, (str, bytes)):
+            msg = f"`{key}` of `config` must be a list of layer types (str), got the string {_checks.show(v)}"
+            raise TypeError(msg)
         if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
             labels |= {t for t in v if isinstance(t, str)}
     nested = [k for k, v in params.items() if isinstance(v, Mapping) or (v is None and k in labels)]
@@ -202,22 +239,33 @@ def _rope_entry(cfg: _HFConfig, layer_type: str | None) -> tuple[dict[str, Any],
     return dict(entry), f"{where}[{layer_type!r}]", truncate
 
 
-def _rope_type(entry: Mapping[str, Any], where: str) -> str:
-    """``rope_type`` or its older alias ``type``; both, differing, are refused."""
+def _rope_type(entry: Mapping[str, Any], where: str, model_type: str | None = None) -> str:
+    """``rope_type`` or its older alias ``type``.  Both, differing, are read as
+    transformers 5 does (``rope_type``) where the pair is one its configuration
+    classes write themselves (``TYPE_CONVERSIONS``: the two readings give one
+    table); any other differing pair is refused."""
     has_new, has_old = "rope_type" in entry, "type" in entry
     new, old = entry.get("rope_type"), entry.get("type")
     if has_new and has_old and _differ(new, old):
-        msg = (
-            f"`rope_type` = {_checks.show(new)} and `type` = {_checks.show(old)} of {where} disagree (transformers "
-            "versions read one or the other): keep one"
-        )
-        raise ValueError(msg)
+        pair = (old, new) if isinstance(old, str) and isinstance(new, str) else None
+        ok = pair in TYPE_CONVERSIONS
+        if ok and pair == ("mrope", "default"):  # with M-RoPE sections only
+            ok = entry.get("mrope_section") is not None or (model_type or "") in MROPE
+        elif ok:
+            models = TYPE_CONVERSIONS[pair]  # type: ignore[index]
+            ok = models is None or (model_type or "") in models
+        if not ok:
+            msg = (
+                f"`rope_type` = {_checks.show(new)} and `type` = {_checks.show(old)} of {where} disagree "
+                "(transformers versions read one or the other): keep one"
+            )
+            raise ValueError(msg)
+    for name, value, present in (("rope_type", new, has_new), ("type", old, has_old)):
+        if present and not isinstance(value, str):
+            msg = f"`{name}` of {where} must be a str, got {_checks.show(value)}"
+            raise TypeError(msg)
     value = new if has_new else old if has_old else "default"
-    if not isinstance(value, str):
-        name = "rope_type" if has_new else "type"
-        msg = f"`{name}` of {where} must be a str, got {_checks.show(value)}"
-        raise TypeError(msg)
-    return value
+    return str(value)
 
 
 def _mrope(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str) -> tuple[Any, bool] | None:
@@ -368,7 +416,7 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
     for key in keys:
         value = cfg.get_int(key)
         if value is not None:
-            return value
+            return _head_bound(value, key)
     hidden = next(((k, cfg.get(k)) for k in hidden_keys if cfg.get(k) is not None), None)
     heads = next(((k, cfg.get(k)) for k in head_keys if cfg.get(k) is not None), None)
     if hidden is None or heads is None:
@@ -379,7 +427,8 @@ def _head_size(cfg: _HFConfig, layer_type: str | None) -> int:
         if cfg.get("text_config") is not None:
             msg += "; it has a text_config: pass that"
         raise ValueError(msg)
-    return _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
+    head = _checks.check_int(hidden[1], hidden[0], minimum=1) // _checks.check_int(heads[1], heads[0], minimum=1)
+    return _head_bound(head, hidden[0])
 
 
 def _partial(cfg: _HFConfig, entry: Mapping[str, Any]) -> tuple[str, Any]:
@@ -523,8 +572,22 @@ class _Read:
         return _ratio_factor(self.cfg, self.entry, orig, self.rope_type)
 
 
+def _at_least_one(r: _Read, key: str = "factor") -> float:
+    """A scaling factor of a config: >= 1, as transformers' validation asks
+    (below 1 the "extension" shortens the context: Linear's frequencies grow
+    by 1 / factor, up to overflow; DynamicNTK's base shrinks below 1)."""
+    f = _checks.check_float(r.need(key), key, positive=True)
+    if not f >= 1.0:
+        msg = (
+            f"`{key}` of rope_type {r.rope_type!r} must be >= 1 (transformers' validation of the RoPE "
+            f"parameters asks for it), got {f!r}"
+        )
+        raise ValueError(msg)
+    return f
+
+
 def _read_linear(r: _Read) -> tuple[Scaling, int]:
-    return Linear(r.need("factor")), r.dim
+    return Linear(_at_least_one(r)), r.dim
 
 
 def _read_proportional(r: _Read) -> tuple[Scaling, int]:
@@ -538,7 +601,7 @@ def _read_proportional(r: _Read) -> tuple[Scaling, int]:
 def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
     alpha = r.entry.get("alpha")
     if alpha is None:
-        return DynamicNTK(r.need("factor"), _max_positions(r.cfg, r.rope_type)), r.dim
+        return DynamicNTK(_at_least_one(r), _max_positions(r.cfg, r.rope_type)), r.dim
     # Hunyuan: a fixed NTK-alpha, base * alpha ** (d / (d - 2)) over the head ("factor" unread)
     alpha = _checks.check_float(alpha, "alpha", positive=True)
     if r.entry.get("factor") is not None:
@@ -561,6 +624,22 @@ def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
 
 def _read_yarn(r: _Read) -> tuple[Scaling, int]:
     orig = r.original()
+    max_pos = r.cfg.get_int("max_position_embeddings")
+    if max_pos is not None and orig > max_pos:
+        msg = (
+            f"`original_max_position_embeddings` = {orig} of rope_type 'yarn' must be at most "
+            f"`max_position_embeddings` = {max_pos} (YaRN extends the original context to the maximum)"
+        )
+        raise ValueError(msg)
+    fast, slow = _get_or(r.entry, "beta_fast", 32.0), _get_or(r.entry, "beta_slow", 1.0)
+    reals = all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (fast, slow))
+    if reals and not fast > slow:
+        msg = (
+            f"`beta_fast` = {fast!r} of rope_type 'yarn' must be greater than `beta_slow` = {slow!r} (the "
+            "dimensions turning more than beta_fast times in the original context keep their frequency, those "
+            "turning fewer than beta_slow times are interpolated): swapped?"
+        )
+        raise ValueError(msg)
     own = r.entry.get("truncate")
     own = None if own is None else _checks.check_bool(own, "truncate")
     # a per-layer-type entry takes transformers' top-level truncate, never its own
@@ -661,8 +740,24 @@ def _check_fixed_table(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str,
 _AXIAL_KEYS = ("rope_type", "type", "rope_theta")
 
 
+def _head_bound(head: int, key: str) -> int:
+    """A head size no table can have is refused (a table of one position has
+    ``head`` columns: at most posenc's size limit of 2**40 elements)."""
+    if head > _checks.MAX_ELEMENTS:
+        msg = f"the head size {head} from `{key}` of `config` is above posenc's limit of 2**40 elements per table"
+        raise ValueError(msg)
+    return head
+
+
 def _axial_head(cfg: _HFConfig, mt: str) -> int:
-    """The head size an axial module reads (see ``AXIAL_HEAD``)."""
+    """The head size an axial module reads (see ``AXIAL_HEAD``), bounded."""
+    how = AXIAL_HEAD.get(mt, "head_dim")
+    key = {"memory_attention": "memory_attention_hidden_size", "embed_dim": "embed_dim"}.get(how, "hidden_size")
+    head = _axial_head_size(cfg, mt)
+    return _head_bound(head, "head_dim" if how == "head_dim" and cfg.get("head_dim") is not None else key)
+
+
+def _axial_head_size(cfg: _HFConfig, mt: str) -> int:
     how = AXIAL_HEAD.get(mt, "head_dim")
     if how == "memory_attention":  # SAM2 / SAM3-tracker / EdgeTAM video memory attention
         keys = (
@@ -779,9 +874,18 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
       ``model_max_length``, ...); a config dictionary through the same
       aliases of its ``model_type`` (both spellings, differing, are refused);
     * the ``rope_parameters`` (transformers 5) or ``rope_scaling`` (older)
-      entry with its ``rope_type`` (or older ``type``; both, differing, are
-      refused).  Every key of the entry is either understood or known not to
-      change the tables; any other key is refused by name;
+      entry with its ``rope_type`` (or older ``type``), in every spelling
+      transformers writes from a released ``config.json``: ``type`` and
+      ``rope_type`` both, equal or one of the pairs its configuration classes
+      write themselves (Qwen2-VL's ``"mrope"`` beside ``"default"``, Phi-3's
+      ``"su"`` / ``"yarn"`` beside ``"longrope"``: ``rope_type`` is read, as
+      transformers 5 does); both ``rope_scaling`` and ``rope_parameters``
+      (``rope_scaling`` is read, as transformers does) where they give one
+      reading; a dictionary transformers has filled in place.  Refused: a
+      ``type`` and ``rope_type`` that differ otherwise (transformers 4 read
+      ``type``, 5 reads ``rope_type``), and the two entries reading
+      differently.  Every key of the entry is either understood or known not
+      to change the tables; any other key is refused by name;
     * the base: ``rope_theta`` (in the entry or at the top level), GPT-NeoX's
       ``rotary_emb_base``, DBRX's ``attn_config``; else the model's default
       (10000 for most); it must be > 1;
@@ -894,7 +998,12 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         plus ``"mrope_section"`` and ``"mrope_interleaved"`` for multimodal
         RoPE; for a vision tower ``{"axes_dim", "base", "layout", "split"}``
         (DINOv3: also ``"turns"``) or ``{"freqs", "layout"}``, the keyword
-        arguments of :func:`posenc.rope_axes_cos_sin`.
+        arguments of :func:`posenc.rope_axes_cos_sin`.  ``freqs`` (Inkling2,
+        Step3p7, Kimi-K2.5) is a float64 NumPy array: with the ids of another
+        namespace, convert it first, ``kw["freqs"] = xp.asarray(kw["freqs"],
+        device=ids.device)`` (``torch.asarray(kw["freqs"], device=ids.device)``,
+        ``jax.numpy.asarray(kw["freqs"])``); ``rope_axes_cos_sin`` refuses
+        a NumPy matrix with torch ids rather than move it.
 
     Raises
     ------
@@ -947,7 +1056,7 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         raise TypeError(msg)
     cfg = _HFConfig(config)
     entry, where, truncate = _rope_entry(cfg, layer_type)
-    rope_type = _rope_type(entry, where)
+    rope_type = _rope_type(entry, where, cfg.model_type)
     if rope_type == "axial" or cfg.model_type in AXIAL or cfg.model_type in AXIAL_REFUSED:
         return _axial(cfg, entry, rope_type, where)
     mrope = _mrope(cfg, entry, rope_type)

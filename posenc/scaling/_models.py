@@ -25,6 +25,7 @@ __all__ = [
     "AXIAL",
     "AXIAL_REFUSED",
     "AXIAL_HEAD",
+    "TYPE_CONVERSIONS",
 ]
 
 HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
@@ -229,4 +230,28 @@ AXIAL_HEAD = {
     **dict.fromkeys(("sam2_video", "sam3_tracker_video", "edgetam_video"), "memory_attention"),
     # these modules never read head_dim
     **dict.fromkeys(("llama4_vision_model", "dinov3_vit", "eomt_dinov3"), "hidden_size"),
+}
+
+#: the pairs ``(type, rope_type)`` that transformers' configuration classes
+#: themselves write into one RoPE entry from a released ``config.json``'s older
+#: ``type`` (transformers reads ``rope_type``), each with the model types that
+#: write it (None: any model type), where both readings give one table:
+#:
+#: * ``("mrope", "default")``: Qwen2-VL and Qwen2.5-VL turn the legacy
+#:   ``{"type": "mrope", "mrope_section": [...]}`` into a default RoPE over
+#:   the sections (posenc reads ``"mrope"`` with sections the same way);
+#: * ``("su", "longrope")``: the first name of LongRoPE (Phi-3);
+#: * ``("yarn", "longrope")``: Phi-3's and Phi-4-multimodal's older
+#:   ``config.json`` (their modules run LongRoPE);
+#: * ``("default", "axial")``: the vision towers whose class turns
+#:   ``"default"`` into its own axial rope type.
+#:
+#: Any other pair that differs is a real conflict: transformers 4 copied
+#: ``type`` over ``rope_type`` (LlamaConfig's compatibility code), transformers 5
+#: keeps ``rope_type``, so the two read different tables.
+TYPE_CONVERSIONS: dict[tuple[str, str], frozenset[str] | None] = {
+    ("mrope", "default"): None,  # with M-RoPE sections only (checked where it is read)
+    ("su", "longrope"): None,
+    ("yarn", "longrope"): frozenset({"phi3", "phi4_multimodal"}),
+    ("default", "axial"): frozenset(AXIAL),
 }

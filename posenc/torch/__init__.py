@@ -103,10 +103,24 @@ def _refilled(module: nn.Module, name: str) -> torch.Tensor | None:
     return None if buf.device.type == "meta" else buf
 
 
+def _ordinary(t: Any) -> Any:
+    """A tensor made under :func:`torch.inference_mode` as an ordinary one
+    (a module built there can be trained later); any other value as is."""
+    if isinstance(t, torch.Tensor) and t.is_inference():
+        with torch.inference_mode(False), torch.no_grad():
+            return t.clone()
+    return t
+
+
 class _FromConfig(nn.Module):
     """A module whose tensors are a function of its configuration: after
     every conversion of its tensors (``to_empty`` leaves garbage, a dtype
-    change values of another precision) :meth:`_recompute` refills them."""
+    change values of another precision) :meth:`_recompute` refills them.
+    Its buffers are ordinary tensors even when it is built under
+    :func:`torch.inference_mode`."""
+
+    def register_buffer(self, name: str, tensor: Any, persistent: bool = True) -> None:
+        super().register_buffer(name, _ordinary(tensor), persistent)
 
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         module = super()._apply(fn, *args, **kwargs)
@@ -594,7 +608,7 @@ class ALiBi(_FromConfig):
         self.causal = causal
         self.max_bias = float(max_bias)
         if learned:
-            self.slopes = nn.Parameter(slopes)
+            self.slopes = nn.Parameter(_ordinary(slopes))
         else:
             self.register_buffer("slopes", slopes, persistent=False)
 
@@ -803,6 +817,7 @@ class AxesRotaryEmbedding(_FromConfig):
         self.split = split
         self.turns = turns
         dt = _float_dtype(dtype)
+        _compat.resolve(xp=torch, device=device)  # a ValueError naming `device`, as RotaryEmbedding's
         # validates every option (errors name them) on an empty set of ids
         posenc.rope_axes_cos_sin(
             torch.zeros((0, len(self.axes_dim)), dtype=torch.int64), self.axes_dim, **self._options(), xp=torch

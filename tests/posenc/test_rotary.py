@@ -525,9 +525,13 @@ def test_attention_factor_beyond_the_table_dtype():
 
 
 def test_rope_tiny_base_without_float64(xp):
-    # inverse frequencies of 1e150: finite tables everywhere (the angles never
-    # pass through a float32 frequency)
-    got = xp.call(posenc.rope_cos_sin, xp.asarray(np.array([1.0, 2.0])), 4, base=1e-300)
+    # inverse frequencies of 1e150 (and 1e-40's 5.6e38) are beyond the angles
+    # posenc reduces exactly (|p * w| < 2**50): refused naming `base` on every
+    # backend; 2**-100 (a top frequency of exactly 2**50) is the last accepted
+    for base in (1e-300, 1e-40):
+        with pytest.raises(ValueError, match=f"`base` = {base!r} gives frequencies up to .* above 2\\*\\*50"):
+            xp.call(posenc.rope_cos_sin, xp.asarray(np.array([1.0, 2.0])), 4, base=base)
+    got = xp.call(posenc.rope_cos_sin, xp.asarray(np.array([0.5, 1.0])), 4, base=2.0**-100)
     for t in got:
         xp.check_array(t, shape=(2, 4))
         if xp.has_values:

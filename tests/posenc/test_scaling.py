@@ -420,7 +420,7 @@ def test_from_hf_round_trip(xp):
         (lambda: scaling.YaRN(2.0, 10, truncate=1), TypeError, "truncate"),
         (lambda: scaling.YaRN(2.0, 10, mscale="1"), TypeError, "mscale"),
         (lambda: scaling.Llama3(0.0, 10), ValueError, "factor"),
-        (lambda: scaling.Llama3(8.0, 10, low_freq_factor=4.0, high_freq_factor=4.0), ValueError, "high_freq_factor"),
+        (lambda: scaling.Llama3(8.0, 10, low_freq_factor=4.0, high_freq_factor=2.0), ValueError, "high_freq_factor"),
         (lambda: scaling.Llama3(8.0, 10, low_freq_factor=-1.0), ValueError, "low_freq_factor"),
         (lambda: scaling.LongRoPE([1.0, 2.0], [1.0], 10), ValueError, "long_factor"),
         (lambda: scaling.LongRoPE([], [], 10), ValueError, "short_factor"),
@@ -1035,3 +1035,62 @@ def test_from_hf_axial_result_is_not_for_rope_cos_sin():
     kw = scaling.from_hf({"model_type": "qwen2_vl_vision", "embed_dim": 32, "num_heads": 2})
     with pytest.raises(TypeError):
         posenc.rope_cos_sin(np.arange(4), **kw)
+
+
+def test_from_hf_type_spellings_transformers_writes():
+    """``type`` beside ``rope_type``: equal, or a pair transformers' own
+    classes write (one table either way), read as transformers 5 reads it;
+    any other differing pair is refused naming both keys."""
+    qwen = {"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12}
+    want = scaling.from_hf({**qwen, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}})
+    for entry in (
+        {"type": "mrope", "rope_type": "default", "mrope_section": [16, 24, 24], "rope_theta": 10000.0},
+        {"type": "default", "rope_type": "default", "mrope_section": [16, 24, 24]},
+        {"rope_type": "mrope", "mrope_section": [16, 24, 24]},
+    ):
+        assert scaling.from_hf({**qwen, "rope_scaling": entry}) == want
+    # "mrope" without sections beside "default" is no conversion transformers writes
+    with pytest.raises(ValueError, match="`rope_type` = 'default' and `type` = 'mrope'"):
+        scaling.from_hf({"head_dim": 64, "rope_scaling": {"type": "mrope", "rope_type": "default"}})
+    phi = {"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 4096,
+           "original_max_position_embeddings": 1024}  # fmt: skip
+    lists = {"short_factor": [1.0] * 32, "long_factor": [2.0] * 32}
+    want = scaling.from_hf({**phi, "rope_scaling": {"type": "longrope", **lists}})
+    assert want["scaling"] == scaling.LongRoPE([1.0] * 32, [2.0] * 32, 1024, factor=4.0)
+    for old in ("su", "yarn"):  # Phi-3's older names, which its class turns into longrope
+        assert scaling.from_hf({**phi, "rope_scaling": {"type": old, "rope_type": "longrope", **lists}}) == want
+    # "yarn" -> "longrope" is Phi-3's conversion only; other real conflicts name both keys
+    for model_type, entry in (
+        ("llama", {"type": "yarn", "rope_type": "longrope", **lists}),
+        ("llama", {"type": "linear", "rope_type": "dynamic", "factor": 2.0}),
+    ):
+        with pytest.raises(ValueError, match="`rope_type` = .* and `type` = .* disagree"):
+            scaling.from_hf({**phi, "model_type": model_type, "rope_scaling": entry})
+    # a vision tower's class turns "default" into its axial rope type
+    vision = {"model_type": "qwen2_vl_vision", "embed_dim": 1280, "num_heads": 16}
+    assert scaling.from_hf({**vision, "rope_parameters": {"type": "default", "rope_type": "axial"}}) == (
+        scaling.from_hf({**vision, "rope_parameters": {"rope_type": "axial"}})
+    )
+
+
+def test_from_hf_rope_scaling_beside_rope_parameters():
+    """Both entries (a transformers 4 file completed by transformers 5):
+    transformers reads ``rope_scaling`` with the top-level base and drops
+    ``rope_parameters``; both are accepted where they read the same, refused
+    where they do not."""
+    top = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "max_position_embeddings": 8192,
+           "rope_theta": 5e5}  # fmt: skip
+    legacy = {"type": "yarn", "factor": 4.0}
+    completed = {"type": "yarn", "rope_type": "yarn", "factor": 4.0, "rope_theta": 5e5,
+                 "original_max_position_embeddings": 8192}  # fmt: skip
+    want = scaling.from_hf({**top, "rope_scaling": legacy})
+    assert want["scaling"] == scaling.YaRN(4.0, 8192) and want["base"] == 5e5
+    assert scaling.from_hf({**top, "rope_scaling": legacy, "rope_parameters": completed}) == want
+    assert scaling.from_hf({**top, "rope_scaling": completed, "rope_parameters": legacy}) == want
+    for other in (
+        {**completed, "rope_theta": 1e4},  # a base transformers would drop
+        {**completed, "factor": 8.0},
+        {"rope_type": "default", "rope_theta": 5e5},
+    ):
+        with pytest.raises(ValueError, match="`rope_parameters` and `rope_scaling`"):
+            scaling.from_hf({**top, "rope_scaling": legacy, "rope_parameters": other})

@@ -148,8 +148,8 @@ def hf_config(draw: Draw) -> tuple[dict, int]:
             entry["factor"] = draw(st.floats(1.0, 32.0))
         if kind == "llama3":
             entry.update(original_max_position_embeddings=8192, low_freq_factor=1.0, high_freq_factor=4.0)
-        if kind == "yarn" and draw(st.booleans()):
-            entry["original_max_position_embeddings"] = 4096
+        if kind == "yarn" and draw(st.booleans()):  # at most the maximum (YaRN extends it)
+            entry["original_max_position_embeddings"] = min(4096, cfg["max_position_embeddings"])
         if kind == "yarn" and draw(st.booleans()):
             entry.update(beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=draw(st.floats(0.5, 1.0)))
         if kind == "yarn" and draw(st.booleans()):
