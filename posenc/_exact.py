@@ -184,6 +184,25 @@ def pair(n: int, s: int) -> tuple[float, float]:
     return hi, ((n << s) * b - a) / b
 
 
+def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``n * 2**s`` for each ``(n, s)`` as float64 arrays ``hi + lo``: the
+    leading 53 and the next 53 bits of ``n`` (truncated: ``0 <= lo <
+    ulp(hi)`` in magnitude, not normalised; exact to 2**-105 relative; inf
+    or 0 beyond the float64 range, which :func:`evaluate` recomputes)."""
+    heads, tails, exps = [], [], []
+    for n, s in values:
+        m = abs(n)
+        extra = m.bit_length() - 106
+        t = m >> extra if extra > 0 else m << -extra
+        sign = -1.0 if n < 0 else 1.0
+        heads.append(sign * float(t >> 53))
+        tails.append(sign * float(t & 0x1FFFFFFFFFFFFF))
+        exps.append(s + extra)
+    e = np.array(exps, dtype=np.int64)
+    e = np.clip(e, -4000, 4000)  # ldexp's range; the values there are 0 or inf anyway
+    return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
+
+
 def _pair_of(q: Fraction) -> tuple[float, float]:
     """A rational as a float64 pair (``hi`` correctly rounded)."""
     try:
@@ -287,11 +306,9 @@ class DD:
         rows = -(-m // b)
         small = _powers(-c, b, cls.BITS)
         big = _powers(-c * b, rows, cls.BITS)
-        sp = np.array([pair(n, s) for n, s in small]).reshape(b, 2)
-        bp = np.array([pair(*_times(ns, a)) for ns in big]).reshape(rows, 2)
-        x = DD(sp[:, 0], sp[:, 1])
-        y = DD(bp[:, 0, None], bp[:, 1, None])
-        z = y * x
+        x = DD(*_split_pairs(small))
+        yh, yl = _split_pairs([_times(ns, a) for ns in big])
+        z = DD(yh[:, None], yl[:, None]) * x
         return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
 
     @classmethod
