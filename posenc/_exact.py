@@ -197,9 +197,8 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
         sign = -1.0 if n < 0 else 1.0
         heads.append(sign * float(t >> 53))
         tails.append(sign * float(t & 0x1FFFFFFFFFFFFF))
-        exps.append(s + extra)
+        exps.append(min(max(s + extra, -4000), 4000))  # beyond, the values are 0 or inf anyway
     e = np.array(exps, dtype=np.int64)
-    e = np.clip(e, -4000, 4000)  # ldexp's range; the values there are 0 or inf anyway
     return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
 
 

@@ -247,6 +247,11 @@ def test_extreme_bases_fall_back_and_stay_exact() -> None:
     assert hi[2] == math.inf
 
 
+def test_intermediates_beyond_float64_do_not_matter() -> None:
+    """NTK's base ``1 * (1e300) ** 2`` overflows a Python float, its frequencies do not."""
+    assert posenc.rope_frequencies(4, base=1.0, scaling=S.NTK(1e300)).tolist() == [1.0, 1e-300]
+
+
 # --------------------------------------------------------------------------
 # the tables against the mathematical values
 # --------------------------------------------------------------------------
