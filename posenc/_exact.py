@@ -36,7 +36,6 @@ import math
 from collections.abc import Callable
 from decimal import Context, Decimal, localcontext
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -65,10 +64,13 @@ def frac(x: Any) -> Fraction:
     return Fraction(float(x))
 
 
-@lru_cache(maxsize=8)
-def _ln2_fixed(g: int) -> int:
-    """``ln 2 * 2**g`` rounded down (``2 atanh(1/3)``, integers only)."""
-    one = 1 << (g + 16)
+#: the working precision of the constants below (bits); every use is below it
+_CONST_BITS = 640
+
+
+def _ln2_digits() -> int:
+    """``ln 2 * 2**_CONST_BITS`` rounded down (``2 atanh(1/3)``, integers only)."""
+    one = 1 << (_CONST_BITS + 16)
     term, total, k = one // 3, 0, 1
     while term:
         total += term // k
@@ -77,11 +79,9 @@ def _ln2_fixed(g: int) -> int:
     return (2 * total) >> 16
 
 
-@lru_cache(maxsize=8)
-def pi(bits: int) -> Fraction:
-    """pi to about ``2**-bits`` (Machin's formula in integers)."""
-    g = bits + 16
-    one = 1 << g
+def _pi_digits() -> int:
+    """``pi * 2**_CONST_BITS`` (Machin's formula in integers)."""
+    one = 1 << (_CONST_BITS + 16)
 
     def arctan_inv(n: int) -> int:
         total, term, k, sign, n2 = 0, one // n, 1, 1, n * n
@@ -92,7 +92,22 @@ def pi(bits: int) -> Fraction:
             sign = -sign
         return total
 
-    return Fraction(4 * (4 * arctan_inv(5) - arctan_inv(239)), one)
+    return (4 * (4 * arctan_inv(5) - arctan_inv(239))) >> 16
+
+
+_LN2_DIGITS = _ln2_digits()
+_PI_DIGITS = _pi_digits()
+
+
+def _ln2_fixed(g: int) -> int:
+    """``ln 2 * 2**g`` rounded down (``g <= 640``)."""
+    return _LN2_DIGITS >> (_CONST_BITS - g)
+
+
+def pi(bits: int) -> Fraction:
+    """pi to about ``2**-bits`` (``bits <= 620``)."""
+    g = bits + 16
+    return Fraction(_PI_DIGITS >> (_CONST_BITS - g), 1 << g)
 
 
 def ln(x: Any, bits: int) -> Fraction:
