@@ -10,7 +10,8 @@ formulas, with the float64 arguments read as the rationals they are:
 * the scalars (``ln b``, the exponent step ``c``, YaRN's ramp bounds,
   Llama 3's thresholds) in exact rational arithmetic (:class:`fractions.Fraction`)
   and fixed-point logarithms and exponentials of Python integers
-  (:func:`ln`, :func:`exp_scaled`: about 2**-160 and better);
+  (:func:`ln`, :func:`exp_scaled`: to about 2**-128, and 2**-340 in the
+  fallback);
 * the vectors in double-double arithmetic (:class:`DD`: a value is ``hi +
   lo``, two float64 NumPy arrays): a geometric sequence is the outer product
   of two short ones (``sqrt(m)`` powers each, made exactly in integers and
@@ -290,7 +291,7 @@ class DD:
     the precision of the formulas' scalars."""
 
     __slots__ = ("hi", "lo")
-    BITS = 170
+    BITS = 128
 
     def __init__(self, hi: Any, lo: Any = None) -> None:
         self.hi = np.asarray(hi, dtype=np.float64)
