@@ -7,12 +7,14 @@ Every float32 table path of posenc (ranges, array positions on a device with
 and without float64, RoPE tables in both layouts, the one-position tables of a
 decode step, torch CPU tensors, JAX without x64, the gathered rows of dense
 positions) is measured against the exact sines and cosines of ``p * w`` (``w``
-the float64 frequencies) over random positions in each range of magnitudes,
+the mathematical frequencies ``10000 ** (-2i/d)`` from mpmath, not their
+float64 roundings: :func:`math_frequencies`) over random positions in each range of magnitudes,
 and the float64 tables against the same truth up to ``2**53``.  The test suite
 (``tests/posenc/test_accuracy.py``) and the documentation build
 (``docs/_ext/posenc_docs.py``) run the same sweep with fewer positions.
 
-The truth: ``p * w`` formed exactly (four float64 products of 26-bit halves),
+The truth: ``p * w`` formed exactly (float64 products of 26-bit halves of ``p``
+and of the two float64 parts of ``w``),
 reduced modulo 2*pi and evaluated in long double (x86's 80-bit format), or
 with mpmath beyond ``|p w| = 2**36`` and where long double is float64
 (:func:`exact_angle_sincos`).  Its own error is below 1e-18 for the float32

@@ -10,7 +10,8 @@ formulas, with the float64 arguments read as the rationals they are:
 * the scalars (``ln b``, the exponent step ``c``, YaRN's ramp bounds,
   Llama 3's thresholds) in exact rational arithmetic (:class:`fractions.Fraction`)
   and fixed-point logarithms and exponentials of Python integers
-  (:func:`ln`, :func:`exp_scaled`: about 2**-160 and better);
+  (:func:`ln`, :func:`exp_scaled`: to about 2**-128, and 2**-340 in the
+  fallback);
 * the vectors in double-double arithmetic (:class:`DD`: a value is ``hi +
   lo``, two float64 NumPy arrays): a geometric sequence is the outer product
   of two short ones (``sqrt(m)`` powers each, made exactly in integers and
@@ -36,7 +37,6 @@ import math
 from collections.abc import Callable
 from decimal import Context, Decimal, localcontext
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,13 @@ def frac(x: Any) -> Fraction:
     return Fraction(float(x))
 
 
-@lru_cache(maxsize=8)
-def _ln2_fixed(g: int) -> int:
-    """``ln 2 * 2**g`` rounded down (``2 atanh(1/3)``, integers only)."""
-    one = 1 << (g + 16)
+#: the working precision of the constants below (bits); every use is below it
+_CONST_BITS = 640
+
+
+def _ln2_digits() -> int:
+    """``ln 2 * 2**_CONST_BITS`` rounded down (``2 atanh(1/3)``, integers only)."""
+    one = 1 << (_CONST_BITS + 16)
     term, total, k = one // 3, 0, 1
     while term:
         total += term // k
@@ -77,11 +80,9 @@ def _ln2_fixed(g: int) -> int:
     return (2 * total) >> 16
 
 
-@lru_cache(maxsize=8)
-def pi(bits: int) -> Fraction:
-    """pi to about ``2**-bits`` (Machin's formula in integers)."""
-    g = bits + 16
-    one = 1 << g
+def _pi_digits() -> int:
+    """``pi * 2**_CONST_BITS`` (Machin's formula in integers)."""
+    one = 1 << (_CONST_BITS + 16)
 
     def arctan_inv(n: int) -> int:
         total, term, k, sign, n2 = 0, one // n, 1, 1, n * n
@@ -92,7 +93,22 @@ def pi(bits: int) -> Fraction:
             sign = -sign
         return total
 
-    return Fraction(4 * (4 * arctan_inv(5) - arctan_inv(239)), one)
+    return (4 * (4 * arctan_inv(5) - arctan_inv(239))) >> 16
+
+
+_LN2_DIGITS = _ln2_digits()
+_PI_DIGITS = _pi_digits()
+
+
+def _ln2_fixed(g: int) -> int:
+    """``ln 2 * 2**g`` rounded down (``g <= 640``)."""
+    return _LN2_DIGITS >> (_CONST_BITS - g)
+
+
+def pi(bits: int) -> Fraction:
+    """pi to about ``2**-bits`` (``bits <= 620``)."""
+    g = bits + 16
+    return Fraction(_PI_DIGITS >> (_CONST_BITS - g), 1 << g)
 
 
 def ln(x: Any, bits: int) -> Fraction:
@@ -184,6 +200,24 @@ def pair(n: int, s: int) -> tuple[float, float]:
     return hi, ((n << s) * b - a) / b
 
 
+def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``n * 2**s`` for each ``(n, s)`` as float64 arrays ``hi + lo``: the
+    leading 53 and the next 53 bits of ``n`` (truncated: ``0 <= lo <
+    ulp(hi)`` in magnitude, not normalised; exact to 2**-105 relative; inf
+    or 0 beyond the float64 range, which :func:`evaluate` recomputes)."""
+    heads, tails, exps = [], [], []
+    for n, s in values:
+        m = abs(n)
+        extra = m.bit_length() - 106
+        t = m >> extra if extra > 0 else m << -extra
+        sign = -1.0 if n < 0 else 1.0
+        heads.append(sign * float(t >> 53))
+        tails.append(sign * float(t & 0x1FFFFFFFFFFFFF))
+        exps.append(min(max(s + extra, -4000), 4000))  # beyond, the values are 0 or inf anyway
+    e = np.array(exps, dtype=np.int64)
+    return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
+
+
 def _pair_of(q: Fraction) -> tuple[float, float]:
     """A rational as a float64 pair (``hi`` correctly rounded)."""
     try:
@@ -257,7 +291,7 @@ class DD:
     the precision of the formulas' scalars."""
 
     __slots__ = ("hi", "lo")
-    BITS = 170
+    BITS = 128
 
     def __init__(self, hi: Any, lo: Any = None) -> None:
         self.hi = np.asarray(hi, dtype=np.float64)
@@ -287,11 +321,9 @@ class DD:
         rows = -(-m // b)
         small = _powers(-c, b, cls.BITS)
         big = _powers(-c * b, rows, cls.BITS)
-        sp = np.array([pair(n, s) for n, s in small]).reshape(b, 2)
-        bp = np.array([pair(*_times(ns, a)) for ns in big]).reshape(rows, 2)
-        x = DD(sp[:, 0], sp[:, 1])
-        y = DD(bp[:, 0, None], bp[:, 1, None])
-        z = y * x
+        x = DD(*_split_pairs(small))
+        yh, yl = _split_pairs([_times(ns, a) for ns in big])
+        z = DD(yh[:, None], yl[:, None]) * x
         return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
 
     @classmethod

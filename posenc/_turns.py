@@ -1,5 +1,7 @@
 """The host constants of posenc's exact angles (:mod:`posenc._angles`): the
-frequencies as :class:`Freqs`, in turns to about 106 bits (:class:`Turns`),
+frequencies as :class:`Freqs` (those posenc defines carried from their
+mathematical definitions, :mod:`posenc._exact`), in turns to about 106 bits
+(:class:`Turns`),
 as int64 fixed point for the kernels, in base-256 digit tables for devices
 without float64, and the float64 sines and cosines of the coarse and fine
 positions of a range.  Host NumPy only, computed once per set of
@@ -243,7 +245,9 @@ class Turns(NamedTuple):
     """The frequencies in turns per position, ``v = w / (2 pi)``, as host
     float64 arrays (read-only), in the forms the paths need.
 
-    ``vh + vl`` is ``v`` to about 106 bits; ``vhh + vhl`` is ``vh`` split in
+    ``vh + vl`` is ``v`` to about 106 bits (of the mathematical frequency
+    for :meth:`Freqs.exact`, of the float64 value for a caller's array);
+    ``vhh + vhl`` is ``vh`` split in
     Veltkamp halves (float64 tables); ``v1`` is ``vh`` rounded to 21
     significant bits and ``v2`` the float64 rest of ``v``, so that ``p * v1``
     is exact for every integer ``|p| < 2**32`` (float32 tables).

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat
+from . import _angles, _checks, _compat, _exact
 from ._compat import Array
 from ._trace import graph_constant, host_constant
 
@@ -44,12 +45,24 @@ def _coords_array(coords: Array, ctx: _compat.Context, out_width: Any = None) ->
     return coords
 
 
-def _nerf_freqs(num_bands: int, max_log2_freq: float, log_sampling: bool, scale_pi: bool) -> np.ndarray:
-    if log_sampling:
-        f = 2.0 ** np.linspace(0.0, max_log2_freq, num_bands)
-    else:
-        f = np.linspace(1.0, 2.0**max_log2_freq, num_bands)
-    return f * math.pi if scale_pi else f
+def _nerf_formula(n: Any, num_bands: int, max_log2_freq: float, log_sampling: bool, scale_pi: bool) -> Any:
+    """NeRF's frequencies as numbers of class ``n`` (:mod:`posenc._exact`):
+    ``2 ** linspace(0, M, N)`` or ``linspace(1, 2 ** M, N)``, times pi with
+    ``scale_pi``, exactly in the arguments."""
+    a = _exact.pi(n.BITS) if scale_pi else Fraction(1)
+    gaps = max(num_bands - 1, 1)
+    if log_sampling:  # a * 2 ** (k M / (N - 1))
+        return _exact.geometric(n, 2, -Fraction(max_log2_freq) / gaps, num_bands, a)
+    big, s = _exact.exp_scaled(Fraction(max_log2_freq) * _exact.ln(2, n.BITS), n.BITS)
+    two_m = Fraction(big) * Fraction(2) ** s  # 2 ** M
+    return (n.arange(num_bands) * ((two_m - 1) / gaps) + 1) * a
+
+
+def _nerf_freqs(
+    num_bands: int, max_log2_freq: float, log_sampling: bool, scale_pi: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The frequencies as float64 pairs (the correctly rounded values and their rests)."""
+    return _exact.evaluate(_nerf_formula, num_bands, max_log2_freq, log_sampling, scale_pi)
 
 
 @host_constant
@@ -58,9 +71,9 @@ def _nerf_plan(
 ) -> tuple[_angles.Freqs, tuple[float, ...], bool]:
     """The frequencies as :class:`~posenc._angles.Freqs` and as Python floats,
     and whether they are all powers of two (a constant for torch's tracer)."""
-    f = _nerf_freqs(num_bands, max_log2_freq, log_sampling, scale_pi)
+    f, lo = _nerf_freqs(num_bands, max_log2_freq, log_sampling, scale_pi)
     mant, _ = np.frexp(f)
-    return _angles.Freqs.from_array(f), tuple(f.tolist()), bool(np.all(mant == 0.5))
+    return _angles.Freqs.exact(f, lo), tuple(f.tolist()), bool(np.all(mant == 0.5))
 
 
 def fourier_features(

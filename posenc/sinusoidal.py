@@ -289,6 +289,9 @@ def sinusoidal(
 
     Notes
     -----
+    "Exact values" are the sines and cosines of ``p * w`` with ``w`` the
+    mathematical frequencies (:func:`frequencies` returns their correctly
+    rounded float64 values; the tables use them to about 106 bits).
     The float32 table is within 2.5e-7 of the exact values for every integer
     :math:`|p| < 2^{31}` and every float :math:`|p| < 2^{22}`, on every
     backend, where the usual one-liner ``sin(float32(p) * float32(w))`` is
@@ -300,7 +303,7 @@ def sinusoidal(
     the angle is reduced exactly in turns (in float64 where the device has
     it, in float32 pairs where it does not: JAX without x64, MPS) and never
     rounded to float32 before the sine (:doc:`/theory/precision`).  Float64
-    tables are within 1e-15 for integer :math:`|p| < 2^{53}` and float
+    tables are within 1e-15 of the exact values for integer :math:`|p| < 2^{53}` and float
     :math:`|p| < 2^{40}`.  Without float64, :math:`|p| \ge 2^{32}` gives NaN
     rows.  With float64, positions beyond :math:`2^{64}` in magnitude, whose
     angles float64 no longer resolves, are taken as :math:`\pm 2^{64}`, and

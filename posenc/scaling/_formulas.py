@@ -608,15 +608,15 @@ class LongRoPE(Scaling):
         return math.sqrt(1.0 + math.log(s) / math.log(self.original_max_positions))
 
     def inv_freq(self, dim: int, base: float, seq_len: int | None) -> np.ndarray:
+        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
+
+    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         if len(self.short_factor) != dim // 2:
             msg = (
                 f"`short_factor` and `long_factor` of LongRoPE must have dim // 2 = {dim // 2} entries "
                 f"for dim={dim}, got {len(self.short_factor)}"
             )
             raise ValueError(msg)
-        return _exact.evaluate(self._formula, dim, base, seq_len)[0]
-
-    def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         long = seq_len is not None and seq_len > self.original_max_positions
         ext = np.asarray(self.long_factor if long else self.short_factor, dtype=np.float64)
         return _rope_freqs(n, dim, base) / n.array(ext)

@@ -1,9 +1,10 @@
 """posenc's accuracy statement, measured over a sweep of positions.
 
 float32 tables of every path are within ``BOUND = 2.5e-7`` of the exact
-values for every integer |p| < 2**31 and float |p| < 2**22, with margin (the
-worst measured error at most 0.8x the bound); float64 tables within 1e-15 for
-integer |p| < 2**53 and float |p| < 2**40.  The sweep is
+values (the sines and cosines of the mathematical frequencies) for every
+integer |p| < 2**31 and float |p| < 2**22, with margin (the worst measured
+error at most 0.8x the bound); float64 tables within 1e-15 for integer |p| <
+2**53 and float |p| < 2**40.  The sweep is
 ``benchmarks/accuracy.py`` (``python -m benchmarks.accuracy`` runs it with more
 positions); here it runs with fewer, under every SIMD dispatch target NumPy
 offers on this CPU and every torch CPU capability, in subprocesses.  The

@@ -247,6 +247,11 @@ def test_extreme_bases_fall_back_and_stay_exact() -> None:
     assert hi[2] == math.inf
 
 
+def test_intermediates_beyond_float64_do_not_matter() -> None:
+    """NTK's base ``1 * (1e300) ** 2`` overflows a Python float, its frequencies do not."""
+    assert posenc.rope_frequencies(4, base=1.0, scaling=S.NTK(1e300)).tolist() == [1.0, 1e-300]
+
+
 # --------------------------------------------------------------------------
 # the tables against the mathematical values
 # --------------------------------------------------------------------------
@@ -360,3 +365,26 @@ def test_the_float64_frequencies_alone_miss_the_float64_bound() -> None:
     s, _ = _truth(p, exact)
     s_rounded, _ = _truth(p, rounded)
     assert np.abs(s - s_rounded).max() > 100 * BOUND64
+
+
+@pytest.mark.parametrize(("dtype", "top"), [("float32", 2.0**13), ("float64", 2.0**31)])
+@pytest.mark.parametrize(("log_sampling", "max_log2"), [(True, 7.5), (False, 7.0)])
+def test_fourier_frequencies_and_tables(dtype: str, top: float, log_sampling: bool, max_log2: float) -> None:
+    """NeRF's fixed frequencies ``pi 2**(k M / (N-1))`` (or ``pi linspace(1, 2**M, N)``):
+    correctly rounded, and the tables against mpmath where ``|x f| < 2**22`` (float32) or ``2**40``."""
+    from posenc import fourier
+
+    nb = 6
+    with mpmath.workprec(200):
+        k = [MP(i) for i in range(nb)]
+        if log_sampling:
+            exact = [mpmath.pi * MP(2) ** (i * MP(max_log2) / (nb - 1)) for i in k]
+        else:
+            exact = [mpmath.pi * (1 + i * (MP(2) ** MP(max_log2) - 1) / (nb - 1)) for i in k]
+    _check_freqs(fourier._nerf_plan(nb, max_log2, log_sampling, True)[0], exact)
+    rng = np.random.default_rng(5)
+    x = np.r_[top - 0.25, -(top - 0.5), 0.1, rng.uniform(-top, top, 6)].astype(dtype)
+    s, c = _truth(x, exact)
+    got = posenc.fourier_features(x[:, None], nb, max_log2_freq=max_log2, include_input=False,
+                                  log_sampling=log_sampling, scale_pi=True, dtype=dtype)
+    _check(got, np.stack([s, c], axis=-1).reshape(len(x), -1), dtype)

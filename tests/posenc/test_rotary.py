@@ -499,8 +499,8 @@ def test_rope_frequencies_beyond_the_output_range():
     [
         ({"base": 5e-324}, "`base`"),
         ({"base": 1e-30, "scaling": scaling.Linear(1e-300)}, "`base` = 1e-30 with `scaling` = Linear"),
-        # NTK's base * factor ** (dim / (dim - 2)): 1e300 ** 2 overflows a Python float
-        ({"base": 1.0, "scaling": scaling.NTK(1e300)}, "`scaling` = NTK"),
+        # NTK's base * factor ** (dim / (dim - 2)) = 5e-924: its frequency 2.1e461 overflows
+        ({"base": 5e-324, "scaling": scaling.NTK(1e-300)}, "`scaling` = NTK"),
     ],
 )
 def test_frequencies_beyond_float64_are_refused(kw, names):

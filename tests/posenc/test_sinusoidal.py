@@ -139,22 +139,24 @@ def test_accuracy_float32_dim1024():
 
 
 def exact_ld_table(p, dim):
-    """The interleaved table of ``posenc.frequencies(dim)`` at positions ``p``
-    from the exact angle (benchmarks/accuracy.py's truth: the float64 product
-    of the reference formula rounds by |p w| 2**-53, 2.4e-7 at 2**31)."""
-    from benchmarks.accuracy import exact_angle_sincos
+    """The interleaved table of the mathematical frequencies ``10000 **
+    (-2i/dim)`` at positions ``p`` from the exact angle (benchmarks/accuracy.py's
+    truth: the float64 product of the reference formula rounds by |p w|
+    2**-53, 2.4e-7 at 2**31)."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
 
-    s, c = exact_angle_sincos(np.asarray(p, dtype=np.float64).reshape(-1), posenc.frequencies(dim))
+    s, c = exact_angle_sincos(np.asarray(p, dtype=np.float64).reshape(-1), *math_frequencies(dim))
     return np.stack([s, c], axis=-1).reshape(np.shape(p) + (dim,))
 
 
-def exact_math_table(pos, dim, cols):
-    """sin/cos of p times the mathematical frequencies 10000 ** (-2i/dim) (i in ``cols``), 40 digits."""
+def exact_table(pos, cols, dim=1024):
+    """sin/cos of p * w for the mathematical frequencies ``10000 ** (-2i/dim)``
+    of the columns ``cols``, with 40 significant digits."""
     mpmath = pytest.importorskip("mpmath")
-    mpmath.mp.dps = 40
-    w = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * i) / dim) for i in cols]
-    s = np.array([[float(mpmath.sin(mpmath.mpf(float(p)) * x)) for x in w] for p in pos])
-    c = np.array([[float(mpmath.cos(mpmath.mpf(float(p)) * x)) for x in w] for p in pos])
+    with mpmath.workdps(40):
+        w = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * i) / dim) for i in range(dim // 2)][cols]
+        s = np.array([[float(mpmath.sin(mpmath.mpf(float(p)) * x)) for x in w] for p in pos])
+        c = np.array([[float(mpmath.cos(mpmath.mpf(float(p)) * x)) for x in w] for p in pos])
     return s, c
 
 
@@ -163,14 +165,13 @@ def test_accuracy_float64():
     np.testing.assert_allclose(w, ref_freqs(1024), rtol=4e-16)
     rows = np.r_[0:40, 2**20 - 40 : 2**20]
     pe = posenc.sinusoidal(2**20, 1024)[rows]
-    # the truth: the mathematical frequencies (posenc's tables follow them, not their float64 rounding)
-    s, c = exact_math_table(rows, 1024, range(0, 512, 9))
+    s, c = exact_table(rows, slice(None, None, 9))
     assert np.abs(pe[:, 0::2][:, ::9] - s).max() <= 1e-12
     assert np.abs(pe[:, 1::2][:, ::9] - c).max() <= 1e-12
     # arrays of positions, far beyond what the naive float64 product handles
     p = np.array([0.5, 123456.75, -98765.25, 2.0**20 - 1, 2.0**30 + 3])
     pe = posenc.sinusoidal(p, 1024)
-    s, c = exact_math_table(p, 1024, range(0, 512, 5))
+    s, c = exact_table(p, slice(None, None, 5))
     assert np.abs(pe[:, 0::2][:, ::5] - s).max() <= 1e-12
     assert np.abs(pe[:, 1::2][:, ::5] - c).max() <= 1e-12
     naive = np.sin(p[:, None] * w[::5])
