@@ -903,7 +903,8 @@ def _resolve(arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any,
             "the output always lives on the inputs' device"
         )
         raise ValueError(msg)
-    if arr_device_name is not None:
+    if arr_device_name is not None and (arr_device is not None or device is None):
+        # (a traced JAX array has no device: a `device=` given with it is kept, and honoured by Context.place)
         device = arr_device
 
     f64 = has_float64(xp, device)

@@ -671,7 +671,7 @@ def kerple_bias(
     check_positive(b, "r2", ctx, upper=2.0 if kind == "power" else None)
     _checks.check_size((n, q, k), "bias")
     if q == 0 or k == 0:
-        return _angles.zeros((n, q, k), ctx.dtype, ctx)
+        return ctx.place(_angles.zeros((n, q, k), ctx.dtype, ctx), like=a)
     a = _angles.cast(a, ctx.work, xp_)[:, None]
     b = _angles.cast(b, ctx.work, xp_)[:, None]
     idt = _compat.default_dtype(ctx.xp, ctx.device, "integral")

@@ -110,7 +110,7 @@ def shift_matrix(
         last = ctx.from_host(_eye(1, dim, dim - 1), ctx.work)
         last = xp_.broadcast_to(last, lead + (1, dim))
         mat = xp_.concat([mat, last], axis=-2)
-    return _angles.cast(mat, ctx.dtype, xp_)
+    return ctx.place(_angles.cast(mat, ctx.dtype, xp_))
 
 
 @host_constant

@@ -30,15 +30,16 @@ import posenc
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: every public function with a ``device=`` parameter: ``name: (args, kwargs)`` of a small call; ``"A"``
-#: marks an argument that is an array (given as a list, made on device 1 in the subprocess); ``zero``:
-#: the arguments of an empty result, where the function has one
+#: every public function with a ``device=`` parameter: ``name: (args, kwargs)`` of a small call; ``"A:"``
+#: marks an argument that is an array (given as a list, made on device 1 in the subprocess), ``"N:"`` a NumPy
+#: scalar (a jit argument on no device: ``device=`` is given with it); ``zero``: the arguments of an empty
+#: result, where the function has one
 CALLS = {
     "binary": {"call": ([5, 4], {}), "zero": ([0, 4], {})},
     "frequencies": {"call": ([8], {})},
     "wavelengths": {"call": ([8], {})},
     "learned_table": {"call": ([5, 4], {"seed": 0}), "zero": ([0, 4], {"seed": 0})},
-    "shift_matrix": {"call": ([3, 8], {})},
+    "shift_matrix": {"call": ([3, 8], {}), "numpy scalar": (["N:-3.5", 5], {})},
     "similarity_by_offset": {"call": ([5, 8], {}), "zero": ([0, 8], {})},
     "sines": {"call": ([5, [0.5, 0.25]], {}), "zero": ([0, [0.5, 0.25]], {})},
     "sinusoidal": {"call": ([4, 8], {}), "zero": ([0, 8], {}), "padded": ([4, 8], {"padding_idx": 0})},
@@ -56,7 +57,8 @@ CALLS = {
     "alibi_bias": {"call": ([4, 3, 3], {}), "zero": ([4, 0, 3], {})},
     "alibi_slopes": {"call": ([4], {})},
     "cumulative_gate_bias": {"call": (["A:[[-0.1, -0.2, -0.3]]"], {}), "zero": (["A:[[]]"], {})},
-    "kerple_bias": {"call": ([3, 4], {"r1": "A:[1.0, 2.0]", "r2": "A:[0.5, 0.5]"})},
+    "kerple_bias": {"call": ([3, 4], {"r1": "A:[1.0, 2.0]", "r2": "A:[0.5, 0.5]"}),
+                    "zero": ([3, 0], {"r1": "A:[1.0, 2.0]", "r2": "A:[0.5, 0.5]"})},
     "relative_positions": {"call": ([3, 4], {}), "zero": ([0, 4], {})},
     "relative_sinusoidal": {"call": ([3, 4], {"dim": 8})},
     "t5_bucket": {"call": (["A:[-3, 0, 5]"], {})},
@@ -76,6 +78,7 @@ CALLS = {
 SCRIPT = r"""
 import json, sys
 import jax, jax.numpy as jnp
+import numpy as np
 import posenc
 
 calls = json.loads(sys.argv[1])
@@ -85,6 +88,8 @@ assert dev != jax.devices()[0], jax.devices()
 def arg(v):
     if isinstance(v, str) and v.startswith("A:"):
         return jax.device_put(jnp.asarray(json.loads(v[2:])), dev)
+    if isinstance(v, str) and v.startswith("N:"):  # a NumPy scalar: traced under jit, on no device
+        return np.float64(json.loads(v[2:]))
     return v
 
 def devices(out):
@@ -96,8 +101,8 @@ for name, cases in calls.items():
     for case, (args, kwargs) in cases.items():
         args = [arg(a) for a in args]
         kwargs = {k: arg(v) for k, v in kwargs.items()}
-        arrays = {k: v for k, v in [*enumerate(args), *kwargs.items()] if isinstance(v, jax.Array)}
-        if not arrays:
+        arrays = {k: v for k, v in [*enumerate(args), *kwargs.items()] if isinstance(v, (jax.Array, np.generic))}
+        if not any(isinstance(v, jax.Array) for v in arrays.values()):
             kwargs.update(xp=jnp, device=dev)
 
         def call(arrays, args=args, kwargs=kwargs, fn=fn):
