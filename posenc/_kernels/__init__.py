@@ -286,10 +286,10 @@ def _torch_on_cpu(ctx: Context) -> bool:
     if _compat.AS_DEVICE:
         return False
     if ctx.device is not None:
-        return getattr(ctx.device, "type", None) == "cpu"
+        return bool(getattr(ctx.device, "type", None) == "cpu")
     import torch
 
-    return torch.get_default_device().type == "cpu"
+    return bool(torch.get_default_device().type == "cpu")
 
 
 # --------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def rotate_small_numpy(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str)
     # one row of tables (a decode step): a contiguous product
     ss = (s.reshape(d) if s.size == d else s) * _signs(layout, d)
     r = xs * ss.reshape(ss.shape[:-1] + pair)
-    out = x * c
+    out: np.ndarray = x * c
     out += r.reshape(r.shape[:-2] + (d,))
     return out
 
@@ -259,7 +259,7 @@ def rotate_ok(kind: str, x: Array, c: Array, s: Array) -> bool:
     forward mode) or that torch.func's transforms wrap; NumPy views keep
     their strides."""
     if kind == "numpy":
-        return x.strides[-1] == x.itemsize
+        return bool(x.strides[-1] == x.itemsize)
     if x.stride(-1) != 1:
         return False
     import torch

@@ -136,7 +136,8 @@ def take_rows_numpy(table: np.ndarray, p: np.ndarray, lo: int) -> np.ndarray:
     """``table[p - lo]``: rows of a range table for integer positions ``p``
     (any shape), shape ``p.shape + (dim,)``; one ``take``."""
     idx = np.subtract(p, lo).reshape(-1)
-    return np.take(table, idx, axis=0).reshape(tuple(p.shape) + (table.shape[1],))
+    rows: np.ndarray = np.take(table, idx, axis=0)
+    return rows.reshape(tuple(p.shape) + (table.shape[1],))
 
 
 def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
@@ -297,7 +298,8 @@ def dask_by_rows(
 
     def chunk(block_id: tuple[int, ...] = (0,) * (1 + len(tail))) -> np.ndarray:
         i = block_id[0]
-        return rows_of(offsets[i], sizes[i])
+        got: np.ndarray = rows_of(offsets[i], sizes[i])
+        return got
 
     meta = np.empty((0,) * (1 + len(tail)), dtype=dtype)
     chunks = (sizes,) + tuple((t,) for t in tail)
