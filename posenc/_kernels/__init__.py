@@ -28,8 +28,14 @@ table of a range         :func:`range_table`   NumPy, torch CPU (:mod:`.tables`)
 sin/cos of a range       :func:`range_sincos`  NumPy, torch CPU through NumPy; Dask, lazily
 lazy tables              :func:`lazy`          Dask, chunked along the rows
 rows of a range table    :func:`gather`        NumPy ``take``, torch ``index_select``
+table of a range, device :func:`device_table`  Triton, one launch (:mod:`.triton`)
 hand-out of a table      :func:`handout`       the :class:`posenc._cache.Share` mode
 =======================  ====================  ==========================================
+
+Device arrays (CUDA tensors; CPU tensors inside :func:`as_device`) take the
+fused lane of posenc's Triton kernels (:func:`triton_lane`, :mod:`.triton`)
+where Triton is installed: one launch per call at any size, the positions
+checked in the kernel; nothing is read back from them (no ``extremes``).
 
 A kernel is never chosen while torch's compiler traces (``Context.traced``),
 and small inputs take the cheapest route (the thresholds below).  Every
@@ -343,32 +349,28 @@ def rotation(
       rotating every feature): NumPy arrays and torch tensors;
     * ``large(x, c, s, layout, rotary_dim, lead, compact, wt)``: from
       :data:`ROTATE_MIN`, NumPy arrays and torch CPU tensors of float32 /
-      float64 with a contiguous feature axis; it returns None for a call it
-      does not apply to (autograd, a strided view): the portable formula.
+      float64 with a contiguous feature axis, and at any size device tensors
+      with Triton (one launch); it returns None for a call it does not apply
+      to (autograd, a strided view): the portable formula.
     """
     if not _enabled or ctx.traced:
         return None, None
+    kind = _eager(x, c, s)
+    if kind is Backend.TORCH and not _host(x) and triton_lane(x.device.type) is not None:
+        # a device: one launch at any size, any dtypes, part of the features
+        from .triton import rotate_large_triton
+
+        return None, rotate_large_triton
     if size >= ROTATE_MIN:
-        kind = _eager(x, c, s)
         if kind is Backend.NUMPY:
             if x.dtype in (np.float32, np.float64) and x.strides[-1] == x.itemsize:
                 return None, rotate_large_numpy
         elif kind is Backend.TORCH:
             import torch
 
-            if _host(x):
-                if x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
-                    return None, rotate_large_torch
-            elif triton_lane(x.device.type) is not None:
-                from .triton import rotate_large_triton
-
-                return None, rotate_large_triton
+            if _host(x) and x.dtype in (torch.float32, torch.float64) and x.stride(-1) == 1:
+                return None, rotate_large_torch
         return None, None
-    if not small and _eager(x, c, s) is Backend.TORCH and not _host(x) and triton_lane(x.device.type) is not None:
-        # a device's small rotation of mixed dtypes or part of the features: one launch
-        from .triton import rotate_large_triton
-
-        return None, rotate_large_triton
     if small:
         lane = _lane(x, c, s)
         if lane is not None:
