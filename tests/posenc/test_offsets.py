@@ -103,12 +103,13 @@ def test_traced_offset_jax_int32():
 
 
 def _cos_row_f64(p: int, dim: int) -> np.ndarray:
-    """cos of p times posenc's float64 frequencies, in 200-bit arithmetic (mpmath)."""
+    """cos of p times the mathematical frequencies ``10000 ** (-2i/dim)``, in
+    200-bit arithmetic (mpmath): posenc's tables follow them, not their float64 roundings."""
     import mpmath
 
-    w = np.asarray(posenc.rope_frequencies(dim, dtype="float64"), dtype=np.float64)
     with mpmath.workprec(200):
-        return np.array([float(mpmath.cos(mpmath.mpf(p) * mpmath.mpf(float(f)))) for f in w])
+        w = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * i) / dim) for i in range(dim // 2)]
+        return np.array([float(mpmath.cos(mpmath.mpf(p) * f)) for f in w])
 
 
 @pytest.mark.parametrize(("dtype", "limit"), [("float32", 2**32), ("float64", 2**53)])
