@@ -298,7 +298,7 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
     freqs = math_frequencies(dim)
     for name, path in paths(backends).items():
         # the mathematical frequencies 10000 ** (-2i/d) of both families (mpmath)
-        w, w_lo = freqs
+        w, w_rest = freqs
         cases: list[tuple[str, np.ndarray]] = []
         for lo, hi in INT_RANGES:
             if "int" in path.kinds:
@@ -315,7 +315,7 @@ def sweep(n: int = 4096, dim: int = 128, seed: int = 0,
         res: dict[str, float] = {}
         for label, p in cases:
             s, c = path.run(p, dim)
-            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w, w_lo)
+            ts, tc = exact_angle_sincos(np.asarray(path.positions(p), dtype=np.float64).reshape(-1), w, w_rest)
             res[label] = float(max(np.abs(s.reshape(ts.shape) - ts).max(), np.abs(c.reshape(tc.shape) - tc).max()))
         out[name] = res
     return out
@@ -325,14 +325,14 @@ def sweep64(n: int = 2048, dim: int = 128, seed: int = 1) -> dict[str, float]:
     """``{range of positions: max |error|}`` of float64 tables of array positions (NumPy)."""
     import posenc
 
-    w, lo = math_frequencies(dim)
+    w, w_rest = math_frequencies(dim)
     rng = np.random.default_rng(seed)
     res: dict[str, float] = {}
     cases = [(_label("int", lo, hi), int_positions(rng, lo, hi, n)) for lo, hi in INT64_RANGES]
     cases += [(_label("float", lo, hi), float_positions(rng, lo, hi, n, np.float64)) for lo, hi in FLOAT64_RANGES]
     for label, p in cases:
         s, c = _interleaved(posenc.sinusoidal(p, dim))
-        ts, tc = exact_angle_sincos(p.astype(np.float64), w, lo)
+        ts, tc = exact_angle_sincos(p.astype(np.float64), w, w_rest)
         res[label] = float(max(np.abs(s - ts).max(), np.abs(c - tc).max()))
     return res
 

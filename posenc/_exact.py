@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DD", "Dec", "evaluate", "exp_scaled", "frac", "geometric", "ln", "pair", "pi", "times"]
+__all__ = ["DD", "Dec", "evaluate", "exp_scaled", "frac", "geometric", "ln", "pi", "times"]
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter
 #: beyond these magnitudes a double-double pair loses bits (or its split overflows)
@@ -180,24 +180,6 @@ def exp_scaled(x: Fraction, bits: int) -> tuple[int, int]:
     for _ in range(8):
         total = (total * total) >> g
     return total, k - g
-
-
-def pair(n: int, s: int) -> tuple[float, float]:
-    """``n * 2**s`` as a float64 pair: ``hi`` correctly rounded (``inf``
-    beyond the float64 range), ``lo`` the float64 rest."""
-    if n == 0:
-        return 0.0, 0.0
-    try:
-        hi = n / (1 << -s) if s < 0 else float(n << s)
-    except OverflowError:
-        return (math.inf if n > 0 else -math.inf), 0.0
-    if hi == 0.0 or not math.isfinite(hi):
-        return hi, 0.0
-    a, b = hi.as_integer_ratio()  # hi = a / b, b a power of two
-    # the rest as one correctly rounded division of integers
-    if s < 0:
-        return hi, (n * b - (a << -s)) / (b << -s)
-    return hi, ((n << s) * b - a) / b
 
 
 def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:

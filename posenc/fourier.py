@@ -53,8 +53,11 @@ def _nerf_formula(n: Any, num_bands: int, max_log2_freq: float, log_sampling: bo
     gaps = max(num_bands - 1, 1)
     if log_sampling:  # a * 2 ** (k M / (N - 1))
         return _exact.geometric(n, 2, -Fraction(max_log2_freq) / gaps, num_bands, a)
-    big, s = _exact.exp_scaled(Fraction(max_log2_freq) * _exact.ln(2, n.BITS), n.BITS)
-    two_m = Fraction(big) * Fraction(2) ** s  # 2 ** M
+    if max_log2_freq < -2000:  # 2 ** M below every float64 and its rests: 0
+        two_m = Fraction(0)
+    else:
+        big, s = _exact.exp_scaled(Fraction(max_log2_freq) * _exact.ln(2, n.BITS), n.BITS)
+        two_m = Fraction(big << s) if s >= 0 else Fraction(big, 1 << -s)  # 2 ** M
     return (n.arange(num_bands) * ((two_m - 1) / gaps) + 1) * a
 
 
