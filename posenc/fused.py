@@ -54,7 +54,7 @@ def rope_cache(
     device: Any = None,
     xp: Any = None,
 ) -> Array | tuple[Array, Array]:
-    r"""posenc's exact RoPE tables of positions ``0 .. n-1``, laid out for a fused kernel.
+    r"""Exact RoPE tables of the positions 0 to n - 1, laid out for a fused kernel.
 
     The tables are those of :func:`posenc.rope_cos_sin` (exact angles, the
     scaling's attention factor included, as every kernel below expects it

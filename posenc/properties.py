@@ -78,6 +78,8 @@ def shift_matrix(
         offset = offset.item()  # a NumPy scalar is a number, not an array of NumPy's
     ctx = _compat.resolve({"offset": offset}, xp=xp, device=device, dtype=dtype)
     layout = _checks.check_choice(layout, "layout", _checks.TABLE_LAYOUTS)
+    # the matrix's size before its frequencies are made (their exact host work grows with dim)
+    _checks.check_size((_checks.check_dim(dim),) * 2, "matrix")
     dim, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     xp_ = ctx.xp
     if _compat.is_array(offset):

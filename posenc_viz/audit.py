@@ -58,6 +58,7 @@ def plot_rope_audit(
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
 
     Examples
     --------

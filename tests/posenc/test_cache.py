@@ -204,8 +204,13 @@ def test_torch_tables_too_large_for_the_cache():
 def test_large_tables_are_not_kept():
     old = _cache.TABLES.max_bytes
     try:
-        # a quarter: one 100 x 64 float32 table and its key (32 frequencies as bytes), not 101 rows
-        _cache.set_max_bytes(4 * (100 * 64 * 4 + 32 * 8 + 64))
+        # what one 100 x 64 float32 table and its key (the frequencies' bytes) take in the cache
+        posenc.clear_caches()
+        posenc.sinusoidal(100, 64, dtype=np.float32)
+        entry = _cache.TABLES._bytes
+        assert 100 * 64 * 4 < entry < 100 * 64 * 4 + 2048  # the key: 32 frequencies, their rests and turns
+        # a quarter of the budget: that entry, not 101 rows
+        _cache.set_max_bytes(4 * entry)
         posenc.sinusoidal(100, 64, dtype=np.float32)
         assert len(_cache.TABLES) == 1
         posenc.sinusoidal(101, 64, dtype=np.float32)

@@ -39,6 +39,11 @@ EXCLUDED = {
     "scaling": "a module of frozen configuration dataclasses (and from_hf): Python values, no arrays to trace",
     "clear_caches": "empties posenc's caches: no arrays, nothing to trace inside a model",
     "cache_limits": "sets the byte budgets of posenc's caches: Python ints, nothing to trace inside a model",
+    "audit_rope": "runs a loaded model's own rotary modules against posenc's tables: a report, not a step",
+    "rope_cache": (
+        "a fused kernel's cache, made once when the model is loaded (not per step); compiled, its length takes "
+        "the array path, within the bound but not the eager range table's bits, which these cases compare"
+    ),
 }
 
 

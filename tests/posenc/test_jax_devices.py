@@ -68,6 +68,7 @@ CALLS = {
     "mrope_cos_sin": {"call": (["A:[[[0, 1, 2]], [[0, 1, 1]], [[0, 0, 1]]]", 16], {"mrope_section": [2, 3, 3]})},
     "rope_axes_cos_sin": {"call": (["A:[[0.0, 1.0, 2.0], [0.0, 3.0, 4.0]]", [4, 6, 6]], {})},
     "rope_cos_sin": {"call": ([5, 8], {}), "zero": ([0, 8], {}), "offset": ([3, 8], {"offset": 7})},
+    "rope_cache": {"vllm": ([5, 8], {"format": "vllm"}), "flash_attn": ([5, 8], {"format": "flash_attn"})},
     "rope_frequencies": {"call": ([8], {})},
     "rope_permutation": {"call": ([8], {})},
     "xpos_scale": {"call": ([5, 8], {}), "zero": ([0, 8], {})},

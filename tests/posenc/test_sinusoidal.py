@@ -163,8 +163,9 @@ def exact_table(pos, cols, dim=1024):
 def test_accuracy_float64():
     w = posenc.frequencies(1024)
     np.testing.assert_allclose(w, ref_freqs(1024), rtol=4e-16)
-    rows = np.r_[0:40, 2**20 - 40 : 2**20]
-    pe = posenc.sinusoidal(2**20, 1024)[rows]
+    # (a table of 2**17 rows: 1 GiB of float64; the suite runs two such workers side by side)
+    rows = np.r_[0:40, 2**17 - 40 : 2**17]
+    pe = posenc.sinusoidal(2**17, 1024)[rows]
     s, c = exact_table(rows, slice(None, None, 9))
     assert np.abs(pe[:, 0::2][:, ::9] - s).max() <= 1e-12
     assert np.abs(pe[:, 1::2][:, ::9] - c).max() <= 1e-12
@@ -182,7 +183,8 @@ def test_accuracy_without_float64():
     st = pytest.importorskip("array_api_strict")
     dev = st.Device("no_float64")
     rng = np.random.default_rng(0)
-    for p in (np.arange(0, 2**20, 7), rng.integers(-(2**24), 2**24, 5000), rng.integers(-(2**31) + 1, 2**31, 2000)):
+    # (the truth is a long-double table of positions x 512 frequencies: a few thousand positions each)
+    for p in (np.arange(0, 2**20, 97), rng.integers(-(2**24), 2**24, 5000), rng.integers(-(2**31) + 1, 2**31, 2000)):
         got = posenc.sinusoidal(st.asarray(p.astype(np.int64), device=dev), 1024)
         got = np.asarray(got.to_device(st.Device("CPU_DEVICE")))
         assert np.abs(got - exact_ld_table(p, 1024)).max() <= 2.5e-7
