@@ -57,7 +57,7 @@ def worker(n: int, d: int, chunk: str) -> dict:
     import numpy as np
 
     import posenc
-    from posenc import _angles, _tables
+    from posenc import _tables
 
     def forbid(*args, **kwargs):
         raise AssertionError("the graph was computed while it was being built")
@@ -75,8 +75,11 @@ def worker(n: int, d: int, chunk: str) -> dict:
     # sample chunks against the same rows computed eagerly
     nchunks = len(table.chunks[0])
     offsets = np.cumsum((0,) + table.chunks[0])
+    # the frequencies sinusoidal(n, d) takes (the exact ones: correctly rounded, with their rests and turns)
+    from posenc.sinusoidal import freq_args
+
     w = posenc.frequencies(d)
-    key = _angles.as_freqs(w).key
+    key = freq_args(d, 10000.0, "paper", None, None)[1].key
     equal, diff_array_path, truth_err = True, 0.0, 0.0
     for i in sorted({0, nchunks // 2, nchunks - 1}):
         lo, hi = int(offsets[i]), int(offsets[i + 1])
