@@ -234,6 +234,11 @@ def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array,
             got = _tables.gathered_rope(positions, a.rows, freqs, plan.layout, plan.attention, ctx, extremes)
             if got is not None:
                 return got
+            # not dense: every angle, without reading the positions' range a second time
+            s, c = a.path(positions, a)
+            if plan.attention != 1.0:
+                c, s = c * plan.attention, s * plan.attention
+            return _tables.rope_tables(c, s, plan.layout, ctx)
     c, s = compact_cos_sin(positions, freqs, plan.attention, ctx, offset, a)
     return _tables.rope_tables(c, s, plan.layout, ctx)
 
