@@ -232,8 +232,11 @@ def range_table(
     if kernel is not None:
         cached = key is not None and _cache.TABLES.fits(n * dim * numpy_dtype(ctx.dtype).itemsize)
 
-        def fill(dtype: np.dtype, out: np.ndarray, lo: int) -> None:
-            _numpy_table(start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out, factor=factor)
+        def fill(dtype: np.dtype, out: np.ndarray, lo: int, torch_memory: bool = False) -> None:
+            _numpy_table(
+                start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out, factor=factor,
+                complex_rows=torch_memory and layout == "interleaved",
+            )  # fmt: skip
 
         table = kernel(fill, (n, dim), ctx, cached=cached)
     if table is None:
@@ -277,13 +280,15 @@ def _numpy_table(
     rows: int | None = None,
     out: np.ndarray | None = None,
     factor: float = 1.0,
+    complex_rows: bool = False,
 ) -> np.ndarray:
     """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
     NumPy kernel (:func:`posenc._kernels.tables.numpy_table`) on the cached host
     tables of the whole range, so a slice of rows is bit-identical to the
     same rows of the full table."""
     block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str, factor)
-    return _kernels.tables.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
+    kernel = _kernels.tables.numpy_table
+    return kernel(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out, complex_rows=complex_rows)
 
 
 def _lazy_table(

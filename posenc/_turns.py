@@ -373,11 +373,16 @@ def digit_tables(freqs_key: bytes) -> DigitTables:
 
 def _fixed(vh: float, vl: float) -> int:
     """``vh + vl`` turns as 64-bit fixed point: ``round((vh + vl) * 2**64)``
-    modulo 2**64, as a signed int64 value (exact rational arithmetic)."""
-    from fractions import Fraction
-
-    n = round((Fraction(vh) + Fraction(vl)) * 2**64) % 2**64
-    return n - 2**64 if n >= 2**63 else n
+    modulo 2**64 (ties to even), as a signed int64 value (exact integer
+    arithmetic: each float is an integer over a power of two)."""
+    n1, d1 = vh.as_integer_ratio()
+    n2, d2 = vl.as_integer_ratio()
+    d = max(d1, d2)
+    q, r = divmod((n1 * (d // d1) + n2 * (d // d2)) << 64, d)
+    if 2 * r > d or (2 * r == d and q & 1):
+        q += 1
+    q %= 2**64
+    return q - 2**64 if q >= 2**63 else q
 
 
 def fixed_turns(freqs_key: bytes) -> np.ndarray:

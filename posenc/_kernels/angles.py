@@ -14,7 +14,14 @@ import numpy as np
 
 from posenc._compat import Array
 
-__all__ = ["forward_ad_active", "torch_numpy_views", "turns_numpy", "turns_torch", "turns_torch_cpu"]
+__all__ = [
+    "forward_ad_active",
+    "sincos_f64_torch",
+    "torch_numpy_views",
+    "turns_numpy",
+    "turns_torch",
+    "turns_torch_cpu",
+]
 
 _TWO_PI = 2.0 * math.pi
 
@@ -246,18 +253,90 @@ def turns_torch(
     return s, c
 
 
+#: tables of more elements (positions x frequencies) than this take
+#: :func:`sincos_f64_torch` (below, the per-call cost of torch's operations
+#: outweighs the passes saved)
+F64_MIN = 1 << 12
+#: angles ``|p * w|`` up to which torch CPU tables of many positions take
+#: float64 products and float64 sine and cosine (:func:`sincos_f64_torch`)
+F64_ANGLE_LIMIT = 2.0**24
+#: elements (positions x frequencies) of one step of :func:`sincos_f64_torch`:
+#: its float64 angles (512 KiB) stay in L2
+F64_BLOCK = 1 << 16
+
+
+def sincos_f64_torch(
+    p: Array, turns: tuple[np.ndarray, ...], scale: float = 1.0, layout: str | None = None
+) -> tuple[Array, Array] | None:
+    """float32 ``(sin, cos)`` of ``p[..., None] * w`` on torch CPU memory
+    through float64 angles, or None where they may be large (then the turns
+    kernel reduces them exactly).
+
+    With ``w`` the frequencies in radians rounded to float64 (``2 pi (v1 +
+    v2)``: three roundings, ``|dw| <= 2**-51 |w|``), the angle ``p * w``
+    (positions exact in float64) is right to ``|p w| 2**-50`` and torch's
+    float64 sine and cosine (SLEEF's vectorized ones, or the C library's; to
+    about an ulp) add ``2**-52``: for ``|p w| <= 2**24``
+    (:data:`F64_ANGLE_LIMIT`) the float64 values are within ``2**-26`` (1.5e-8,
+    a quarter of a float32 ulp of 1) of the exact ones before the one
+    rounding to float32, against the turns kernel's float32 sine and cosine of
+    a few ulp.  Three passes over the table (the product, the sine and the
+    cosine written as float32) instead of about eighteen.  One read of
+    ``p``'s range decides (host memory: this kernel never sees a device's
+    tensor): NaN, infinite and huge positions take the turns kernel.
+    """
+    import torch
+
+    m = turns[0].shape[-1]
+    if p.numel() == 0 or m == 0:
+        return None
+    lo, hi = torch.aminmax(p.reshape(-1))
+    vmax = float(np.max(np.abs(turns[0] + turns[1])))
+    top = max(-float(lo), float(hi)) * vmax * _TWO_PI  # NaN compares False
+    if not top <= F64_ANGLE_LIMIT:
+        return None
+    w = torch.from_numpy((turns[0] + turns[1]) * _TWO_PI)
+    p64 = p.reshape(-1, 1).to(torch.float64)
+    n = p64.shape[0]
+    width = m if layout is None else 2 * m
+    s = torch.empty((n, width), dtype=torch.float32)
+    c = torch.empty((n, width), dtype=torch.float32)
+    so = s if layout is None else (s[:, :m] if layout == "half" else s[:, 0::2])
+    co = c if layout is None else (c[:, :m] if layout == "half" else c[:, 0::2])
+    rows = max(1, F64_BLOCK // m)
+    a = torch.empty((min(rows, n), m), dtype=torch.float64)
+    for i in range(0, n, rows):
+        j = min(n, i + rows)
+        t = torch.mul(p64[i:j], w, out=a[: j - i])
+        torch.sin(t, out=so[i:j])
+        torch.cos(t, out=co[i:j])
+    if layout is not None:
+        (s[:, m:] if layout == "half" else s[:, 1::2]).copy_(so)
+        (c[:, m:] if layout == "half" else c[:, 1::2]).copy_(co)
+    if scale != 1.0:
+        s *= scale
+        c *= scale
+    shape = tuple(p.shape) + (width,)
+    return s.reshape(shape), c.reshape(shape)
+
+
 def turns_torch_cpu(
     p: Array, turns: tuple[np.ndarray, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None
 ) -> tuple[Array, Array]:
     """:func:`turns_numpy` on a torch CPU tensor's memory (``turns`` on the
     host): blocks of NumPy operations cost a fraction of torch's passes over
-    whole tensors.  Tensors NumPy cannot view (functorch's transforms,
-    forward-mode AD) take :func:`turns_torch`."""
+    whole tensors; tables of many positions whose angles are moderate take
+    :func:`sincos_f64_torch` instead.  Tensors NumPy cannot view
+    (functorch's transforms, forward-mode AD) take :func:`turns_torch`."""
     import torch
 
     views = torch_numpy_views(p)
     if views is None:
         # copies: the host arrays are read-only
         return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
+    if p.numel() * turns[0].shape[-1] > F64_MIN:
+        got = sincos_f64_torch(p, turns, scale, layout)
+        if got is not None:
+            return got
     s, c = turns_numpy(views[0], turns, scale, clip, layout)
     return torch.from_numpy(s), torch.from_numpy(c)

@@ -486,3 +486,82 @@ def test_half_precision_torch_positions_take_torch_operations():
         s, c = exact_angle_sincos(p.double().numpy(), posenc.frequencies(16))
         np.testing.assert_allclose(got[:, 0::2].numpy(), s, atol=2.5e-7)
         np.testing.assert_allclose(got[:, 1::2].numpy(), c, atol=2.5e-7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_complex_rows_equal_the_real_products(dtype, monkeypatch):
+    """A torch CPU ``"interleaved"`` table written as one complex product
+    per row (``fill_rows_complex``) equals the portable path's two products
+    and one sum bit for bit, on widths of whole SIMD vectors; other widths
+    take ``fill_rows``."""
+    calls = []
+    real = _kernels.tables.fill_rows_complex
+    monkeypatch.setattr(_kernels.tables, "fill_rows_complex", lambda *a: calls.append(a[0].shape) or real(*a))
+    for n, dim in [(4096, 512), (777, 64), (3001, 96), (130, 32), (5, 1024), (777, 20)]:
+        _cache.clear()
+        calls.clear()
+        got = posenc.sinusoidal(n, dim, xp=torch, dtype=dtype)
+        assert bool(calls) == (dim % _kernels.tables.COMPLEX_COLUMNS == 0), (n, dim)
+        with _kernels.disabled():
+            want = posenc.sinusoidal(n, dim, xp=torch, dtype=dtype)
+        assert torch.equal(got, want), (n, dim, int((got != want).sum()))
+        # rows of a slice (the threads' split, an offset inside a block) are the same rows
+        key = _angles.as_freqs(posenc.frequencies(dim)).key
+        dt = _np(want).dtype
+        full = _tables._numpy_table(0, n, key, dim, "interleaved", dt)
+        lo, k = n // 3, n // 3 + 1
+        part = np.empty((k, dim), dtype=dt)
+        _tables._numpy_table(0, n, key, dim, "interleaved", dt, lo=lo, rows=k, out=part, complex_rows=True)
+        np.testing.assert_array_equal(part, full[lo : lo + k])
+
+
+def test_f64_angles_kernel_against_the_exact_values(monkeypatch):
+    """torch CPU positions whose angles stay below ``F64_ANGLE_LIMIT``: float64
+    products, sine and cosine rounded once, within half a float32 ulp plus
+    1.5e-8 of the exact values (integer and float positions, every layout,
+    the attention factor), and within two ulp of the turns kernel; NaN,
+    infinite and larger angles take the turns kernel."""
+    from benchmarks.accuracy import exact_angle_sincos
+
+    K = _kernels.angles
+    taken = []
+    real = K.sincos_f64_torch
+    monkeypatch.setattr(K, "sincos_f64_torch", lambda *a, **k: taken.append(real(*a, **k)) or taken[-1])
+    w = posenc.frequencies(128)
+    fr = _angles.as_freqs(w)
+    turns = _angles.kernel_turns(fr.key)
+    gen = np.random.default_rng(5)
+    top = K.F64_ANGLE_LIMIT / float(np.abs(w).max()) * 0.999
+    cases = [
+        gen.uniform(0, 1000, 1024).astype(np.float32),
+        gen.uniform(-top, top, (3, 500)),
+        gen.integers(-int(top), int(top), 2000),
+        np.arange(2**23, 2**23 + 256, dtype=np.int64),
+    ]
+    for p in cases:
+        tp = torch.from_numpy(p)
+        for layout, scale in ((None, 1.0), ("half", 1.0), ("interleaved", 0.75)):
+            taken.clear()
+            s, c = K.turns_torch_cpu(tp, turns, scale, p.dtype.kind == "f", layout)
+            assert taken and taken[-1] is not None
+            es, ec = exact_angle_sincos(p.astype(np.float64).reshape(-1), w)
+            if layout == "half":
+                es, ec = np.concatenate([es, es], -1), np.concatenate([ec, ec], -1)
+            elif layout == "interleaved":
+                es, ec = np.repeat(es, 2, -1), np.repeat(ec, 2, -1)
+            for g, e in ((s, es), (c, ec)):
+                g = _np(g).reshape(e.shape).astype(np.float64)
+                e = e * scale
+                # half an ulp (below 1) and the float64 angle's 1.5e-8; a factor rounds once more
+                assert np.abs(g - e).max() <= (2.0**-25 if scale == 1 else 2.0**-24) + 1.5e-8
+            # the turns kernel: float32 sine and cosine of a few ulp (two ulp apart at most here)
+            ns, nc = K.turns_numpy(p, turns, scale, p.dtype.kind == "f", layout)
+            np.testing.assert_allclose(_np(s), ns, rtol=0, atol=2.0**-23)
+            np.testing.assert_allclose(_np(c), nc, rtol=0, atol=2.0**-23)
+    beyond = [np.r_[gen.uniform(0, 1, 4999), np.nan], np.r_[np.zeros(4999), np.inf], np.r_[np.zeros(4999), 2 * top]]
+    for p in beyond:
+        taken.clear()
+        s, c = K.turns_torch_cpu(torch.from_numpy(p), turns, 1.0, True)
+        assert taken == [None]
+        ns, nc = K.turns_numpy(p, turns, 1.0, True)
+        np.testing.assert_array_equal(_np(s), ns)
