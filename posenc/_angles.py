@@ -276,7 +276,8 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
         z = zeros((n, m), ctx.work, ctx)
         return z, z
     fkey = freqs.key
-    tables = range_tables_host(start, nq, block, fkey)  # eager here: the host function itself
+    # (eager here: the host function itself; float64 host values of float64 tables' precision)
+    tables = range_tables_host(start, nq, block, fkey, ctx.work == xp.float64)
     kernel = _kernels.range_sincos(ctx)
     if kernel is not None:
         return kernel(tables, block, n, (start, n, fkey), ctx)

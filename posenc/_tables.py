@@ -129,17 +129,20 @@ def _factors(sq: np.ndarray, cq: np.ndarray, sr: np.ndarray, cr: np.ndarray, lay
 
 @host_constant
 def _pair_tables(
-    start: int, n: int, freqs_key: bytes, layout: str, dtype: str, factor: float = 1.0
+    start: int, n: int, freqs_key: bytes, layout: str, dtype: str, factor: float = 1.0, fine: bool | None = None
 ) -> tuple[int, tuple[np.ndarray, ...]]:
     """``block`` and the host tables ``U, V, X, Y`` in NumPy ``dtype`` (a
     name; cached, read-only); ``U`` and ``V`` times ``factor`` (a RoPE
-    scaling's attention factor) when it is not 1."""
+    scaling's attention factor) when it is not 1.  ``fine``: host values
+    for a float64 table (default: ``dtype`` is float64; see
+    :func:`posenc._turns.range_tables`)."""
     np_dtype = np.dtype(dtype)
+    fine = np_dtype.itemsize >= 8 if fine is None else fine
     block, nq = range_split(n)
-    key = ("pairs", start, nq, block, freqs_key, layout, np_dtype.str, factor)
+    key = ("pairs", start, nq, block, freqs_key, layout, np_dtype.str, factor, fine)
     got = _cache.HOST.get(key)
     if got is None:
-        sq, cq, sr, cr = range_tables(start, nq, block, freqs_key)
+        sq, cq, sr, cr = range_tables(start, nq, block, freqs_key, fine)
         u, v, x, y = _factors(sq, cq, sr, cr, layout)
         if factor != 1.0:
             u, v = u * factor, v * factor
@@ -255,7 +258,7 @@ def _portable_table(
 ) -> Array:
     """Array API path: two broadcast products and a sum, then a reshape."""
     xp = ctx.xp
-    block, tabs = _pair_tables(start, n, fkey, layout, "float64", factor)
+    block, tabs = _pair_tables(start, n, fkey, layout, "float64", factor, ctx.dtype == xp.float64)
     u, v, x, y = (ctx.from_host(t) for t in tabs)
     nq = int(u.shape[0])
     t = u[:, None, :] * x[None, ...] + v[:, None, :] * y[None, ...]
