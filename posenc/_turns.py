@@ -312,8 +312,11 @@ def _doubled(a: float, d: float, k: int, t: Turns) -> tuple[np.ndarray, np.ndarr
     """float64 ``(sin, cos)`` of ``(a + i d) * w`` for ``i < k`` by doubling:
     the exact values of ``a w`` and of ``2**j d w`` (``2**j < k``), then rows
     ``[2**j, 2**(j+1))`` from rows ``[0, 2**j)`` by the angle-addition
-    formula.  Row ``i`` is within ``(1 + 4 popcount(i)) 2**-53`` (about 2e-15
-    for the 1024 rows of a large table's block) of the exact values."""
+    formula.  Each step rotates the error of the row it starts from (a norm
+    kept), adds a seed's (at most ``2 * 2**-53``) and rounds two products and
+    a sum (``3 * 2**-53``): row ``i`` is within ``(2 + 5 popcount(i))
+    2**-53`` of the exact values, at most 5.8e-15 for the 1024 rows of a
+    large table's block (measured: 1.5e-15)."""
     seeds = [a] + [d * 2.0**j for j in range(max(1, (k - 1).bit_length()))]
     ss, cs = _host_sincos_turns(np.array(seeds, dtype=np.float64), t)
     s = np.empty((k, ss.shape[1]))

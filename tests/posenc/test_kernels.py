@@ -565,3 +565,22 @@ def test_f64_angles_kernel_against_the_exact_values(monkeypatch):
         assert taken == [None]
         ns, nc = K.turns_numpy(p, turns, 1.0, True)
         np.testing.assert_array_equal(_np(s), ns)
+
+
+@pytest.mark.parametrize(
+    ("start", "nq", "block", "dim"), [(0, 64, 64, 512), (0, 1024, 1024, 64), (10**9, 100, 1000, 128)]
+)
+def test_doubled_range_tables_against_the_exact_rows(start, nq, block, dim):
+    """The host range tables of float32 tables, built by doubling, are within
+    ``(2 + 5 popcount(i)) 2**-53`` of the exact values (row ``i``; against the
+    correctly reduced float64 rows, themselves within ``2 * 2**-53``) and
+    equal them at row 0."""
+    from posenc import _turns
+
+    key = _angles.as_freqs(posenc.frequencies(dim)).key
+    fine = _turns._range_tables(start, nq, block, key, True)
+    fast = _turns._range_tables(start, nq, block, key, False)
+    for k, (a, b) in zip((nq, nq, block, block), zip(fine, fast)):
+        pop = np.array([bin(i).count("1") for i in range(k)], dtype=np.float64)[:, None]
+        assert np.all(np.abs(a - b) <= (4 + 5 * pop) * 2.0**-53)
+        np.testing.assert_array_equal(a[0], b[0])
