@@ -550,7 +550,7 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
         if lane.host:
             turns = a.host
             if turns is None:  # (two threads may both make them: the same arrays)
-                turns = a.host = kernel_turns(a.freqs.key)
+                turns = a.host = kernel_turns(a.freqs.key, a.integer)
         else:
             turns = a.dev
         s, c = lane.turns(p, turns, 1.0, not a.integer)

@@ -437,10 +437,11 @@ def fixed_turns(freqs_key: bytes) -> np.ndarray:
     return got
 
 
-def kernel_turns(freqs_key: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(v1, v2, V)``: the host turns of the NumPy kernels (eager code only)."""
+def kernel_turns(freqs_key: bytes, integer: bool = True) -> tuple[np.ndarray, ...]:
+    """``(v1, v2, V)``: the host turns of the NumPy kernels (eager code
+    only); ``(v1, v2)`` for real positions, which never read ``V``."""
     t = _turns(freqs_key)
-    return t.v1, t.v2, fixed_turns(freqs_key)
+    return (t.v1, t.v2, fixed_turns(freqs_key)) if integer else (t.v1, t.v2)
 
 
 def laid_out_fixed(freqs_key: bytes, layout: str) -> np.ndarray:
