@@ -10,6 +10,7 @@ from torch import nn
 
 import posenc
 from posenc import _checks
+from posenc.torch._patch_vision import EXACT_VISION, is_vision_tower, vision_replacement
 
 __all__ = ["patch_rope"]
 
@@ -40,7 +41,7 @@ def _readings(module: nn.Module) -> dict[str | None, dict[str, Any]]:
             msg = f"{cls} cannot be patched: posenc cannot read its config ({exc})"
             raise ValueError(msg) from exc
         if "axes_dim" in kw or "freqs" in kw:
-            msg = f"{cls} cannot be patched: RoPE over several axes (a vision tower) is not patched yet"
+            msg = f"{cls} cannot be patched: RoPE over several axes that is not one of the vision towers posenc patches"
             raise ValueError(msg)
         out[lt] = kw
     return out
@@ -171,7 +172,7 @@ def _is_diffusers(module: nn.Module) -> bool:
 
 def _is_rotary(module: nn.Module) -> bool:
     name = type(module).__name__
-    if isinstance(module, ExactRotaryEmbedding):
+    if isinstance(module, (ExactRotaryEmbedding, *EXACT_VISION)):
         return False
     return name.endswith("RotaryEmbedding") or (
         _is_diffusers(module) and ("PosEmbed" in name or "Rope" in name or name == "Timesteps")
@@ -252,7 +253,7 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     found: dict[int, tuple[str, nn.Module]] = {}
     refs: list[tuple[nn.Module, str, nn.Module]] = []
     for pname, parent in model.named_modules(remove_duplicate=False):
-        if isinstance(parent, ExactRotaryEmbedding):
+        if isinstance(parent, (ExactRotaryEmbedding, *EXACT_VISION)):
             continue
         for attr, child in parent.named_children():
             if _is_rotary(child):
@@ -268,6 +269,8 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
         try:
             if _is_diffusers(mod):
                 replacements[key] = _diffusers_replacement(mod)
+            elif is_vision_tower(mod):
+                replacements[key] = vision_replacement(mod)
             else:
                 replacements[key] = ExactRotaryEmbedding(mod, _readings(mod))
         except ValueError as exc:
