@@ -28,8 +28,8 @@ def _readings(module: nn.Module) -> dict[str | None, dict[str, Any]]:
     if config is None or "position_ids" not in params:
         msg = (
             f"{cls} cannot be patched: posenc reproduces the rotary modules of transformers' language models "
-            "(built from their config, called with position_ids); vision towers and diffusers' modules are not "
-            "patched yet (pass strict=False to patch the others)"
+            "(built from their config, called with position_ids) and of the vision towers of Qwen2-VL, Qwen2.5-VL, "
+            "Pixtral and Llama 4; other modules are not patched yet (pass strict=False to patch the others)"
         )
         raise ValueError(msg)
     types = getattr(module, "layer_types", None) if "layer_type" in params else None
@@ -193,7 +193,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     ``Flux2PosEmbed`` become exact multi-axis tables
     (:func:`posenc.rope_axes_cos_sin`) and every ``Timesteps`` a
     :class:`posenc.torch.Timesteps` (exact angles where diffusers forms them
-    in float32).  A model cast with ``model.to(torch.bfloat16)``
+    in float32).  The rotary modules of the vision towers of Qwen2-VL,
+    Qwen2.5-VL and Pixtral (``forward(x, position_ids)``: ``cos``, ``sin``
+    over the patches' (height, width) ids, in float32 as Qwen2-VL returns
+    them, in ``x.dtype`` as Pixtral does) and of Llama 4
+    (``forward(hidden_states)``: the complex ``freqs_ci`` of its fixed
+    grid, complex64) are replaced by exact ones
+    (:func:`posenc.rope_axes_cos_sin` of
+    :func:`~posenc.scaling.from_hf` of the tower's config); the tower's
+    attention code is not touched.  A model cast with ``model.to(torch.bfloat16)``
     (whose own ``inv_freq`` is then rounded to bfloat16, its tables off by
     up to 2 beyond a thousand positions: see :func:`posenc.audit_rope`)
     gets tables at the bfloat16 floor; a float32 model gets exact tables in
@@ -212,12 +220,14 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     Parameters
     ----------
     model : torch.nn.Module
-        A transformers model, a diffusers transformer (Flux, Flux 2), or any
-        module holding them.
+        A transformers model (a language model, a multimodal one with its
+        vision tower, or a vision tower alone), a diffusers transformer
+        (Flux, Flux 2), or any module holding them.
     strict : bool, default True
         Refuse (a :class:`ValueError` naming the module's class, nothing
-        patched) when a rotary module cannot be reproduced: vision towers'
-        and diffusers' modules are not patched yet, nor a config
+        patched) when a rotary module cannot be reproduced: the vision
+        towers other than those above (Qwen3-VL's, GLM-4V's, Gemma 4's, ...)
+        are not patched yet, nor a config
         :func:`~posenc.scaling.from_hf` refuses; of diffusers, the rotary
         modules of Wan, HunyuanVideo, CogVideoX, Qwen-Image and the others
         are not patched yet.  ``False``: patch the
