@@ -14,9 +14,10 @@ their attention sharpened (the random init's is near uniform):
   a wrong convention (the axes swapped, the other split, the other layout)
   must differ by a clear margin; ``remove()`` gives back the tower's own
   output bit for bit;
-* Llama 4's tower cast with ``.to(torch.bfloat16)`` (which turns its
-  complex ``freqs_ci`` into its real part: the sines are lost) is, patched,
-  closer to the float64 reference than unpatched;
+* Llama 4's tower cast with ``.to(torch.float32)`` or ``.to(torch.bfloat16)``
+  (which turns its complex ``freqs_ci`` into its real part: the sines are
+  lost) is, patched, at float32's noise again / closer to the float64
+  reference than unpatched;
 * a whole Qwen2-VL (``Qwen2VLForConditionalGeneration``: the text M-RoPE and
   the vision tower patched together) on an image and text;
 * the patched modules under ``torch.compile(fullgraph=True)``, the towers
@@ -200,6 +201,7 @@ def test_tower(name):
     assert err32 <= max(own_err32, 2e-5), (err32, own_err32)  # small grids: the tower's float32 noise
     assert _rel(wrong64, own64) > 1e-3  # the wrong convention is seen
     assert torch.equal(again32, own32) and torch.equal(again64, own64)  # removed: bit for bit
+    print(f"{name}: float64 {err64:.2g}, float32 {err32:.2g} (own {own_err32:.2g}), control {_rel(wrong64, own64):.2g}")
 
 
 # ---------------------------------------------------------------- the tables, against a float64 formula
@@ -329,6 +331,10 @@ def test_qwen2_vl_model_end_to_end():
             handle.remove()
             assert torch.equal(model(**inputs, pixel_values=pixels.to(dtype)).logits, outs[dtype, False])
     own64 = outs[torch.float64, False]
+    print(
+        f"qwen2-vl model: float64 {_rel(outs[torch.float64, True], own64):.2g}, float32 "
+        f"{_rel(outs[torch.float32, True], own64):.2g} (own {_rel(outs[torch.float32, False], own64):.2g})"
+    )
     assert _rel(outs[torch.float64, True], own64) <= 1e-12
     assert _rel(outs[torch.float32, True], own64) <= max(_rel(outs[torch.float32, False], own64), 2e-5)
 
@@ -348,6 +354,24 @@ def test_compile_fullgraph():
             for e, c in pairs:
                 assert e.dtype == c.dtype and e.shape == c.shape
                 assert float((e - c).abs().max()) <= 2.0**-23
+
+
+def test_state_dict_patching_twice_and_cast():
+    build, _, attr = TOWERS["qwen2-vl"][0]()
+    model = _tower(build, torch.float32)
+    keys = list(model.state_dict())
+    ids = torch.stack([torch.arange(0, 900, 9), torch.arange(100)], -1)
+    with torch.no_grad(), patch_rope(model) as handle:
+        assert list(model.state_dict()) == keys  # a checkpoint saved while patched is the tower's
+        assert patch_rope(model).patched == []  # the exact module is not patched again
+        before = model.rotary_pos_emb(torch.zeros(1), ids)
+        model.to(torch.bfloat16)  # the exact module holds no float tensor to round
+        after = model.rotary_pos_emb(torch.zeros(1, dtype=torch.bfloat16), ids)
+        own = model.rotary_pos_emb.original(torch.zeros(1, dtype=torch.bfloat16), ids)  # inv_freq now bfloat16
+    assert handle.patched == [attr]
+    assert after[0].dtype == own[0].dtype == torch.float32  # as Qwen2-VL's own: float32 whatever the model's dtype
+    assert torch.equal(after[0], before[0]) and torch.equal(after[1], before[1])
+    assert float((own[0] - before[0]).abs().max()) > 1e-2
 
 
 def test_towers_not_patched_are_refused():
