@@ -356,6 +356,17 @@ def test_compile_fullgraph():
                 assert float((e - c).abs().max()) <= 2.0**-23
 
 
+def test_compile_fullgraph_tower():
+    """A whole tower compiled, patched: Llama 4's (Qwen2-VL's tower does not
+    compile with fullgraph=True, patched or not: its grid sizes are data)."""
+    build, run, _ = TOWERS["llama4"][0]()
+    model = _tower(build, torch.float32)
+    with torch.no_grad(), patch_rope(model):
+        eager = run(model, torch.float32)
+        compiled = run(torch.compile(model, fullgraph=True, backend="eager"), torch.float32)
+    assert _rel(compiled, eager) <= 2e-6
+
+
 def test_state_dict_patching_twice_and_cast():
     build, _, attr = TOWERS["qwen2-vl"][0]()
     model = _tower(build, torch.float32)
