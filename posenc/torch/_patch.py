@@ -255,6 +255,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     >>> handle.remove()
     >>> type(model.model.rotary_emb).__name__
     'LlamaRotaryEmbedding'
+
+    A vision tower (Pixtral's):
+
+    >>> vcfg = transformers.PixtralVisionConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+    ...                                         num_attention_heads=2, head_dim=32)
+    >>> tower = transformers.PixtralVisionModel(vcfg).eval()
+    >>> with patch_rope(tower) as handle:
+    ...     print(handle.patched, type(tower.patch_positional_embedding).__name__)
+    ['patch_positional_embedding'] ExactVisionRotaryEmbedding
     """
     if not isinstance(model, nn.Module):
         msg = f"`model` must be a torch.nn.Module, got {_checks.show(model)}"
