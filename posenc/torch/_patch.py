@@ -200,8 +200,10 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     (``forward(hidden_states)``: the complex ``freqs_ci`` of its fixed
     grid, complex64) are replaced by exact ones
     (:func:`posenc.rope_axes_cos_sin` of
-    :func:`~posenc.scaling.from_hf` of the tower's config); the tower's
-    attention code is not touched.  A model cast with ``model.to(torch.bfloat16)``
+    :func:`~posenc.scaling.from_hf` of the tower's config), each first
+    compared with the tower's own module at a few small ids (a module whose
+    convention differs, from a transformers release posenc does not know,
+    is refused); the tower's attention code is not touched.  A model cast with ``model.to(torch.bfloat16)``
     (whose own ``inv_freq`` is then rounded to bfloat16, its tables off by
     up to 2 beyond a thousand positions: see :func:`posenc.audit_rope`)
     gets tables at the bfloat16 floor; a float32 model gets exact tables in

@@ -139,6 +139,52 @@ def vision_replacement(module: nn.Module) -> nn.Module:
     if "axes_dim" not in kw or len(kw["axes_dim"]) != 2:  # pragma: no cover - from_hf reads these towers so
         msg = f"{cls} cannot be patched: posenc reads its config as {kw}, not RoPE over the two axes of an image"
         raise ValueError(msg)
+    import inspect
+
+    params = list(inspect.signature(module.forward).parameters)
+    want = ["hidden_states"] if VISION_TOWERS[cls] == "complex" else ["x", "position_ids"]
+    if params != want:
+        msg = (
+            f"{cls} cannot be patched: its forward takes ({', '.join(params)}), not ({', '.join(want)}) as "
+            "posenc reads it"
+        )
+        raise ValueError(msg)
+    new: nn.Module
     if VISION_TOWERS[cls] == "complex":
-        return ExactLlama4VisionRotaryEmbedding(module, kw)
-    return ExactVisionRotaryEmbedding(module, kw)
+        new = ExactLlama4VisionRotaryEmbedding(module, kw)
+    else:
+        new = ExactVisionRotaryEmbedding(module, kw)
+    _self_check(cls, module, new)
+    return new
+
+
+#: a patched module's tables may differ from the tower's own by the tower's rounding (its ``inv_freq`` in
+#: bfloat16 at ids up to 3: 1e-2), never by a convention (another axis order, split or layout: 0.3 and more)
+_SELF_CHECK = 0.05
+
+
+def _self_check(cls: str, module: nn.Module, new: nn.Module) -> None:
+    """The tower's own tables at a few small ids against the replacement's: a
+    ValueError where they differ by a convention (a transformers release that
+    changed the module), nothing where they cannot be compared."""
+    buffers = list(module.buffers())
+    dev = buffers[0].device if buffers else torch.device("cpu")
+    if dev.type == "meta":
+        return
+    with torch.no_grad():
+        if isinstance(new, ExactLlama4VisionRotaryEmbedding):
+            own = module(torch.zeros(1, device=dev))
+            if not (isinstance(own, torch.Tensor) and own.is_complex()):
+                return  # cast to its real part by model.to(dtype): what patching repairs
+            pairs = [(own, new(torch.zeros(1, device=dev)))]
+        else:
+            ids = torch.tensor([[0, 0], [1, 0], [0, 1], [1, 1], [2, 3]], device=dev)
+            x = torch.zeros(1, device=dev)
+            pairs = list(zip(module(x, ids), new(x, ids)))
+    for got, ours in pairs:
+        if got.shape != ours.shape or float((got.to(ours.dtype) - ours).abs().max()) > _SELF_CHECK:
+            msg = (
+                f"{cls} cannot be patched: its own tables differ from posenc's reading of its config "
+                f"({dict(new.readings)}): a transformers release posenc does not know yet"
+            )
+            raise ValueError(msg)
