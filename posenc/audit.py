@@ -170,13 +170,23 @@ def audit_rope(source: Any, *, dtype: Any = None, positions: Any = None) -> Rope
     * ``a scaling read differently``: the module's frequencies differ from
       the config's (a modified module or config).
 
-    In a diffusers transformer, ``FluxPosEmbed`` / ``Flux2PosEmbed`` (every
+    The rotary modules of the vision towers of Qwen2-VL, Qwen2.5-VL and
+    Pixtral run at the ids ``(p, p)`` (both axes at the position ``p``) up
+    to the side of the tower's grid (``image_size // patch_size``; 1024 for
+    Qwen2-VL and Qwen2.5-VL, whose configs set no image size), Llama 4's
+    over its whole fixed grid (each patch at the larger of its two ids,
+    the class token at 0), all against :func:`posenc.rope_axes_cos_sin`;
+    one more cause there: ``freqs_ci cast to bfloat16: its imaginary part
+    (the sines) dropped`` (``model.to(dtype)``, even ``.to(torch.float32)``,
+    casts Llama 4's complex buffer to its real part).  In a diffusers
+    transformer, ``FluxPosEmbed`` / ``Flux2PosEmbed`` (every
     axis at the position, up to 4096) and ``Timesteps`` (the positions are
     timesteps, up to 1000) are audited against
     :func:`posenc.rope_axes_cos_sin` and :func:`posenc.timestep_embedding`.
     A module posenc cannot reproduce (its config refused by
-    :func:`~posenc.scaling.from_hf`; the vision towers and diffusers' other
-    modules, not audited yet) is listed as not audited, with the reason.
+    :func:`~posenc.scaling.from_hf`; the other vision towers, diffusers'
+    other modules, not audited yet) is listed as not audited, with the
+    reason.
 
     Parameters
     ----------
@@ -185,15 +195,17 @@ def audit_rope(source: Any, *, dtype: Any = None, positions: Any = None) -> Rope
         :func:`posenc.torch.patch_rope` put in), a transformers config, a
         config dictionary (with ``model_type``) or the path of a
         ``config.json`` (or of its directory): for a config, the rotary
-        modules of its modeling file are built from it (with the
-        frequencies in float32, as ``from_pretrained`` keeps them).
+        modules of its modeling file are built from it, or from its text
+        or vision config (with the frequencies in float32, as
+        ``from_pretrained`` keeps them).
     dtype : torch.dtype or str, optional
         The dtype to run the modules at (their tables' dtype).  Default:
         the dtype of the model's parameters; for a config its ``dtype``
         (``torch_dtype``); else float32.
     positions : array of int, optional
         The positions to compare (default: 0 and 192 log-spaced positions up
-        to the context).
+        to the context; for a vision tower, up to its grid's side; of
+        Llama 4's fixed grid, the positions given that it has).
 
     Returns
     -------
@@ -223,6 +235,17 @@ def audit_rope(source: Any, *, dtype: Any = None, positions: Any = None) -> Rope
       positions   100000-100000   error  1.97e+00   floor  1.94e-03
     >>> report.to_rows()[1]["error"] > 1.99
     True
+
+    The rotary module of Qwen2-VL's vision tower (its default config), as
+    built, then cast to bfloat16 (its tables stay float32, its
+    frequencies do not):
+
+    >>> from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLVisionRotaryEmbedding
+    >>> vision = Qwen2VLVisionRotaryEmbedding(transformers.Qwen2VLVisionConfig())
+    >>> print(posenc.audit_rope(vision.to(torch.bfloat16)))
+    <source> (Qwen2VLVisionRotaryEmbedding, float32): inv_freq stored in bfloat16
+      positions        0-125      error  2.09e-01   floor  2.98e-08
+      positions      129-1023     error  1.58e+00   floor  2.98e-08
     """
     from posenc.torch._audit import audit
 

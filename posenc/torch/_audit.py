@@ -138,7 +138,8 @@ def _modules_of_config(config: Any) -> list[tuple[str, Any]]:
         if cls.__module__ != modeling.__name__:
             continue
         built = None
-        for cfg in (config, getattr(config, "get_text_config", lambda: config)()):
+        text = getattr(config, "get_text_config", lambda: config)()
+        for cfg in (config, text, *([config.vision_config] if hasattr(config, "vision_config") else [])):
             try:
                 built = cls(config=cfg)
                 break
@@ -241,6 +242,10 @@ def _audit_one(name: str, module: Any, layer_type: str | None, dtype: Any, posit
         return skip("its constructor does not take this config (a vision tower or another part of the model)")
     if _is_diffusers(module):
         return _audit_diffusers(label, module, positions, make)
+    from posenc.torch._audit_vision import audit_vision, is_vision
+
+    if is_vision(module):
+        return audit_vision(label, module, dtype, positions, make)
     config = getattr(module, "config", None)
     if config is None:
         return skip("it holds no transformers config (a vision tower): not audited yet")
@@ -265,7 +270,11 @@ def _audit_one(name: str, module: Any, layer_type: str | None, dtype: Any, posit
     x = torch.zeros(1, 1, 1, dtype=dtype, device=dev)
     call: dict[str, Any] = {"layer_type": layer_type} if "layer_type" in params else {}
     with torch.no_grad():
-        cos, sin = module(x, ids, **call)
+        out = module(x, ids, **call)
+        if not (isinstance(out, tuple) and len(out) == 2):  # Llama 4's text module: complex freqs_cis
+            kind = f"a {_dtype_name(out.dtype)} tensor" if isinstance(out, torch.Tensor) else type(out).__name__
+            return skip(f"its forward returns {kind}, not (cos, sin): not audited yet")
+        cos, sin = out
         if mrope:
             tc, ts = posenc.mrope_cos_sin(ids.cpu(), **kw, dtype=torch.float64)
         else:
@@ -312,7 +321,8 @@ def audit(source: Any, dtype: Any, positions: Any, make: Any) -> list[Any]:
     for name, mod in modules:
         here = run
         if here is None:
-            inv = next((b for b in getattr(mod, "buffers", list)() if b.is_floating_point()), None)
+            bufs = [] if isinstance(mod, type) else mod.buffers()  # a class: its constructor refused the config
+            inv = next((b for b in bufs if b.is_floating_point()), None)
             here = inv.dtype if inv is not None else torch.float32
         here = _torch_dtype(here) if isinstance(here, str) else here
         types = None

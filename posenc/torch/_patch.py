@@ -10,6 +10,7 @@ from torch import nn
 
 import posenc
 from posenc import _checks
+from posenc.torch._patch_vision import EXACT_VISION, is_vision_tower, vision_replacement
 
 __all__ = ["patch_rope"]
 
@@ -27,8 +28,8 @@ def _readings(module: nn.Module) -> dict[str | None, dict[str, Any]]:
     if config is None or "position_ids" not in params:
         msg = (
             f"{cls} cannot be patched: posenc reproduces the rotary modules of transformers' language models "
-            "(built from their config, called with position_ids); vision towers and diffusers' modules are not "
-            "patched yet (pass strict=False to patch the others)"
+            "(built from their config, called with position_ids) and of the vision towers of Qwen2-VL, Qwen2.5-VL, "
+            "Pixtral and Llama 4; other modules are not patched yet (pass strict=False to patch the others)"
         )
         raise ValueError(msg)
     types = getattr(module, "layer_types", None) if "layer_type" in params else None
@@ -40,7 +41,7 @@ def _readings(module: nn.Module) -> dict[str | None, dict[str, Any]]:
             msg = f"{cls} cannot be patched: posenc cannot read its config ({exc})"
             raise ValueError(msg) from exc
         if "axes_dim" in kw or "freqs" in kw:
-            msg = f"{cls} cannot be patched: RoPE over several axes (a vision tower) is not patched yet"
+            msg = f"{cls} cannot be patched: RoPE over several axes that is not one of the vision towers posenc patches"
             raise ValueError(msg)
         out[lt] = kw
     return out
@@ -171,7 +172,7 @@ def _is_diffusers(module: nn.Module) -> bool:
 
 def _is_rotary(module: nn.Module) -> bool:
     name = type(module).__name__
-    if isinstance(module, ExactRotaryEmbedding):
+    if isinstance(module, (ExactRotaryEmbedding, *EXACT_VISION)):
         return False
     return name.endswith("RotaryEmbedding") or (
         _is_diffusers(module) and ("PosEmbed" in name or "Rope" in name or name == "Timesteps")
@@ -192,7 +193,17 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     ``Flux2PosEmbed`` become exact multi-axis tables
     (:func:`posenc.rope_axes_cos_sin`) and every ``Timesteps`` a
     :class:`posenc.torch.Timesteps` (exact angles where diffusers forms them
-    in float32).  A model cast with ``model.to(torch.bfloat16)``
+    in float32).  The rotary modules of the vision towers of Qwen2-VL,
+    Qwen2.5-VL and Pixtral (``forward(x, position_ids)``: ``cos``, ``sin``
+    over the patches' (height, width) ids, in float32 as Qwen2-VL returns
+    them, in ``x.dtype`` as Pixtral does) and of Llama 4
+    (``forward(hidden_states)``: the complex ``freqs_ci`` of its fixed
+    grid, complex64) are replaced by exact ones
+    (:func:`posenc.rope_axes_cos_sin` of
+    :func:`~posenc.scaling.from_hf` of the tower's config), each first
+    compared with the tower's own module at a few small ids (a module whose
+    convention differs, from a transformers release posenc does not know,
+    is refused); the tower's attention code is not touched.  A model cast with ``model.to(torch.bfloat16)``
     (whose own ``inv_freq`` is then rounded to bfloat16, its tables off by
     up to 2 beyond a thousand positions: see :func:`posenc.audit_rope`)
     gets tables at the bfloat16 floor; a float32 model gets exact tables in
@@ -211,12 +222,14 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     Parameters
     ----------
     model : torch.nn.Module
-        A transformers model, a diffusers transformer (Flux, Flux 2), or any
-        module holding them.
+        A transformers model (a language model, a multimodal one with its
+        vision tower, or a vision tower alone), a diffusers transformer
+        (Flux, Flux 2), or any module holding them.
     strict : bool, default True
         Refuse (a :class:`ValueError` naming the module's class, nothing
-        patched) when a rotary module cannot be reproduced: vision towers'
-        and diffusers' modules are not patched yet, nor a config
+        patched) when a rotary module cannot be reproduced: the vision
+        towers other than those above (Qwen3-VL's, GLM-4V's, Gemma 4's, ...)
+        are not patched yet, nor a config
         :func:`~posenc.scaling.from_hf` refuses; of diffusers, the rotary
         modules of Wan, HunyuanVideo, CogVideoX, Qwen-Image and the others
         are not patched yet.  ``False``: patch the
@@ -244,6 +257,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     >>> handle.remove()
     >>> type(model.model.rotary_emb).__name__
     'LlamaRotaryEmbedding'
+
+    A vision tower (Pixtral's):
+
+    >>> vcfg = transformers.PixtralVisionConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+    ...                                         num_attention_heads=2, head_dim=32)
+    >>> tower = transformers.PixtralVisionModel(vcfg).eval()
+    >>> with patch_rope(tower) as handle:
+    ...     print(handle.patched, type(tower.patch_positional_embedding).__name__)
+    ['patch_positional_embedding'] ExactVisionRotaryEmbedding
     """
     if not isinstance(model, nn.Module):
         msg = f"`model` must be a torch.nn.Module, got {_checks.show(model)}"
@@ -252,7 +274,7 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     found: dict[int, tuple[str, nn.Module]] = {}
     refs: list[tuple[nn.Module, str, nn.Module]] = []
     for pname, parent in model.named_modules(remove_duplicate=False):
-        if isinstance(parent, ExactRotaryEmbedding):
+        if isinstance(parent, (ExactRotaryEmbedding, *EXACT_VISION)):
             continue
         for attr, child in parent.named_children():
             if _is_rotary(child):
@@ -268,6 +290,8 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
         try:
             if _is_diffusers(mod):
                 replacements[key] = _diffusers_replacement(mod)
+            elif is_vision_tower(mod):
+                replacements[key] = vision_replacement(mod)
             else:
                 replacements[key] = ExactRotaryEmbedding(mod, _readings(mod))
         except ValueError as exc:

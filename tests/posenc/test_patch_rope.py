@@ -249,24 +249,22 @@ def test_compile_fullgraph():
 
 
 def test_refusals_and_strict_false():
-    from transformers.models.pixtral import modeling_pixtral as pm
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as vm  # a vision tower not patched yet
 
-    vcfg = transformers.PixtralVisionConfig(
-        hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=32,
-        patch_size=4, head_dim=16,
-    )  # fmt: skip
-    tower = pm.PixtralVisionModel(vcfg)
     holder = torch.nn.Module()
-    holder.tower = tower
+    holder.tower = torch.nn.Module()
+    holder.tower.rotary_pos_emb = vm.Qwen3VLVisionRotaryEmbedding(
+        transformers.Qwen3VLVisionConfig(hidden_size=32, num_heads=2)
+    )
     cls, cfg = _qwen2()
     holder.lm = cls(cfg)
     before = type(holder.lm.model.rotary_emb)
-    with pytest.raises(ValueError, match="PixtralVisionRotaryEmbedding cannot be patched"):
+    with pytest.raises(ValueError, match="Qwen3VLVisionRotaryEmbedding cannot be patched"):
         patch_rope(holder)
     assert type(holder.lm.model.rotary_emb) is before  # nothing patched
     handle = patch_rope(holder, strict=False)
     assert handle.patched == ["lm.model.rotary_emb"]
-    assert [n for n, _, _ in handle.left] == ["tower.patch_positional_embedding"]
+    assert [n for n, _, _ in handle.left] == ["tower.rotary_pos_emb"]
     handle.remove()
     assert type(holder.lm.model.rotary_emb) is before
     with pytest.raises(TypeError, match="`model` must be a torch.nn.Module"):
