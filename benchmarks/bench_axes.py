@@ -1,4 +1,5 @@
-"""Multi-axis RoPE from position ids: posenc against diffusers' FluxPosEmbed."""
+"""Multi-axis RoPE from position ids: posenc against diffusers' FluxPosEmbed
+and transformers' Qwen2-VL vision rotary module."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import contextlib
 import numpy as np
 
 import posenc
+from posenc import _cache
 
-from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads
+from .harness import Config, Row, interleaved, median_ms, paired_ratio, torch_thread_settings, torch_threads, verdict
 
 #: Flux at 1024 x 1024: 512 text tokens (ids 0), a 64 x 64 latent (ids (0, row, column))
 TEXT, SIDE = 512, 64
@@ -82,5 +84,61 @@ def run(cfg: Config) -> list[Row]:
             if name == "diffusers FluxPosEmbed":
                 row.note = "float64 angles, cast to float32"
             row.status = "INFO"
+            rows.append(row)
+    return rows + _qwen2_vl_rows(cfg, torch)
+
+
+#: Qwen2-VL's vision tower on a 64 x 64 patch grid (an 896 x 896 image), its
+#: default configuration (head_dim 80): posenc's exact tables (the module
+#: patch_rope puts in its place) against the tower's own rotary module, warm
+#: (every forward of a tower) and cold (posenc's caches emptied: the first)
+QWEN_SIDE, QUICK_QWEN_SIDE = 64, 8
+QWEN_WARM, QWEN_COLD = 1.0, 2.0
+
+
+def _qwen2_vl_rows(cfg: Config, torch) -> list[Row]:
+    side = QUICK_QWEN_SIDE if cfg.quick else QWEN_SIDE
+    case = f"Qwen2-VL vision rotary, {side}x{side} patches, head_dim 80"
+    try:
+        import transformers
+        from transformers.models.qwen2_vl import modeling_qwen2_vl as m
+    except ImportError:  # pragma: no cover
+        return [Row("axes", case, "torch-cpu", "-", status="SKIP", note="transformers not installed")]
+    from posenc.torch import patch_rope
+
+    vcfg = transformers.Qwen2VLVisionConfig()
+    own = m.Qwen2VLVisionRotaryEmbedding(vcfg)
+    holder = torch.nn.ModuleDict({"rotary": m.Qwen2VLVisionRotaryEmbedding(vcfg)})
+    patch_rope(holder)
+    exact = holder["rotary"]
+    pos = m.get_vision_position_ids(torch.tensor([[1, side, side]]), vcfg.spatial_merge_size)
+    x = torch.zeros(side * side, vcfg.embed_dim)
+    # truth: per axis ids * 10000**(-2i/40), [h | w] twice (the half layout)
+    half = vcfg.embed_dim // vcfg.num_heads // 2
+    inv = 10000.0 ** (-np.arange(0, half, 2, dtype=np.float64) / half)
+    p = pos.numpy().astype(np.float64)
+    a = np.concatenate([p[:, 0, None] * inv, p[:, 1, None] * inv], -1)
+    a = np.concatenate([a, a], -1)
+    truth = (np.cos(a), np.sin(a))
+    contestants = {
+        "posenc (patch_rope)": lambda: exact(x, pos),
+        "posenc cold": lambda: exact(x, pos),
+        "Qwen2VLVisionRotaryEmbedding": lambda: own(x, pos),
+    }
+    errors = {name: _error(tuple(t.numpy() for t in f()), truth) for name, f in contestants.items()}
+    rows: list[Row] = []
+    for label, threads in torch_thread_settings(torch):
+        with torch_threads(torch, threads), torch.no_grad():
+            times = interleaved(contestants, cfg.rounds, setup={"posenc cold": _cache.clear})
+        ref = "Qwen2VLVisionRotaryEmbedding"
+        for name, ts in times.items():
+            row = Row("axes", case, label, name, ms=median_ms(ts), error=errors[name])
+            if name == ref:
+                row.status, row.note = "INFO", "float32 angle products"
+            else:
+                target = QWEN_WARM if name != "posenc cold" else QWEN_COLD
+                row.reference, row.ratio = ref, paired_ratio(ts, times[ref])
+                row.target = f"<= {target:.1f}x" if label.endswith("1 thread") else ""
+                row.status = verdict(row.ratio <= target) if row.target else "INFO"
             rows.append(row)
     return rows

@@ -196,8 +196,10 @@ def _axes_plan(
     )
 
 
-def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
-    """cos and sin of every axis' angles, concatenated: (..., D / 2) in the working dtype."""
+def _axes_compact(ids: Array, plan: _Plan, half: bool = False) -> tuple[Array, Array]:
+    """cos and sin of every axis' angles, concatenated: (..., D / 2) in the
+    working dtype; ``half``: laid out in the half layout already, ``[c, c]``
+    (..., D), in one concatenation of the axes' parts."""
     ctx = plan.ctx
     xp = ctx.xp
     cs, ss = [], []
@@ -207,6 +209,8 @@ def _axes_compact(ids: Array, plan: _Plan) -> tuple[Array, Array]:
             c, s = c * a, s * a
         cs.append(c)
         ss.append(s)
+    if half:
+        return xp.concat(cs + cs, axis=-1), xp.concat(ss + ss, axis=-1)
     if len(cs) == 1:
         return cs[0], ss[0]
     return xp.concat(cs, axis=-1), xp.concat(ss, axis=-1)
@@ -281,10 +285,12 @@ def _compact(
     dtype: Any,
     device: Any,
     xp: Any,
+    laid_out: bool = False,
 ) -> tuple[Array, Array, str, Context]:
     """The compact tables (..., D / 2) in the working dtype, the layout and
     the context (``ctx`` given: that of ``rope_axes``, tables in ``x``'s
-    working dtype)."""
+    working dtype).  ``laid_out``: tables of the half layout come laid out
+    already (the layout returned is then ``None``)."""
     if freqs is not None:
         if ctx is None:
             ctx = _compat.resolve({"ids": ids, "freqs": freqs}, xp=xp, device=device, dtype=dtype)
@@ -330,6 +336,9 @@ def _compact(
         ids = plan.ids
     if plan.scan:
         _checks.check_finite(ids, "ids", plan.ctx.xp)
+    if laid_out and plan.layout == "half":
+        c, s = _axes_compact(ids, plan, half=True)
+        return c, s, None, plan.ctx
     c, s = _axes_compact(ids, plan)
     return c, s, plan.layout, plan.ctx
 
@@ -470,8 +479,12 @@ def rope_axes_cos_sin(
     <BLANKLINE>
            [[0.8415, 0.8415]]])
     """
-    c, s, layout, ctx = _compact(ids, axes_dim, base, scaling, layout, split, turns, freqs, None, dtype, device, xp)
-    return _tables.rope_tables(c, s, layout, ctx)
+    c, s, laid, ctx = _compact(
+        ids, axes_dim, base, scaling, layout, split, turns, freqs, None, dtype, device, xp, laid_out=True
+    )
+    if laid is None:  # the half layout, laid out by the concatenation of the axes' parts
+        return (c, s) if c.dtype == ctx.dtype else (ctx.xp.astype(c, ctx.dtype), ctx.xp.astype(s, ctx.dtype))
+    return _tables.rope_tables(c, s, laid, ctx)
 
 
 def rope_axes(
