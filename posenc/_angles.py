@@ -433,8 +433,9 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read)
-    dev = _device_turns(freqs, ctx, ("v1", "v2"))
     lane = _kernels.turns(p, ctx)
+    # (a host lane reads the host turns: the device copies are made if a call takes the portable path)
+    dev = () if lane is not None and lane.host else _device_turns(freqs, ctx, ("v1", "v2"))
     if lane is not None and lane.fused:
         mask = (None if limit is None else float(limit)) if integer else math.inf
         return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, None, limit, None, lane, mask)
@@ -489,6 +490,14 @@ def _device_turns(freqs: Freqs, ctx: Context, names: tuple[str, ...]) -> tuple[A
     for eager NumPy and torch)."""
     stack = graph_constant(turn_arrays, freqs.key, names, ctx=ctx, dtype=ctx.xp.float64)
     return tuple(stack[i, ...] for i in range(len(names)))
+
+
+def _dev_turns(a: Angles) -> tuple[Array, ...]:
+    """``(v1, v2)`` on the device: ``a.dev``, made on first use where
+    :func:`prepare` chose a host lane (which reads the host turns)."""
+    if not a.dev:
+        a.dev = _device_turns(a.freqs, a.ctx, ("v1", "v2"))
+    return a.dev
 
 
 def _clipped64(p: Array, a: Angles) -> Array:
@@ -552,10 +561,10 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
             if turns is None:  # (two threads may both make them: the same arrays)
                 turns = a.host = kernel_turns(a.freqs.key, a.integer)
         else:
-            turns = a.dev
+            turns = _dev_turns(a)
         s, c = lane.turns(p, turns, 1.0, not a.integer)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
-    v1, v2 = a.dev
+    v1, v2 = _dev_turns(a)
     p64 = _clipped64(p, a)[..., None]
     f = p64 * v1
     f = (f - xp.round(f)) + p64 * v2
