@@ -11,6 +11,8 @@ from torch import nn
 import posenc
 from posenc import _checks
 
+from ._patch_diffusers import REPLACEMENTS as _DIFFUSERS_ROTARY
+
 __all__ = ["patch_rope"]
 
 
@@ -107,7 +109,7 @@ class ExactAxesRotaryEmbedding(nn.Module):
 
 
 #: diffusers' positional modules patch_rope replaces, and how it builds each replacement
-_DIFFUSERS = ("FluxPosEmbed", "Flux2PosEmbed", "Timesteps")
+_DIFFUSERS = ("FluxPosEmbed", "Flux2PosEmbed", *_DIFFUSERS_ROTARY, "Timesteps")
 
 
 def _diffusers_replacement(module: nn.Module) -> nn.Module:
@@ -124,6 +126,8 @@ def _diffusers_replacement(module: nn.Module) -> nn.Module:
         )
     if cls in ("FluxPosEmbed", "Flux2PosEmbed"):
         return ExactAxesRotaryEmbedding(module.theta, module.axes_dim)
+    if cls in _DIFFUSERS_ROTARY:  # Wan, HunyuanVideo, Qwen-Image: _patch_diffusers.py
+        return _DIFFUSERS_ROTARY[cls](module)
     msg = (
         f"{cls} cannot be patched: of diffusers' positional modules, posenc patches {', '.join(_DIFFUSERS)} "
         "(pass strict=False to patch the others)"
