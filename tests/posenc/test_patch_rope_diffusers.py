@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,7 @@ def lifted(dtype):
 
     f = embeddings.get_1d_rotary_pos_embed
     saved = f.__defaults__
+    assert list(inspect.signature(f).parameters)[-1] == "freqs_dtype" and saved[-1] is torch.float32
     f.__defaults__ = (*saved[:-1], torch.float64)  # freqs_dtype
     try:
         with SWEEP.lifted_float32():
@@ -264,8 +266,10 @@ def test_modules_return_what_diffusers_returns():
         "ql": (([[(1, 6, 5), (1, 6, 5), (1, 4, 4)]], torch.tensor(9)), {"device": cpu}),
     }
     own = {k: getattr(holder, k)(*a, **kw) for k, (a, kw) in calls.items()}
+    signatures = {k: list(inspect.signature(getattr(holder, k).forward).parameters) for k in calls}
     with patch_rope(holder) as handle:
         assert handle.patched == ["wan", "hv", "qw", "ql"]
+        assert {k: list(inspect.signature(getattr(holder, k).forward).parameters) for k in calls} == signatures
         ours = {k: getattr(holder, k)(*a, **kw) for k, (a, kw) in calls.items()}
     for k in calls:
         for got, want in zip(ours[k], own[k], strict=True):
