@@ -98,15 +98,17 @@ def _wan(module: nn.Module) -> ExactWanRotaryPosEmbed:
     if not ok:
         raise _refuse(cls, "not the attributes of diffusers' WanRotaryPosEmbed")
     # the module keeps no theta: diffusers builds it with the default 10000 only; its
-    # buffer (where it holds values) says so, to its own rounding
+    # buffer (where it holds values) says so, to its own rounding (read once, here, on the host:
+    # float64 may not exist on its device)
     if table.device.type != "meta":
-        rows = torch.arange(table.shape[0], device=table.device)
+        rows = torch.arange(table.shape[0])
         want, _ = posenc.rope_axes_cos_sin(
             torch.stack([rows] * 3, dim=-1), (new.t_dim, new.h_dim, new.w_dim), base=new.theta, dtype=torch.float64
         )
         # its rounding (float32 or a cast's) and the float32 angles it forms on MPS
         tol = torch.finfo(table.dtype).eps + table.shape[0] * 2.0**-23
-        if want.shape != table.shape or float((want - table.double()).abs().max()) > tol:
+        have = table.detach().to("cpu").double()
+        if want.shape != have.shape or float((want - have).abs().max()) > tol:
             raise _refuse(cls, "its tables are not those of theta 10000 (the only theta diffusers builds it with)")
     return new
 
