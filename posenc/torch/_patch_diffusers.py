@@ -60,9 +60,16 @@ class ExactWanRotaryPosEmbed(nn.Module):
     buffers that ``model.to(torch.bfloat16)`` rounds to bfloat16 and that
     end at ``max_seq_len`` positions per axis; these tables are computed for
     the grid of each call.
+
+    The replaced module (its buffers) is kept outside the model's tree and
+    converted with it (``.to(dtype / device)``, ``to_empty``), so that
+    ``handle.remove()`` puts back a module that matches the model.
     """
 
-    def __init__(self, attention_head_dim: int, patch_size: Any, max_seq_len: int, theta: float = 10000.0) -> None:
+    def __init__(
+        self, attention_head_dim: int, patch_size: Any, max_seq_len: int, theta: float = 10000.0,
+        original: nn.Module | None = None,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.attention_head_dim = int(attention_head_dim)
         self.patch_size = tuple(int(p) for p in patch_size)
@@ -70,6 +77,12 @@ class ExactWanRotaryPosEmbed(nn.Module):
         self.theta = float(theta)
         self.h_dim = self.w_dim = 2 * (self.attention_head_dim // 6)
         self.t_dim = self.attention_head_dim - self.h_dim - self.w_dim
+        self.__dict__["_original"] = original  # not a submodule: not patched, audited or listed again
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._original is not None:
+            self._original._apply(fn, *args, **kwargs)
+        return super()._apply(fn, *args, **kwargs)
 
     def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         _, _, frames, height, width = hidden_states.shape
@@ -110,6 +123,7 @@ def _wan(module: nn.Module) -> ExactWanRotaryPosEmbed:
         have = table.detach().to("cpu").double()
         if want.shape != have.shape or float((want - have).abs().max()) > tol:
             raise _refuse(cls, "its tables are not those of theta 10000 (the only theta diffusers builds it with)")
+    new.__dict__["_original"] = module
     return new
 
 

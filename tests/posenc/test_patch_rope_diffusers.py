@@ -22,6 +22,7 @@ module) and the refusals close the file.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import inspect
 from pathlib import Path
@@ -33,6 +34,7 @@ diffusers = pytest.importorskip("diffusers")
 import torch  # noqa: E402
 
 import posenc  # noqa: E402
+import posenc.torch  # noqa: E402
 from posenc.torch import patch_rope  # noqa: E402
 
 
@@ -189,18 +191,22 @@ def _rebuilt(module):
 
 
 def _run(build, dtype, *, patch=False, wrong=None):
-    """The sample of a model built in float32 (seed 0), run in ``dtype``
-    (float64: lifted, its rotary module's tables formed in float64)."""
+    """The sample of a model built in float32 (seed 0), patched, then
+    converted to ``dtype`` (float64: its rotary module's tables formed in
+    float64, and run lifted)."""
     model, inputs = build()
     name = FAMILIES_MODULE[build]
-    with lifted(dtype), torch.no_grad():
-        if dtype == torch.float64:
+    if dtype == torch.float64:
+        with lifted(dtype):
             setattr(model, name, _rebuilt(getattr(model, name)))
-        model = model.to(dtype)
-        handle = patch_rope(model) if patch else None
-        if wrong is not None:
-            wrong(getattr(model, name))
-        _unlifted(model)
+    handle = patch_rope(model) if patch else None
+    if wrong is not None:
+        wrong(getattr(model, name))
+    for m in model.modules():
+        if isinstance(m, posenc.torch.Timesteps) and dtype == torch.float64:
+            m.dtype = dtype  # its float32 output (diffusers' contract), lifted too
+    model = _unlifted(model.to(dtype))
+    with lifted(dtype), torch.no_grad():
         out = model(**_cast(inputs, dtype)).sample
     return out, model, inputs, handle
 
@@ -307,8 +313,25 @@ def test_wan_cast_to_bfloat16_keeps_exact_tables():
     assert err_ours < 1.2e-7 < 1e-3 < err_own, (err_ours, err_own)
 
 
+def test_wan_module_put_back_follows_the_model():
+    """Wan's own module holds buffers: converted with the model while patched,
+    it is put back as a never-patched module converted the same way."""
+    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+
+    holder = torch.nn.Module()
+    holder.rope = WanRotaryPosEmbed(attention_head_dim=40, patch_size=(1, 2, 2), max_seq_len=64)
+    plain = copy.deepcopy(holder).to(torch.bfloat16)
+    x = torch.zeros(1, 4, 3, 8, 10, dtype=torch.bfloat16)
+    with patch_rope(holder):
+        holder.to(torch.bfloat16)
+        assert not list(holder.buffers()) and [n for n, _ in holder.named_modules()] == ["", "rope"]
+    for got, want in zip(holder.rope(x), plain.rope(x), strict=True):
+        assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+
+
 def test_compiled_module():
-    """torch.compile(fullgraph=True) of one patched module's forward."""
+    """torch.compile(fullgraph=True) of one patched module's forward: the exact
+    tables (within float32 rounding of the float64 ones, as eager)."""
     from diffusers.models.transformers.transformer_hunyuan_video import HunyuanVideoRotaryPosEmbed
 
     holder = torch.nn.Module()
@@ -319,8 +342,11 @@ def test_compiled_module():
     torch._dynamo.reset()
     compiled = torch.compile(holder.rope, fullgraph=True, backend="eager")
     got = compiled(x)
-    for g, want, eager in zip(got, own, holder.rope(x), strict=True):
-        assert torch.equal(g, eager) and float((g - want).abs().max()) < 1e-6
+    exact = posenc.rope_axes_cos_sin(posenc.grid_ids((2, 2, 3), xp=torch), [4, 6, 6], base=256.0, dtype=torch.float64)
+    for g, want, e in zip(got, own, exact, strict=True):
+        assert g.dtype == want.dtype == torch.float32 and g.shape == want.shape
+        assert float((g.double() - e).abs().max()) <= 2.0**-24
+        assert float((g - want).abs().max()) < 1e-6
 
 
 # ---------------------------------------------------------------- CogVideoX
