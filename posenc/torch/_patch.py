@@ -183,7 +183,7 @@ def _is_rotary(module: nn.Module) -> bool:
 
 
 def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
-    """Replace the rotary modules of a loaded transformers model (or diffusers transformer) with exact ones.
+    """Replace the rotary modules of a loaded transformers model with exact ones.
 
     Every rotary module of ``model`` (each module whose class name ends in
     ``RotaryEmbedding``: the language model's, every layer type of Gemma 3
@@ -236,7 +236,7 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     strict : bool, default True
         Refuse (a :class:`ValueError` naming the module's class, nothing
         patched) when a rotary module cannot be reproduced: vision towers'
-        and diffusers' modules are not patched yet, nor a config
+        and some of diffusers' modules are not patched yet, nor a config
         :func:`~posenc.scaling.from_hf` refuses; of diffusers, the rotary
         modules of the other families (Cosmos, CogView4, LTX-Video,
         HunyuanVideo 1.5, Lumina 2, ...) are not patched yet, nor a
