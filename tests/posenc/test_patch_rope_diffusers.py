@@ -6,8 +6,10 @@ For each family, full forwards of the model:
 
 * float64: diffusers' float32 casts lifted to float64 (``lifted``: the
   ``torch.float32`` it names at call time, ``Tensor.float()``, and the
-  float32 frequencies ``get_1d_rotary_pos_embed`` forms by default), the
-  patched model within 1e-12 relative of the model's own;
+  float32 frequencies ``get_1d_rotary_pos_embed`` forms by default; the
+  float32 output of posenc's ``Timesteps``, diffusers' contract, with
+  them), the model patched, then converted, within 1e-12 relative of the
+  model's own;
 * float32: the patched model at least as close to that float64 reference
   as the model's own float32 (within the peer's own float32 error);
 * a control: the patched model with one convention wrong (the axes' widths
