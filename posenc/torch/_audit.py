@@ -36,7 +36,14 @@ def _is_rotary(module: Any) -> bool:
 #: the positions (timesteps) a diffusers module is audited over by default
 DIFFUSERS_CONTEXT = {"FluxPosEmbed": 4096, "Flux2PosEmbed": 4096, "Timesteps": 1000, "ExactAxesRotaryEmbedding": 4096}
 #: the modules patch_rope puts in place of diffusers' (audited as those)
-_PATCHED_DIFFUSERS = ("ExactAxesRotaryEmbedding", "Timesteps")
+_PATCHED_DIFFUSERS = (
+    "ExactAxesRotaryEmbedding",
+    "Timesteps",
+    "ExactWanRotaryPosEmbed",
+    "ExactHunyuanVideoRotaryPosEmbed",
+    "ExactQwenEmbedRope",
+    "ExactQwenEmbedLayer3DRope",
+)
 
 
 def _audit_diffusers(label: str, module: Any, positions: Any, make: Any) -> Any:

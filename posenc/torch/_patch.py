@@ -12,6 +12,8 @@ import posenc
 from posenc import _checks
 from posenc.torch._patch_vision import EXACT_VISION, is_vision_tower, vision_replacement
 
+from ._patch_diffusers import REPLACEMENTS as _DIFFUSERS_ROTARY
+
 __all__ = ["patch_rope"]
 
 
@@ -108,7 +110,7 @@ class ExactAxesRotaryEmbedding(nn.Module):
 
 
 #: diffusers' positional modules patch_rope replaces, and how it builds each replacement
-_DIFFUSERS = ("FluxPosEmbed", "Flux2PosEmbed", "Timesteps")
+_DIFFUSERS = ("FluxPosEmbed", "Flux2PosEmbed", *_DIFFUSERS_ROTARY, "Timesteps")
 
 
 def _diffusers_replacement(module: nn.Module) -> nn.Module:
@@ -125,6 +127,8 @@ def _diffusers_replacement(module: nn.Module) -> nn.Module:
         )
     if cls in ("FluxPosEmbed", "Flux2PosEmbed"):
         return ExactAxesRotaryEmbedding(module.theta, module.axes_dim)
+    if cls in _DIFFUSERS_ROTARY:  # Wan, HunyuanVideo, Qwen-Image: _patch_diffusers.py
+        return _DIFFUSERS_ROTARY[cls](module)
     msg = (
         f"{cls} cannot be patched: of diffusers' positional modules, posenc patches {', '.join(_DIFFUSERS)} "
         "(pass strict=False to patch the others)"
@@ -189,9 +193,18 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     with :func:`posenc.scaling.from_hf` and returns what the module returned
     (same shapes, layouts, dtypes and attention factor), computed from
     posenc's exact tables kept in float32 whatever the model's dtype and
-    rounded once to it.  In a diffusers transformer, ``FluxPosEmbed`` and
-    ``Flux2PosEmbed`` become exact multi-axis tables
-    (:func:`posenc.rope_axes_cos_sin`) and every ``Timesteps`` a
+    rounded once to it.  In a diffusers transformer, the rotary position
+    module of Flux and Flux 2 (``FluxPosEmbed``, ``Flux2PosEmbed``), Wan
+    (``WanRotaryPosEmbed``, also in Wan VACE, Wan Animate and Sana Video),
+    HunyuanVideo (``HunyuanVideoRotaryPosEmbed``) and Qwen-Image
+    (``QwenEmbedRope``; Qwen-Image-Layered's ``QwenEmbedLayer3DRope``)
+    becomes exact multi-axis tables (:func:`posenc.rope_axes_cos_sin` over
+    the ids of :func:`posenc.grid_ids`) returned as the module returned them
+    (same signature, shapes, layouts; Qwen-Image's complex ``exp(i p w)``),
+    float32 whatever the model's dtype (Wan's own are buffers that
+    ``model.to(torch.bfloat16)`` rounds) and float64 for float64 work
+    (float64 hidden states; a Qwen-Image module converted with
+    ``.double()``: complex128); every ``Timesteps`` becomes a
     :class:`posenc.torch.Timesteps` (exact angles where diffusers forms them
     in float32).  The rotary modules of the vision towers of Qwen2-VL,
     Qwen2.5-VL and Pixtral (``forward(x, position_ids)``: ``cos``, ``sin``
@@ -203,7 +216,15 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     :func:`~posenc.scaling.from_hf` of the tower's config), each first
     compared with the tower's own module at a few small ids (a module whose
     convention differs, from a transformers release posenc does not know,
-    is refused); the tower's attention code is not touched.  A model cast with ``model.to(torch.bfloat16)``
+    is refused); the tower's attention code is not touched.  CogVideoX has
+    no rotary module to replace: its pipeline forms the tables with
+    ``get_3d_rotary_pos_embed`` and passes them to the transformer's
+    ``forward`` as ``image_rotary_emb``; pass posenc's instead (last
+    example: ids ``(frame, row, column)``, widths ``(d / 4, 3 d / 8, 3 d /
+    8)`` of the head dimension ``d``, pairs of neighbours; for a crop
+    ``((top, left), (bottom, right))`` of the ``(h, w)`` grid, the rows are
+    ``torch.linspace(top, bottom * (h - 1) / h, h)`` and the columns alike,
+    in float64).  A model cast with ``model.to(torch.bfloat16)``
     (whose own ``inv_freq`` is then rounded to bfloat16, its tables off by
     up to 2 beyond a thousand positions: see :func:`posenc.audit_rope`)
     gets tables at the bfloat16 floor; a float32 model gets exact tables in
@@ -224,15 +245,19 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     model : torch.nn.Module
         A transformers model (a language model, a multimodal one with its
         vision tower, or a vision tower alone), a diffusers transformer
-        (Flux, Flux 2), or any module holding them.
+        (Flux, Flux 2, Wan, HunyuanVideo, Qwen-Image), or any module holding
+        them.
     strict : bool, default True
         Refuse (a :class:`ValueError` naming the module's class, nothing
         patched) when a rotary module cannot be reproduced: the vision
         towers other than those above (Qwen3-VL's, GLM-4V's, Gemma 4's, ...)
         are not patched yet, nor a config
         :func:`~posenc.scaling.from_hf` refuses; of diffusers, the rotary
-        modules of Wan, HunyuanVideo, CogVideoX, Qwen-Image and the others
-        are not patched yet.  ``False``: patch the
+        modules of the other families (Cosmos, CogView4, LTX-Video,
+        HunyuanVideo 1.5, Lumina 2, ...) are not patched yet, nor a
+        ``WanRotaryPosEmbed`` whose tables are not those of base 10000 (it
+        does not keep its base; diffusers builds it with no other).
+        ``False``: patch the
         others and list what was left in ``handle.left``.
 
     Returns
@@ -266,6 +291,19 @@ def patch_rope(model: nn.Module, *, strict: bool = True) -> RopePatch:
     >>> with patch_rope(tower) as handle:
     ...     print(handle.patched, type(tower.patch_positional_embedding).__name__)
     ['patch_positional_embedding'] ExactVisionRotaryEmbedding
+
+    CogVideoX's tables, exact, where its pipeline calls
+    ``get_3d_rotary_pos_embed`` (a crop covering the grid, as at the
+    model's sample size):
+
+    >>> import posenc
+    >>> from diffusers.models.embeddings import get_3d_rotary_pos_embed
+    >>> frames, h, w, d = 13, 30, 45, 64
+    >>> ids = posenc.grid_ids((frames, h, w), xp=torch)
+    >>> cos, sin = posenc.rope_axes_cos_sin(ids, [d // 4, d // 8 * 3, d // 8 * 3], dtype=torch.float32)
+    >>> own_cos, own_sin = get_3d_rotary_pos_embed(d, ((0, 0), (h, w)), (h, w), frames)
+    >>> cos.shape == own_cos.shape, float((sin - own_sin).abs().max()) < 1e-5
+    (True, True)
     """
     if not isinstance(model, nn.Module):
         msg = f"`model` must be a torch.nn.Module, got {_checks.show(model)}"

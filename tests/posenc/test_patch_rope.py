@@ -353,11 +353,11 @@ def test_diffusers_timesteps_exact_where_diffusers_is_not():
 
 def test_diffusers_module_not_patched_yet():
     pytest.importorskip("diffusers")
-    from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
+    from diffusers.models.transformers.transformer_cogview4 import CogView4RotaryPosEmbed
 
     holder = torch.nn.Module()
-    holder.rope = WanRotaryPosEmbed(attention_head_dim=40, patch_size=(1, 2, 2), max_seq_len=64)
-    with pytest.raises(ValueError, match="WanRotaryPosEmbed cannot be patched"):
+    holder.rope = CogView4RotaryPosEmbed(64, patch_size=2, rope_axes_dim=(256, 256))
+    with pytest.raises(ValueError, match="CogView4RotaryPosEmbed cannot be patched"):
         patch_rope(holder)
     handle = patch_rope(holder, strict=False)
     assert handle.patched == [] and [n for n, _, _ in handle.left] == ["rope"]
