@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from posenc.torch._audit import _cause, _dtype_name, _inv_freq, _positions
+from posenc.torch._audit_common import _cause, _dtype_name, _inv_freq, _positions
 from posenc.torch._patch_vision import (
     EXACT_VISION,
     VISION_TOWERS,
