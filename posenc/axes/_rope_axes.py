@@ -286,7 +286,7 @@ def _compact(
     device: Any,
     xp: Any,
     laid_out: bool = False,
-) -> tuple[Array, Array, str, Context]:
+) -> tuple[Array, Array, str | None, Context]:
     """The compact tables (..., D / 2) in the working dtype, the layout and
     the context (``ctx`` given: that of ``rope_axes``, tables in ``x``'s
     working dtype).  ``laid_out``: tables of the half layout come laid out
@@ -551,7 +551,9 @@ def rope_axes(
     _checks.check_real_float(x, "x", xctx.xp, min_ndim=1, shape="(..., seq, head_dim)")
     wt = x.dtype if x.dtype == getattr(xctx.xp, "float64", None) else xctx.xp.float32
     ctx = xctx.with_dtype(wt)
-    c, s, layout, _ = _compact(ids, axes_dim, base, scaling, layout, split, turns, freqs, ctx, None, None, None)
+    c, s, laid, _ = _compact(ids, axes_dim, base, scaling, layout, split, turns, freqs, ctx, None, None, None)
+    assert laid is not None  # (compact tables: laid_out is not asked for)
+    layout = laid
     width = 2 * int(c.shape[-1])
     if width > int(x.shape[-1]):
         what = "sum(`axes_dim`)" if freqs is None else "twice the planes of `freqs`"
