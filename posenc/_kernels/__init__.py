@@ -56,6 +56,7 @@ Imports: :mod:`posenc._cache`, :mod:`posenc._compat` (and its own modules).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -223,9 +224,12 @@ def dlpack_route(ctx: Context, *arrays: Any) -> Route | None:
         from . import dlpack
 
         try:
-            _ROUTES[ctx.xp] = dlpack.route(ctx.xp, dlpack.cupy_stream if ctx.backend is Backend.CUPY else None)
+            made = dlpack.route(ctx.xp, dlpack.cupy_stream if ctx.backend is Backend.CUPY else None)
         except ImportError:  # no torch
             _ROUTES[ctx.xp] = None
+        else:
+            lane = Lane("dlpack", False, made.turns, made.rotate, made.rope, fused=True)
+            _ROUTES[ctx.xp] = dataclasses.replace(made, lane=lane)
     route = _ROUTES[ctx.xp]
     if route is None or triton_lane("cuda" if cuda else "cpu") is None:
         return None
@@ -362,7 +366,8 @@ def turns(p: Array, ctx: Context) -> Lane | None:
         return None
     route = dlpack_route(ctx, p)
     if route is not None:
-        return route.lane
+        fused: Lane | None = route.lane
+        return fused
     lane = _lane(p)
     if lane is None or (lane is not NUMPY and p.requires_grad):
         return None

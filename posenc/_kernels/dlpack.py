@@ -46,14 +46,11 @@ import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from posenc._compat import Array
-
-if TYPE_CHECKING:
-    from . import Lane
 
 __all__ = ["Route", "cupy_stream", "route"]
 
@@ -116,11 +113,11 @@ class Route:
 
     Attributes
     ----------
-    lane : posenc._kernels.Lane
-        The fused lane ``"dlpack"``: ``turns``, ``rotate`` and ``rope`` with
-        the contracts of :func:`~posenc._kernels.triton.turns_triton`,
+    turns, rotate, rope : callable
+        :func:`~posenc._kernels.triton.turns_triton`,
         :func:`~posenc._kernels.triton.rotate_small_triton` and
-        :func:`~posenc._kernels.triton.rope_small_triton`, on ``xp`` arrays.
+        :func:`~posenc._kernels.triton.rope_small_triton` on ``xp`` arrays:
+        the fused lane ``"dlpack"`` of the choosers.
     rotate_large : callable
         :func:`~posenc._kernels.triton.rotate_large_triton` on ``xp`` arrays
         (``wt`` an ``xp`` dtype); None where it does not apply.
@@ -128,12 +125,17 @@ class Route:
         ``table(n, lo, turns, layout, dtype, scale, dim)``:
         :func:`~posenc._kernels.triton.table_triton` on the device of the
         ``xp`` arrays ``turns``, ``dtype`` an ``xp`` dtype.
+    lane : posenc._kernels.Lane or None
+        The lane of ``turns``, ``rotate`` and ``rope``, set by the chooser.
     """
 
     xp: Any
-    lane: Lane
+    turns: Callable[..., tuple[Array, Array]]
+    rotate: Callable[..., Array]
+    rope: Callable[..., Array]
     rotate_large: Callable[..., Array | None]
     table: Callable[..., Array]
+    lane: Any = None
 
 
 def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
@@ -142,7 +144,6 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
     torch's current stream is taken)."""
     import torch
 
-    from . import Lane
     from . import triton as tk
 
     def scope(x: Any) -> Any:
@@ -222,5 +223,4 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
             out = tk.table_triton(n, lo, (v1, v2), layout, _torch_dtype(dtype), v1.device, scale=scale, dim=dim)
             return back(out)
 
-    lane = Lane("dlpack", False, turns, rotate, rope, fused=True)
-    return Route(xp, lane, rotate_large, table)
+    return Route(xp, turns, rotate, rope, rotate_large, table)
