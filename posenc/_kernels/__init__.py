@@ -29,8 +29,8 @@ sin/cos of a range       :func:`range_sincos`  NumPy, torch CPU through NumPy; D
 lazy tables              :func:`lazy`          Dask, chunked along the rows
 rows of a range table    :func:`gather`        NumPy ``take``, torch ``index_select``
 table of a range, device :func:`device_table`  Triton, one launch (:mod:`.triton`)
-CuPy arrays (any of the   :func:`dlpack_route`  the Triton kernels through DLPack
-above on a device)                             (:mod:`.dlpack`)
+CuPy arrays on a device  :func:`dlpack_route`  the Triton kernels through DLPack
+                                               (:mod:`.dlpack`), for each operation above
 hand-out of a table      :func:`handout`       the :class:`posenc._cache.Share` mode
 =======================  ====================  ==========================================
 
