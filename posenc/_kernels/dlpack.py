@@ -60,6 +60,8 @@ KDL_CUDA = 2
 KDL_CPU = 1
 
 _NULL = contextlib.nullcontext()
+#: the turns of this many plans keep their torch views (then all are dropped)
+_VIEWS = 256
 #: torch streams standing for the callers' streams, by (pointer, device index)
 _EXTERNAL: dict[tuple[int, int], Any] = {}
 
@@ -162,6 +164,19 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
         return torch.cuda.stream(ext)
 
     view = torch.from_dlpack
+    #: torch views of the turns ``(v1, v2)`` of the plans, by the tuple's id
+    #: (the tuple held with them, so that its id stays its own)
+    views: dict[int, tuple[tuple[Array, ...], tuple[Any, Any]]] = {}
+
+    def turn_views(turns: tuple[Array, ...]) -> tuple[Any, Any]:
+        got = views.get(id(turns))
+        if got is not None and got[0] is turns:
+            return got[1]
+        made = (view(turns[0]), view(turns[1]))
+        if len(views) >= _VIEWS:
+            views.clear()
+        views[id(turns)] = (turns, made)
+        return made
 
     def back(t: Any) -> Array:
         return xp.from_dlpack(_Export(t))
@@ -175,7 +190,7 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
         limit: float | None = None,
     ) -> tuple[Array, Array]:
         with scope(p):
-            s, c = tk.turns_triton(view(p), (view(turns[0]), view(turns[1])), scale, clip, layout, limit)
+            s, c = tk.turns_triton(view(p), turn_views(turns), scale, clip, layout, limit)
             return back(s), back(c)
 
     def rotate(x: Array, c: Array, s: Array, layout: str) -> Array:
@@ -192,8 +207,7 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
         limit: float | None = None,
     ) -> Array:
         with scope(x):
-            t = (view(turns[0]), view(turns[1]))
-            return back(tk.rope_small_triton(view(x), view(p), t, scale, shape, layout, limit))
+            return back(tk.rope_small_triton(view(x), view(p), turn_views(turns), scale, shape, layout, limit))
 
     def rotate_large(
         x: Array,

@@ -279,3 +279,28 @@ def test_export_asks_for_no_synchronisation():
     t[0] = 41.0
     assert a[0] == 41.0 and a.flags.writeable
     np.testing.assert_array_equal(a[1:], np.arange(1, 6, dtype=np.float32))
+
+
+def test_views_share_the_arrays_memory_and_a_plans_turns_are_viewed_once(stand_in, monkeypatch):
+    """Zero-copy: each torch view is the NumPy array's memory; a warm decode
+    step views ``x`` and the positions only (the plan's turns keep theirs)."""
+    seen = []
+    real = torch.from_dlpack
+
+    def spy(a):
+        t = real(a)
+        seen.append((a, t))
+        return t
+
+    monkeypatch.setattr(torch, "from_dlpack", spy)
+    monkeypatch.setattr(_kernels, "_ROUTES", {})  # (a route made with the spy)
+    x, p = _X[:, :, :1], np.array([[70000], [5]])
+    posenc.rope(x, p, heads_axis=1)
+    assert len(seen) == 4  # x, p and the turns (v1, v2)
+    seen.clear()
+    out = posenc.rope(x, p, heads_axis=1)
+    assert len(seen) == 2, [a.shape for a, _ in seen]
+    for a, t in seen:
+        assert t.data_ptr() == a.__array_interface__["data"][0]
+    assert {a.shape for a, _ in seen} == {x.shape, p.shape}
+    assert not np.shares_memory(out, x)
