@@ -6,7 +6,9 @@ tensor (``torch.from_dlpack``: no copy, the same memory on the same
 device), the kernel of :mod:`posenc._kernels.triton` runs on the views, and
 its result is viewed back as an array of the caller's namespace
 (``xp.from_dlpack``).  The kernels, and so the bits, are those of a CUDA
-tensor; nothing is copied and nothing is read back.  Where a kernel does
+tensor; nothing is copied (but an array with a negative stride, a
+reversed view, which torch cannot view: it is copied first, one launch) and
+nothing is read back.  Where a kernel does
 not apply it falls back to torch's operations on the views, as it does for
 torch tensors, or answers None (the caller's portable path), as it does
 for torch tensors.
@@ -99,6 +101,12 @@ class _Export:
         return t.__dlpack__(**kwargs)
 
 
+def _negative(a: Any) -> bool:
+    """Whether the array ``a`` has a negative stride (NumPy's and CuPy's
+    ``strides``; an array without them has none)."""
+    return any(st < 0 for st in getattr(a, "strides", ()))
+
+
 def _torch_dtype(dtype: Any) -> Any:
     """The torch dtype of a NumPy / CuPy dtype (or a torch dtype)."""
     import torch
@@ -163,7 +171,13 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
             ext = _EXTERNAL[(ptr, int(index))] = torch.cuda.ExternalStream(ptr, device=torch.device("cuda", index))
         return torch.cuda.stream(ext)
 
-    view = torch.from_dlpack
+    def view(a: Array) -> Any:
+        """The torch view of ``a``; of a copy where ``a`` has a negative stride
+        (a reversed view: torch has no negative strides, and aborts on one)."""
+        if _negative(a):
+            a = xp.asarray(a, copy=True)
+        return torch.from_dlpack(a)
+
     #: torch views of the turns ``(v1, v2)`` of the plans, by the tuple's id
     #: (the tuple held with them, so that its id stays its own)
     views: dict[int, tuple[tuple[Array, ...], tuple[Any, Any]]] = {}
@@ -220,6 +234,8 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
         wt: Any,
         inplace: bool = False,
     ) -> Array | None:
+        if inplace and _negative(x):
+            return None  # (its view would be a copy)
         with scope(x):
             tx = view(x)
             out = tk.rotate_large_triton(

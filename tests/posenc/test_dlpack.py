@@ -98,6 +98,11 @@ CASES = {
         lambda: posenc.apply_rope(_X, *(np.concatenate([a, a], -1).astype(np.float32) for a in (_C, _S))),
         "_rotate_kernel",
     ),
+    "reversed positions (a copy first)": (lambda: posenc.sinusoidal(_P[::-1], 64, dtype=np.float32), "_turns_kernel"),
+    "apply_rope of a reversed x": (
+        lambda: posenc.apply_rope(_X[:, ::-1], *(np.concatenate([a, a], -1).astype(np.float32) for a in (_C, _S))),
+        "_rotate_kernel",
+    ),
     "rope decode step": (lambda: posenc.rope(_X[:, :, :1], np.array([[70000], [5]]), heads_axis=1), "_rope_kernel"),
 }
 
