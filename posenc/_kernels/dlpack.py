@@ -52,9 +52,10 @@ from typing import Any
 
 import numpy as np
 
+from posenc import _cache
 from posenc._compat import Array
 
-__all__ = ["Route", "cupy_stream", "route"]
+__all__ = ["VIEWS", "Route", "cupy_stream", "route"]
 
 #: DLPack's device type of CUDA memory (``__dlpack_device__()[0]``)
 KDL_CUDA = 2
@@ -62,8 +63,9 @@ KDL_CUDA = 2
 KDL_CPU = 1
 
 _NULL = contextlib.nullcontext()
-#: the turns of this many plans keep their torch views (then all are dropped)
-_VIEWS = 256
+#: torch views of the turns ``(v1, v2)`` of the plans, by the tuple's id
+#: (the tuple is held with them, so that its id stays its own)
+VIEWS = _cache.Memo("dlpack.turn_views", 256)
 #: torch streams standing for the callers' streams, by (pointer, device index)
 _EXTERNAL: dict[tuple[int, int], Any] = {}
 
@@ -178,18 +180,13 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
             a = xp.asarray(a, copy=True)
         return torch.from_dlpack(a)
 
-    #: torch views of the turns ``(v1, v2)`` of the plans, by the tuple's id
-    #: (the tuple held with them, so that its id stays its own)
-    views: dict[int, tuple[tuple[Array, ...], tuple[Any, Any]]] = {}
-
     def turn_views(turns: tuple[Array, ...]) -> tuple[Any, Any]:
-        got = views.get(id(turns))
+        got = VIEWS.get(id(turns))
         if got is not None and got[0] is turns:
-            return got[1]
+            kept: tuple[Any, Any] = got[1]
+            return kept
         made = (view(turns[0]), view(turns[1]))
-        if len(views) >= _VIEWS:
-            views.clear()
-        views[id(turns)] = (turns, made)
+        VIEWS.put(id(turns), (turns, made))
         return made
 
     def back(t: Any) -> Array:
