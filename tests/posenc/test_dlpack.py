@@ -309,3 +309,72 @@ def test_views_share_the_arrays_memory_and_a_plans_turns_are_viewed_once(stand_i
         assert t.data_ptr() == a.__array_interface__["data"][0]
     assert {a.shape for a, _ in seen} == {x.shape, p.shape}
     assert not np.shares_memory(out, x)
+
+
+# ------------------------------------------------------------------ CuPy on a GPU (skipped without one)
+def _cupy_on_a_device():
+    cupy = pytest.importorskip("cupy")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001 - no driver
+        count = 0
+    if count < 1 or not tk.available("cuda"):
+        pytest.skip("no CUDA device that both CuPy and torch (with triton) see")
+    return cupy
+
+
+def test_cupy_on_a_device_takes_the_kernels_of_cuda_tensors():
+    """The route on CuPy memory: one launch, a CuPy array on the positions'
+    device, the bits of the same call on a CUDA tensor, within the bound."""
+    cp = _cupy_on_a_device()
+    p = cp.asarray(_P)
+    with count_launches() as launches:
+        out = posenc.sinusoidal(p, 64, dtype="float32")
+    assert launches["triton._turns_kernel"] == 1, str(launches)
+    assert type(out) is cp.ndarray and out.device == p.device and out.dtype == cp.float32
+    on_torch = posenc.sinusoidal(torch.as_tensor(_P, device=f"cuda:{p.device.id}"), 64, dtype=torch.float32)
+    np.testing.assert_array_equal(cp.asnumpy(out), on_torch.cpu().numpy())
+    s64, c64 = _sincos64(_P, 32)
+    np.testing.assert_allclose(cp.asnumpy(out)[:, 0::2], s64, rtol=0, atol=BOUND)
+    with _kernels.disabled():
+        ref = posenc.sinusoidal(p, 64, dtype="float32")  # CuPy's portable path
+    np.testing.assert_allclose(cp.asnumpy(out), cp.asnumpy(ref), rtol=0, atol=BOUND)
+
+
+@pytest.mark.parametrize("stream", ["null", "new", "per-thread"])
+def test_cupy_on_a_device_runs_on_cupys_current_stream(stream):
+    """On CuPy's current stream (a new non-blocking one, the per-thread
+    default one): the result is the portable path's on that stream, torch's
+    current stream is left as it was, and torch synchronises nothing."""
+    cp = _cupy_on_a_device()
+    if stream == "null":
+        s = cp.cuda.Stream.null
+    elif stream == "new":
+        s = cp.cuda.Stream(non_blocking=True)
+    else:
+        s = getattr(cp.cuda.Stream, "ptds", None)
+        if s is None:
+            pytest.skip("this CuPy has no per-thread default stream")
+    before = torch.cuda.current_stream()
+    with s:
+        x = cp.asarray(_X)
+        c = cp.asarray(np.concatenate([_C, _C], -1).astype(np.float32))
+        sn = cp.asarray(np.concatenate([_S, _S], -1).astype(np.float32))
+        posenc.apply_rope(x, c, sn)  # (compiles the kernels, makes the plans)
+        posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            with count_launches() as launches:
+                got = posenc.apply_rope(x, c, sn)
+                table = posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        with _kernels.disabled():
+            want = posenc.apply_rope(x, c, sn)
+            want_table = posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")
+    s.synchronize()
+    assert torch.cuda.current_stream() == before
+    assert launches["triton._rotate_kernel"] == 1 and launches["triton._turns_kernel"] == 1, str(launches)
+    np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
+    for a, b in zip(table, want_table, strict=True):
+        np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=0, atol=BOUND)
