@@ -378,3 +378,25 @@ def test_cupy_on_a_device_runs_on_cupys_current_stream(stream):
     np.testing.assert_array_equal(cp.asnumpy(got), cp.asnumpy(want))
     for a, b in zip(table, want_table, strict=True):
         np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=0, atol=BOUND)
+
+
+def test_the_routes_rotations_called_directly(stand_in):
+    """The small rotation (no chooser hands it out for now) and the large one
+    in place: the portable rotation's bits; in place into the caller's own
+    array, which is returned; a reversed ``x`` is not rotated in place."""
+    ctx = _compat.resolve({"x": _X}, xp=None, device=None, dtype=None)
+    route = _kernels.dlpack_route(ctx, _X)
+    c, s = (np.concatenate([a, a], -1).astype(np.float32) for a in (_C, _S))
+    with _kernels.disabled():
+        want = posenc.apply_rope(_X, c, s)
+    with no_reads(), count_launches() as launches:
+        got = route.lane.rotate(_X, c, s, "half")
+    assert dict(launches) == {"triton._rotate_kernel": 1}
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got, want)
+    x = _X.copy()
+    lead = x.shape[:-1]
+    same = route.rotate_large(x, c, s, "half", 64, lead, False, np.float32, inplace=True)
+    assert same is x
+    np.testing.assert_array_equal(x, want)
+    assert route.rotate_large(_X[:, ::-1], c, s, "half", 64, lead, False, np.float32, inplace=True) is None
