@@ -225,7 +225,7 @@ def dlpack_route(ctx: Context, *arrays: Any) -> Route | None:
 
         try:
             made = dlpack.route(ctx.xp, dlpack.cupy_stream if ctx.backend is Backend.CUPY else None)
-        except ImportError:  # no torch
+        except ImportError:  # no torch (or no from_dlpack in the namespace)
             _ROUTES[ctx.xp] = None
         else:
             lane = Lane("dlpack", False, made.turns, made.rotate, made.rope, fused=True)

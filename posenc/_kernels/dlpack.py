@@ -153,10 +153,15 @@ class Route:
 def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
     """The :class:`Route` of the namespace ``xp``; ``stream(index)`` the
     pointer of the caller's current stream on CUDA device ``index`` (None:
-    torch's current stream is taken)."""
+    torch's current stream is taken).  ImportError without torch, or for a
+    namespace without ``from_dlpack``."""
     import torch
 
     from . import triton as tk
+
+    if not hasattr(xp, "from_dlpack"):
+        msg = f"{getattr(xp, '__name__', xp)!s} has no from_dlpack"
+        raise ImportError(msg)
 
     def scope(x: Any) -> Any:
         """The context of a call on ``x``: torch on the caller's stream."""
