@@ -400,3 +400,18 @@ def test_the_routes_rotations_called_directly(stand_in):
     assert same is x
     np.testing.assert_array_equal(x, want)
     assert route.rotate_large(_X[:, ::-1], c, s, "half", 64, lead, False, np.float32, inplace=True) is None
+
+
+def test_no_route_without_torch_or_from_dlpack(stand_in, monkeypatch):
+    ctx = _compat.resolve({"p": _P}, xp=None, device=None, dtype=np.float32)
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "torch", None)  # import torch fails
+        assert _kernels.dlpack_route(ctx, _P) is None
+    monkeypatch.setattr(_kernels, "_ROUTES", {})
+    assert _kernels.dlpack_route(ctx, _P) is not None
+    bare = types.ModuleType("cupy")  # a CuPy-like namespace without from_dlpack
+    cctx = dataclasses.replace(_cupy_ctx(), xp=bare)
+    real = tk.available
+    monkeypatch.setattr(tk, "available", lambda kind: kind == "cuda" or real(kind))
+    assert _kernels.dlpack_route(cctx, _CudaArray()) is None
+    assert _kernels.dlpack_route(_cupy_ctx(), _CudaArray()) is not None
