@@ -409,6 +409,7 @@ def test_no_route_without_torch_or_from_dlpack(stand_in, monkeypatch):
         assert _kernels.dlpack_route(ctx, _P) is None
     monkeypatch.setattr(_kernels, "_ROUTES", {})
     assert _kernels.dlpack_route(ctx, _P) is not None
+    monkeypatch.setattr(_kernels, "DLPACK", frozenset({Backend.CUPY}))  # (CuPy's, as shipped)
     bare = types.ModuleType("cupy")  # a CuPy-like namespace without from_dlpack
     cctx = dataclasses.replace(_cupy_ctx(), xp=bare)
     real = tk.available
