@@ -24,7 +24,9 @@ section of ``benchmarks/results.json`` and ``RESULTS.md``, the device named.
 Without a CUDA device the check is a **dry run**: the same code, every
 row's callables run once at a tiny size on CPU tensors (under
 ``posenc._kernels.as_device()`` where it exists, so that they take a CUDA
-tensor's decisions; NumPy stands in for CuPy, JAX runs on the CPU, compiled
+tensor's decisions; NumPy stands in for CuPy, taking CuPy's route of posenc's
+Triton kernels through DLPack, and the CuPy rows' notes say which route ran
+and its launches; JAX runs on the CPU, compiled
 rows use torch's ``eager`` compiler backend), the lanes run on a single test
 whose GPU cases skip, and the JSON is written with every row marked ``no
 device``: a bug of the script shows here, not first on the GPU machine.
@@ -473,8 +475,56 @@ def rows_diffusion(env: Env, sz: Sizes) -> list[Any]:
     return rows
 
 
+@contextlib.contextmanager
+def cupy_stand_in(env: Env):
+    """In a dry run NumPy stands in for CuPy: NumPy arrays take CuPy's route
+    (posenc's Triton kernels through DLPack, ``posenc._kernels.DLPACK``) where
+    posenc has it, inside ``as_device()`` (interpreted); posenc's caches are
+    cleared on entry and exit (plans keep the route they were made with)."""
+    from posenc import _cache, _kernels
+    from posenc._compat import Backend
+
+    routes = getattr(_kernels, "DLPACK", None)
+    if env.cupy is not None or routes is None:
+        yield
+        return
+    _cache.clear()
+    _kernels.DLPACK = routes | {Backend.NUMPY}
+    try:
+        yield
+    finally:
+        _kernels.DLPACK = routes
+        _cache.clear()
+
+
+def cupy_route(call: Callable[[], Any], setup: Callable[[], Any] | None = None) -> str:
+    """Which route a CuPy call takes: posenc's Triton kernels (through DLPack),
+    with their launches, or the portable path (CuPy's own operations, not
+    counted here)."""
+    try:
+        from posenc._kernels.probes import count_launches
+    except ImportError:  # a posenc without the probes
+        return "route not probed"
+    if setup is not None:
+        setup()
+    with count_launches() as counts:
+        call()
+    kernels = {k.removeprefix("triton."): v for k, v in counts.items() if k.startswith("triton.")}
+    if not kernels:
+        return "route: portable path"
+    torch_ops = counts.total() - sum(kernels.values())
+    shown = ", ".join(f"{k} x{v}" for k, v in sorted(kernels.items()))
+    return f"route: Triton through DLPack ({shown}" + (f"; {torch_ops} torch ops)" if torch_ops else ")")
+
+
 def rows_cupy(env: Env, sz: Sizes) -> list[Any]:
-    """CuPy: sinusoidal cold against the naive CuPy formula; apply_rope f32 against the formula."""
+    """CuPy: sinusoidal cold against the naive CuPy formula; apply_rope f32 against the formula.  Each row's
+    note says which route posenc took (:func:`cupy_route`)."""
+    with cupy_stand_in(env):
+        return _rows_cupy(env, sz)
+
+
+def _rows_cupy(env: Env, sz: Sizes) -> list[Any]:
     import posenc
     from posenc import _cache
 
@@ -489,11 +539,14 @@ def rows_cupy(env: Env, sz: Sizes) -> list[Any]:
         return cp.stack((cp.sin(a), cp.cos(a)), axis=-1).reshape(n, d)
 
     rows = []
-    t = time_calls(env, {"posenc.sinusoidal": lambda: posenc.sinusoidal(n, d, dtype="float32", xp=cp),
-                         "naive CuPy formula": naive}, sz.rounds, setup={"posenc.sinusoidal": _cache.clear},
-                   events=events)
+
+    def table() -> Any:
+        return posenc.sinusoidal(n, d, dtype="float32", xp=cp)
+
+    t = time_calls(env, {"posenc.sinusoidal": table, "naive CuPy formula": naive}, sz.rounds,
+                   setup={"posenc.sinusoidal": _cache.clear}, events=events)
     rows += _row(env, f"CuPy sinusoidal({n}, {d}) f32, cold", backend, "posenc.sinusoidal", t, "naive CuPy formula",
-                 1.0)
+                 1.0, note=cupy_route(table, _cache.clear))
     b, h, s, hd = sz.rope
     x = cp.asarray(np.random.default_rng(3).standard_normal((b, h, s, hd), dtype=np.float32))
     cos, sin = posenc.rope_cos_sin(s, hd, dtype="float32", xp=cp)
@@ -502,9 +555,12 @@ def rows_cupy(env: Env, sz: Sizes) -> list[Any]:
         rot = cp.concatenate((-x[..., hd // 2 :], x[..., : hd // 2]), axis=-1)
         return x * cos + rot * sin
 
-    t = time_calls(env, {"posenc.apply_rope": lambda: posenc.apply_rope(x, cos, sin), "HF formula": formula},
-                   sz.rounds, events=events)
-    rows += _row(env, f"CuPy apply_rope ({b},{h},{s},{hd}) f32", backend, "posenc.apply_rope", t, "HF formula", 1.0)
+    def rotated() -> Any:
+        return posenc.apply_rope(x, cos, sin)
+
+    t = time_calls(env, {"posenc.apply_rope": rotated, "HF formula": formula}, sz.rounds, events=events)
+    rows += _row(env, f"CuPy apply_rope ({b},{h},{s},{hd}) f32", backend, "posenc.apply_rope", t, "HF formula", 1.0,
+                 note=cupy_route(rotated))
     return rows
 
 
@@ -670,7 +726,8 @@ def accuracy(env: Env, sz: Sizes) -> list[dict[str, Any]]:
     cname = "cupy" if env.cupy is not None else "numpy (stands in for cupy)"
 
     def c_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        got = posenc.sinusoidal(cp.asarray(p), dim, dtype="float32")
+        with cupy_stand_in(env):  # (a dry run: NumPy takes CuPy's route)
+            got = posenc.sinusoidal(cp.asarray(p), dim, dtype="float32")
         return _interleaved(got.get() if hasattr(got, "get") else np.asarray(got))
 
     paths["sinusoidal "] = (cname, c_table, False)

@@ -92,6 +92,9 @@ def test_gpu_check_dry_run(tmp_path, capsys):
     assert any(r["case"].startswith("Llama-shaped model") for r in data["rows"])
     assert data["rows"] and all(r["status"] == gpu_check.NO_DEVICE for r in data["rows"])
     assert all(r["ms"] > 0 for r in data["rows"])
+    # NumPy stood in for CuPy: its rows took CuPy's route (the Triton kernels through DLPack), and say so
+    cupy = [r for r in data["rows"] if r["case"].startswith("CuPy") and r["contestant"].startswith("posenc")]
+    assert len(cupy) == 2 and all("route: Triton through DLPack" in r["note"] for r in cupy), cupy
     # posenc's RoPE ran in every layer of the model in place of its own, and gave its logits (bf16)
     llama = next(r for r in data["rows"] if r["contestant"] == "posenc's RoPE patched in")
     assert "patched into 2 layers" in llama["note"], llama["note"]

@@ -29,6 +29,8 @@ sin/cos of a range       :func:`range_sincos`  NumPy, torch CPU through NumPy; D
 lazy tables              :func:`lazy`          Dask, chunked along the rows
 rows of a range table    :func:`gather`        NumPy ``take``, torch ``index_select``
 table of a range, device :func:`device_table`  Triton, one launch (:mod:`.triton`)
+CuPy arrays on a device  :func:`dlpack_route`  the Triton kernels through DLPack
+                                               (:mod:`.dlpack`), for each operation above
 hand-out of a table      :func:`handout`       the :class:`posenc._cache.Share` mode
 =======================  ====================  ==========================================
 
@@ -36,6 +38,10 @@ Device arrays (CUDA tensors; CPU tensors inside :func:`as_device`) take the
 fused lane of posenc's Triton kernels (:func:`triton_lane`, :mod:`.triton`)
 where Triton is installed: one launch per call at any size, the positions
 checked in the kernel; nothing is read back from them (no ``extremes``).
+CuPy arrays on a CUDA device take the same kernels through DLPack where
+torch with triton is importable (:func:`dlpack_route`: zero-copy torch views
+in, the result viewed back as a CuPy array, on the caller's CuPy stream);
+else the portable path.
 
 A kernel is never chosen while torch's compiler traces (``Context.traced``),
 and small inputs take the cheapest route (the thresholds below).  Every
@@ -50,11 +56,12 @@ Imports: :mod:`posenc._cache`, :mod:`posenc._compat` (and its own modules).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -87,6 +94,9 @@ from .tables import (
     torch_range_sincos,
 )
 
+if TYPE_CHECKING:
+    from .dlpack import Route
+
 __all__ = [
     "GATHER_MIN",
     "LANES",
@@ -97,6 +107,7 @@ __all__ = [
     "as_device",
     "device_table",
     "disabled",
+    "dlpack_route",
     "gather",
     "handout",
     "lazy",
@@ -178,6 +189,51 @@ def triton_hook(hook: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         kernels.on_launch = before
+
+
+#: the namespaces whose device arrays take posenc's Triton kernels through
+#: DLPack (:func:`dlpack_route`; the tests add NumPy, whose host arrays stand
+#: in for CuPy's inside :func:`as_device`)
+DLPACK = frozenset({Backend.CUPY})
+_ROUTES: dict[Any, Route | None] = {}  # the dlpack.Route of each namespace, or None (no torch / triton)
+
+
+def dlpack_route(ctx: Context, *arrays: Any) -> Route | None:
+    """The :class:`~posenc._kernels.dlpack.Route` of ``ctx``'s namespace (the
+    Triton kernels through DLPack), or None: a namespace of :data:`DLPACK`,
+    kernels enabled, nothing traced, the ``arrays`` (if any) of one type on
+    one device, a CUDA device where Triton runs (CuPy), or host memory inside
+    :func:`as_device` (Triton's interpreter).  Every chooser asks this first,
+    so that such arrays take no host lane (:data:`DLPACK`'s NumPy stand-in of
+    the tests included)."""
+    if ctx.backend not in DLPACK or not _enabled or ctx.traced:
+        return None
+    cuda = ctx.backend is Backend.CUPY
+    if arrays:
+        x = arrays[0]
+        try:
+            where = x.__dlpack_device__()
+            if any(type(a) is not type(x) or a.__dlpack_device__() != where for a in arrays[1:]):
+                return None
+        except (AttributeError, TypeError, RuntimeError):  # not a DLPack producer
+            return None
+        cuda = where[0] == 2  # kDLCUDA
+    if not cuda and not _compat.AS_DEVICE:
+        return None
+    if ctx.xp not in _ROUTES:
+        from . import dlpack
+
+        try:
+            made = dlpack.route(ctx.xp, dlpack.cupy_stream if ctx.backend is Backend.CUPY else None)
+        except ImportError:  # no torch (or no from_dlpack in the namespace)
+            _ROUTES[ctx.xp] = None
+        else:
+            lane = Lane("dlpack", False, made.turns, made.rotate, made.rope, fused=True)
+            _ROUTES[ctx.xp] = dataclasses.replace(made, lane=lane)
+    route = _ROUTES[ctx.xp]
+    if route is None or triton_lane("cuda" if cuda else "cpu") is None:
+        return None
+    return route
 
 
 def _host(x: Any) -> bool:
@@ -308,6 +364,10 @@ def turns(p: Array, ctx: Context) -> Lane | None:
     memory)."""
     if not _enabled or ctx.traced:
         return None
+    route = dlpack_route(ctx, p)
+    if route is not None:
+        fused: Lane | None = route.lane
+        return fused
     lane = _lane(p)
     if lane is None or (lane is not NUMPY and p.requires_grad):
         return None
@@ -329,6 +389,9 @@ def rope_step(x: Array, p: Array, ctx: Context, *, size: int, width: int) -> Lan
     small rotation of ``x``, ``size`` elements in all): ``x`` and the
     positions of one kind and device, below :data:`ROTATE_MIN` (any size on
     a fused lane: tables and rotation in one launch)."""
+    route = dlpack_route(ctx, x, p)
+    if route is not None:
+        return route.lane if table_turns(p, ctx, width) is not None else None
     if _eager(x, p) is None:
         return None
     lane = table_turns(p, ctx, width)
@@ -355,6 +418,9 @@ def rotation(
     """
     if not _enabled or ctx.traced:
         return None, None
+    route = dlpack_route(ctx, x, c, s)
+    if route is not None:  # a device array of another namespace: one launch, as a CUDA tensor
+        return None, route.rotate_large
     kind = _eager(x, c, s)
     if kind is Backend.TORCH and not _host(x) and triton_lane(x.device.type) is not None:
         # a device: one launch at any size, any dtypes, part of the features
@@ -384,7 +450,7 @@ def range_table(ctx: Context) -> Callable[..., Array | None] | None:
     ``fill(dtype, out, lo)`` write its rows (NumPy; torch CPU, through the
     tensor's memory and by several threads for large tables, None off the
     CPU)."""
-    if not _enabled or ctx.traced or ctx.dtype != ctx.work:
+    if not _enabled or ctx.traced or ctx.dtype != ctx.work or ctx.backend in DLPACK:
         return None
     if ctx.backend is Backend.NUMPY:
         return numpy_fill_table
@@ -405,7 +471,18 @@ def device_table(ctx: Context, layout: str) -> Callable[..., Array] | None:
     float16), in ``layout``: sinusoidal ``"interleaved"`` / ``"concat"``, or
     ``"pair:half"`` / ``"pair:interleaved"``, RoPE's cos and sin tables
     stacked ``(2, n, 2m)``.  torch tensors off the host with Triton
-    (:func:`triton_lane`)."""
+    (:func:`triton_lane`), and CuPy arrays through DLPack
+    (:func:`dlpack_route`)."""
+    route = dlpack_route(ctx) if layout in _DEVICE_LAYOUTS else None
+    if route is not None:
+        if ctx.work != ctx.xp.float32 or ctx.dtype not in (ctx.xp.float32, ctx.xp.float16):
+            return None
+        name = _DEVICE_LAYOUTS[layout]
+
+        def through(n: int, start: int, turns: tuple[Array, ...], dim: int, factor: float) -> Array:
+            return route.table(n, start, turns, name, ctx.dtype, factor, dim)
+
+        return through
     if not _enabled or ctx.traced or ctx.backend is not Backend.TORCH or layout not in _DEVICE_LAYOUTS:
         return None
     import torch
@@ -435,7 +512,7 @@ def range_sincos(ctx: Context) -> Callable[..., tuple[Array, Array]] | None:
         return None
     if ctx.backend is Backend.DASK:
         return dask_range_sincos
-    if not _enabled:
+    if not _enabled or ctx.backend in DLPACK:
         return None
     if ctx.backend is Backend.NUMPY:
         return numpy_range_sincos
@@ -498,7 +575,7 @@ def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int] | None] 
     reader answers None for a tensor it must not read (torch.func), and this
     chooser None for other arrays (traced, lazy, device: the caller masks
     rows instead).  Not a fast path: :func:`disabled` leaves it on."""
-    if ctx.traced:
+    if ctx.traced or ctx.backend in DLPACK:
         return None
     kind = _eager(p)
     if kind is Backend.NUMPY:
@@ -515,7 +592,7 @@ def gather(p: Array, ctx: Context, size: int) -> Gather | None:
     if size < GATHER_MIN:
         return None
     lane = turns(p, ctx)
-    if lane is None:
+    if lane is None or lane.name == "dlpack":
         return None
     return _GATHER_NUMPY if lane is NUMPY else _GATHER_TORCH
 
@@ -523,7 +600,9 @@ def gather(p: Array, ctx: Context, size: int) -> Gather | None:
 def handout(ctx: Context) -> Share:
     """How a cached table of ``ctx`` is handed out (:func:`posenc._cache.share`):
     a NumPy table as a read-only copy, a JAX array as itself, a torch CPU
-    tensor as a copy-on-write clone, anything else as a copy."""
+    tensor as a copy-on-write clone, anything else (CuPy) as a copy."""
+    if ctx.backend in DLPACK:
+        return Share.COPY
     if ctx.backend is Backend.NUMPY:
         return Share.COPY_READONLY
     if ctx.backend is Backend.JAX:
