@@ -266,11 +266,11 @@ F64_BLOCK = 1 << 16
 
 
 def sincos_f64_torch(
-    p: Array, turns: tuple[np.ndarray, ...], scale: float = 1.0, layout: str | None = None
+    p: Array, view: np.ndarray, turns: tuple[np.ndarray, ...], scale: float = 1.0, layout: str | None = None
 ) -> tuple[Array, Array] | None:
     """float32 ``(sin, cos)`` of ``p[..., None] * w`` on torch CPU memory
     through float64 angles, or None where they may be large (then the turns
-    kernel reduces them exactly).
+    kernel reduces them exactly); ``view`` is ``p``'s NumPy view.
 
     With ``w`` the frequencies in radians rounded to float64 (``2 pi (v1 +
     v2)``: three roundings, ``|dw| <= 2**-51 |w|``), the angle ``p * w``
@@ -283,39 +283,44 @@ def sincos_f64_torch(
     a few ulp.  Three passes over the table (the product, the sine and the
     cosine written as float32) instead of about eighteen.  One read of
     ``p``'s range decides (host memory: this kernel never sees a device's
-    tensor): NaN, infinite and huge positions take the turns kernel.
+    tensor): NaN, infinite and huge positions take the turns kernel.  The
+    sine and cosine are torch's, on torch's intra-op threads (like any torch
+    operation they enter its OpenMP pool, which a child forked afterwards
+    cannot use unless it sets one thread, as DataLoader workers do).
     """
     import torch
 
     m = turns[0].shape[-1]
-    if p.numel() == 0 or m == 0:
+    if view.size == 0 or m == 0:
         return None
-    lo, hi = torch.aminmax(p.reshape(-1))
     vmax = float(np.max(np.abs(turns[0] + turns[1])))
-    top = max(-float(lo), float(hi)) * vmax * _TWO_PI  # NaN compares False
+    top = max(-float(np.min(view)), float(np.max(view))) * vmax * _TWO_PI  # NaN compares False
     if not top <= F64_ANGLE_LIMIT:
         return None
     w = torch.from_numpy((turns[0] + turns[1]) * _TWO_PI)
-    p64 = p.reshape(-1, 1).to(torch.float64)
-    n = p64.shape[0]
+    flat = p.reshape(-1, 1)
+    n = flat.shape[0]
     width = m if layout is None else 2 * m
     s = torch.empty((n, width), dtype=torch.float32)
     c = torch.empty((n, width), dtype=torch.float32)
-    so = s if layout is None else (s[:, :m] if layout == "half" else s[:, 0::2])
-    co = c if layout is None else (c[:, :m] if layout == "half" else c[:, 0::2])
-    rows = max(1, F64_BLOCK // m)
+    rows = max(1, F64_BLOCK // width)
     a = torch.empty((min(rows, n), m), dtype=torch.float64)
+    p64 = torch.empty((min(rows, n), 1), dtype=torch.float64)
     for i in range(0, n, rows):
         j = min(n, i + rows)
-        t = torch.mul(p64[i:j], w, out=a[: j - i])
-        torch.sin(t, out=so[i:j])
-        torch.cos(t, out=co[i:j])
-    if layout is not None:
-        (s[:, m:] if layout == "half" else s[:, 1::2]).copy_(so)
-        (c[:, m:] if layout == "half" else c[:, 1::2]).copy_(co)
-    if scale != 1.0:
-        s *= scale
-        c *= scale
+        k = j - i
+        t = torch.mul(p64[:k].copy_(flat[i:j]), w, out=a[:k])
+        for out, fn in ((s[i:j], torch.sin), (c[i:j], torch.cos)):
+            if layout is None:
+                fn(t, out=out)
+            elif layout == "half":
+                fn(t, out=out[:, :m])
+                out[:, m:].copy_(out[:, :m])
+            else:
+                fn(t, out=out[:, 0::2])
+                out[:, 1::2].copy_(out[:, 0::2])
+            if scale != 1.0:
+                out.mul_(scale)
     shape = tuple(p.shape) + (width,)
     return s.reshape(shape), c.reshape(shape)
 
@@ -335,7 +340,7 @@ def turns_torch_cpu(
         # copies: the host arrays are read-only
         return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
     if p.numel() * turns[0].shape[-1] > F64_MIN:
-        got = sincos_f64_torch(p, turns, scale, layout)
+        got = sincos_f64_torch(p, views[0], turns, scale, layout)
         if got is not None:
             return got
     s, c = turns_numpy(views[0], turns, scale, clip, layout)

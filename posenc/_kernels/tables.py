@@ -89,6 +89,12 @@ def fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray
         g += step
 
 
+#: elements of one torch operation of the torch CPU kernels: at most torch's
+#: grain size (``at::internal::GRAIN_SIZE``), below which an operation runs
+#: in the calling thread.  The kernels never enter torch's OpenMP pool, which
+#: a forked child could not use (it hangs there), and the tables' own threads
+#: (:func:`fill_parallel`) are the parallelism.
+TORCH_INLINE = 30000
 #: :func:`fill_rows_complex` takes rows of a multiple of this many columns:
 #: whole SIMD vectors of complex numbers (AVX2 and AVX-512, float32 and
 #: float64).  The scalar loop of a row's remainder may fuse a multiply-add,
@@ -119,18 +125,23 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
         return
     m = width // 2
     # (copies of the read-only host tables: torch wraps only writable memory)
+    # (NumPy builds F: torch's operations here stay below its grain size)
+    ctype = np.complex64 if out.dtype == np.float32 else np.complex128
+    fc = np.empty((x.shape[0], m), dtype=ctype)
+    fc.real, fc.imag = x[:, 0::2], y[:, 1::2]
     e = torch.view_as_complex(torch.from_numpy(u.copy()).view(u.shape[0], m, 2))
-    f = torch.complex(torch.from_numpy(x[:, 0::2].copy()), torch.from_numpy(y[:, 1::2].copy()))
+    f = torch.from_numpy(fc)
     o = torch.view_as_complex(torch.from_numpy(out).view(rows, m, 2))
+    per = max(1, TORCH_INLINE // m)  # rows of one product
     i, g = 0, lo
     while i < rows:
         q, r = divmod(g, block)
-        if r == 0 and rows - i >= block:
-            k = (rows - i) // block
+        if r == 0 and block <= per and rows - i >= block:
+            k = min(per // block, (rows - i) // block)
             torch.mul(e[q : q + k, None, :], f, out=o[i : i + k * block].view(k, block, m))
             step = k * block
         else:
-            step = min(block - r, rows - i)
+            step = min(block - r, rows - i, per)
             torch.mul(e[q], f[r : r + step], out=o[i : i + step])
         i += step
         g += step

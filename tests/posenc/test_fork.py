@@ -105,3 +105,34 @@ def test_a_child_starts_with_empty_caches():
 
     assert _in_child(child) == 0
     assert _cache.TABLES.nbytes > 0  # the parent keeps its own
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:os.fork.. was called:RuntimeWarning")
+def test_fork_after_a_complex_torch_table_does_not_hang():
+    """A torch CPU table written as complex rows in the calling thread
+    (below the size that takes posenc's threads) keeps every torch operation
+    below torch's grain size: a child forked afterwards writes one too (a
+    child that enters torch's OpenMP pool after the parent did hangs
+    there)."""
+    torch = pytest.importorskip("torch")
+    from posenc import _kernels
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    calls = []
+    real = _kernels.tables.fill_rows_complex
+    try:
+        _kernels.tables.fill_rows_complex = lambda *a: calls.append(1) or real(*a)
+        first = posenc.sinusoidal(4096, 512, xp=torch)
+        assert calls  # the complex rows were written
+
+        def child():
+            table = posenc.sinusoidal(4099, 512, xp=torch)
+            # (NumPy compares: a torch operation this large would enter the pool; other host rows: an ulp)
+            return bool(np.abs(table.numpy()[:4096] - first.numpy()).max() <= 2.5e-7)
+
+        assert _in_child(child) == 0
+    finally:
+        _kernels.tables.fill_rows_complex = real
+        torch.set_num_threads(before)
