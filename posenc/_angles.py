@@ -635,17 +635,32 @@ def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
     """
     ctx = a.ctx
     xp = ctx.xp
-    i32, f32 = xp.int32, xp.float32
     shape = tuple(p.shape)
-    m = a.freqs.m
-    flat = xp.reshape(p, (-1,))
+    ah, al, overflow = fixed_angle(xp.reshape(p, (-1,)), a.freqs.key, ctx)
+    sn, cs = finish_pair_f32(ah, al, xp)
+    if overflow is not None:
+        nan = xp.asarray(float("nan"), dtype=xp.float32, device=ctx.device)
+        sn = xp.where(overflow[:, None], nan, sn)
+        cs = xp.where(overflow[:, None], nan, cs)
+    sn = xp.reshape(sn, shape + (a.freqs.m,))
+    cs = xp.reshape(cs, shape + (a.freqs.m,))
+    return cast(sn, ctx.work, xp), cast(cs, ctx.work, xp)
+
+
+def fixed_angle(flat: Array, freqs_key: bytes, ctx: Context) -> tuple[Array, Array, Array | None]:
+    """The reduced angles of :func:`_sincos_fixed`: for 1-D integer
+    positions ``flat`` (n,), the float32 pair ``(a, a_lo)`` (n, m) with ``a``
+    in [-pi, pi] and ``|a_lo| <= 2**-23``, and the mask of the positions
+    beyond ``|p| < 2**32`` (int64 and uint64 only; else None)."""
+    xp = ctx.xp
+    i32, f32 = xp.int32, xp.float32
     bits = _bits(xp, flat.dtype)
-    signed = bool(int(xp.iinfo(flat.dtype).min) < 0)
+    signed = int(xp.iinfo(flat.dtype).min) < 0
     overflow = None
     if bits > 32:
         # the low 32 bits as a signed 32-bit value; |p| >= 2**32 gives NaN rows
         # (the most negative int64 too: the comparisons need no abs())
-        overflow = (flat >= 2**32) | (flat <= -(2**32)) if signed else flat >= 2**32
+        overflow = ((flat >= 2**32) | (flat <= -(2**32))) if signed else flat >= 2**32
         low = flat & 0xFFFFFFFF
         if not signed:
             low = xp.astype(low, xp.int64)
@@ -653,34 +668,27 @@ def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
     else:
         # 8- and 16-bit integers fit int32; uint32 keeps its bits (the cast wraps)
         u = cast(flat, i32, xp)
-    limbs = ctx.from_host(fixed_limbs(a.freqs.key), i32)
-    vhi, vlo, nvlo, b0, b1 = (limbs[i, ...] for i in range(5))
+    limbs = ctx.from_host(fixed_limbs(freqs_key), i32)
+    vhi, nvlo, b0, b1 = (limbs[i, ...] for i in (0, 2, 3, 4))
     u0 = (u & _M16)[:, None]
     u1 = ((u >> 16) & _M16)[:, None]
-    u = u[:, None]
     # hi32(u * Vlo) from the products of the 16-bit halves (bit patterns of
     # values below 2**32: the masks undo the sign of a wrapped product)
     p00, p10, p01, p11 = u0 * b0, u1 * b0, u0 * b1, u1 * b1
     mid = ((p00 >> 16) & _M16) + (p10 & _M16) + (p01 & _M16)
     hi = p11 + ((p10 >> 16) & _M16) + ((p01 >> 16) & _M16) + (mid >> 16)
-    top = u * vhi + hi
-    if signed:
-        neg = flat < 0
-        top = top + (nvlo & -xp.astype(neg, i32)[:, None])  # h = -1: minus Vlo
+    top = u[:, None] * vhi + hi
+    if signed:  # h = -1 for negative positions: minus Vlo
+        top = top + (nvlo & -xp.astype(flat < 0, i32)[:, None])
+    # the turns top * 2**-32 as exact float32 parts: 12 high bits, 20 low bits, and the next 16 bits
     sa = xp.astype(top & ~_LOW20, f32) * _TURN32
     sb = xp.astype(top & _LOW20, f32) * _TURN32
     sc = xp.astype(mid & _M16, f32) * _TURN48
     s = xp.astype(top, f32) * _TURN32
-    ah = _PA32 * sa
+    ah = _PA32 * sa  # exact: 12 by 12 bits
     al = (_PA32 * sb + _PB32 * s) + (_PC32 * s + _TWO_PI32 * sc)
-    sn, cs = finish_pair_f32(*two_sum(ah, al), xp)
-    if overflow is not None:
-        nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device)
-        sn = xp.where(overflow[:, None], nan, sn)
-        cs = xp.where(overflow[:, None], nan, cs)
-    sn = xp.reshape(sn, shape + (m,))
-    cs = xp.reshape(cs, shape + (m,))
-    return cast(sn, ctx.work, xp), cast(cs, ctx.work, xp)
+    a, a_lo = two_sum(ah, al)
+    return a, a_lo, overflow
 
 
 def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
