@@ -29,13 +29,18 @@ that grows with ``p``, and only the reduced angle ``2 pi frac(p * v)`` in
   two-product with Veltkamp splitting), reduced, and ``p * vl`` added: the
   reduced angle is right to about 2**-53 for every integer ``|p| < 2**53``
   and float ``|p * w| < 2**50`` (:func:`_sincos_f64`).
-* **devices without float64** (JAX without x64, Apple MPS): the integer part
-  of ``|p|`` is split into four base-256 digits whose angles in turns come
-  from host tables as float32 pairs (hi + lo, gathered with ``take``), the
-  fractional part's turns are formed from 12-bit pieces, and the turns are
-  summed with exact float32 two-sums and reduced after each step; the angle
-  is then split as above (:func:`_sincos_digits`).  ``|p| >= 2**32`` gives NaN
-  rows rather than silently wrong ones.
+* **devices without float64** (JAX without x64, Apple MPS): integer
+  positions are reduced in 32-bit integer arithmetic, ``p * V`` modulo
+  2**64 with ``V`` the frequencies in turns as 64-bit fixed point, in
+  wrapping int32 words (no gather: under ``jax.jit`` one fused loop), the
+  top word split exactly into float32 parts (:func:`_sincos_fixed`).  Real
+  positions: the integer part of ``|p|`` is split into four base-256 digits
+  whose angles in turns come from host tables as float32 pairs (hi + lo,
+  gathered with ``take``), the fractional part's turns are formed from
+  12-bit pieces, and the turns are summed with exact float32 two-sums and
+  reduced after each step; the angle is then split as above
+  (:func:`_sincos_digits`).  ``|p| >= 2**32`` gives NaN rows rather than
+  silently wrong ones.
 
 No path relies on a fused multiply-add or its absence except the float64
 tables (Veltkamp's split): the float32 products whose exactness matters are
@@ -205,7 +210,7 @@ def traced_length(n: Any) -> bool:
 #: integer positions must stay below these magnitudes: float64 tables (and
 #: every range table) are exact for ``|p| < 2**53``; float32 tables of
 #: integer arrays for ``|p| < 2**32`` (the exact split ``p * v1``, and the
-#: digit tables of devices without float64).  Beyond, a position in host
+#: fixed-point and digit paths of devices without float64).  Beyond, a position in host
 #: memory is a ValueError; a traced, lazy or device one gives a NaN row.
 EXACT_F64 = 2**53
 EXACT_F32 = 2**32
@@ -224,7 +229,7 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
     where their dtype cannot reach it."""
     xp = ctx.xp
     if not ctx.float64 or not is_integer_dtype(xp, p.dtype):
-        return None  # (the digit path of devices without float64 gives NaN rows from 2**32 on)
+        return None  # (the paths of devices without float64 give NaN rows from 2**32 on)
     limit = EXACT_F64 if ctx.work == xp.float64 else EXACT_F32
     info = xp.iinfo(p.dtype)
     return limit if max(-int(info.min), int(info.max) + 1) > limit else None
@@ -309,8 +314,9 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
     * float32 (or narrower) output on a device with float64: the turns
       reduced in float64 from the 21-bit split of the frequencies, the angle
       split into float32 ``ah + al`` (:func:`_sincos_turns`);
-    * no float64 on the device: base-256 digit tables of turns in float32
-      pairs (:func:`_sincos_digits`).
+    * no float64 on the device: integer positions in 32-bit fixed point
+      (:func:`_sincos_fixed`), real ones from base-256 digit tables of turns
+      in float32 pairs (:func:`_sincos_digits`).
     """
     if not isinstance(freqs, Freqs):
         freqs = as_freqs(freqs)
@@ -367,7 +373,7 @@ class Angles:
 
     freqs: Freqs
     ctx: Context
-    #: _sincos_f64, _sincos_turns or _sincos_digits
+    #: _sincos_f64, _sincos_turns, _sincos_fixed or _sincos_digits
     path: Callable[..., tuple[Array, Array]]
     integer: bool
     #: the turns of the kernels that compute on the host, ``(v1, v2, V)``,
@@ -611,12 +617,14 @@ def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
     2**64)`` modulo 2**64 (:func:`posenc._turns.fixed_turns`, in 32-bit
     words ``V = Vhi * 2**32 + Vlo``), the fractional part of ``p * v`` in
     units of 2**-64 is ``p * V`` modulo 2**64.  With ``p = h * 2**32 + u``
-    (``u`` the low 32 bits of ``p``, ``h`` -1 or 0 for ``|p| <= 2**32``),
+    (``u`` the low 32 bits of ``p``, ``h`` -1 or 0 for ``|p| < 2**32``),
     its top word is ``lo32(u * Vhi) + hi32(u * Vlo) - [p < 0] * Vlo``
     modulo 2**32, in wrapping int32 arithmetic (the low half of a product is
     the wrapped product; its high half comes from the four products of the
     16-bit halves, each below 2**32, and their carries), and the top 16 bits
-    of the next word are the middle sum of those products.  The top word,
+    of the next word are the middle sum of those products (the standard
+    leaves overflowing integer products, sums and casts to the library:
+    NumPy, JAX, torch and array-api-strict wrap, which the tests check).  The top word,
     read as a signed int32, is the turns in [-1/2, 1/2) times 2**32: it is
     split exactly into float32 ``sa`` (its top 12 bits) and ``sb`` (the low
     20), plus ``sc`` from the next 16 bits, and the angle ``2 pi (sa + sb +
@@ -628,7 +636,7 @@ def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
     after 48 bits ``2**-48``, the float32 products about ``2**-33`` rad: the
     reduced angle is within ``|p| * 2**-64 pi + 2.5e-10`` rad of the exact
     one, below 7e-10 for ``|p| < 2**31`` and 1e-9 below ``2**32``; positions
-    with ``|p| >= 2**32`` (int64 only) give NaN rows, as on
+    with ``|p| >= 2**32`` (64-bit integers only) give NaN rows, as on
     :func:`_sincos_digits`.  The float32 sine and cosine of the head then
     bound the table as on the other array paths.  About 40 elementwise
     operations that XLA fuses into one loop.
