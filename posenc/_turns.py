@@ -440,20 +440,17 @@ def fixed_turns(freqs_key: bytes) -> np.ndarray:
 
 @host_constant
 def fixed_limbs(freqs_key: bytes) -> np.ndarray:
-    """:func:`fixed_turns` as 32-bit words for devices without float64:
-    int32 array of shape (5, m), rows ``Vhi``, ``Vlo``, ``-Vlo`` (modulo
-    2**32) and the low and high 16 bits of ``Vlo`` (``V = Vhi * 2**32 +
-    Vlo`` with both words unsigned; the first three rows hold their bit
-    patterns as signed int32).  Cached, read-only."""
+    """:func:`fixed_turns` in 32-bit words for devices without float64:
+    int32 array of shape (3, m), rows ``Vhi`` (its bit pattern) and the low
+    and high 16 bits of ``Vlo``, with ``V = Vhi * 2**32 + Vlo`` modulo 2**64
+    (both words unsigned).  Cached, read-only."""
     key = ("fixed-limbs", freqs_key)
     got = _cache.HOST.get(key)
     if got is None:
         v = fixed_turns(freqs_key).view(np.uint64)
-        hi = (v >> np.uint64(32)).astype(np.uint32)
-        lo = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        neg = (np.uint32(0) - lo).astype(np.uint32)
-        rows = [hi.view(np.int32), lo.view(np.int32), neg.view(np.int32), lo & 0xFFFF, lo >> 16]
-        (got,) = _cache.readonly(np.stack([r.astype(np.int32) for r in rows]))
+        hi = (v >> np.uint64(32)).astype(np.uint32).view(np.int32)
+        lo = (v & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        (got,) = _cache.readonly(np.stack([hi, lo & 0xFFFF, lo >> 16]).astype(np.int32))
         _cache.HOST.put(key, got, got.nbytes)
     return got
 
