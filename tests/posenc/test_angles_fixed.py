@@ -191,3 +191,28 @@ def test_under_jax_jit():
     ts, tc = accuracy.exact_angle_sincos(p.astype(np.float64), w)
     np.testing.assert_allclose(np.asarray(sin, np.float64)[0], np.concatenate([ts, ts], -1), rtol=0, atol=BOUND)
     np.testing.assert_allclose(np.asarray(cos, np.float64)[0], np.concatenate([tc, tc], -1), rtol=0, atol=BOUND)
+
+
+@pytest.mark.parametrize("k", [1.0, 3.5])
+def test_table_bound_for_a_libm_off_by_k_ulp(k):
+    """The table bound of this path on paper, ``(k + 1/2) * 2**-24`` plus the
+    reduction's 1e-9 and the Taylor terms' 1e-9, holds with a float32 sine
+    and cosine off by ``k`` ulp (3.5: the worst any backend documents), and
+    stays below posenc's 2.5e-7."""
+    from tests.posenc.test_accuracy import U, _WorstLibm
+
+    rng = np.random.default_rng(3)
+    p = accuracy.int_positions(rng, 2**20, 2**31, 1000)
+    p = np.concatenate([p, -p]).astype(np.int32)
+    w = posenc.frequencies(128)
+    ctx = dataclasses.replace(_compat.resolve({"positions": p}), float64=False)
+    a, a_lo, sign, _ = _angles.fixed_angle(p, _angles.as_freqs(w).key, ctx)
+    s, c = _angles._finish_fixed(a, a_lo, _WorstLibm(k))
+    s = s * sign
+    ts, tc = accuracy.exact_angle_sincos(p.astype(np.float64), w)
+    err = max(np.abs(s - ts).max(), np.abs(c - tc).max())
+    paper = (k + 0.5) * U + 2e-9
+    assert err <= paper <= BOUND
+    # control: the sine and cosine of the head alone (no first-order terms) are not within it
+    lib = _WorstLibm(k)
+    assert max(np.abs(lib.sin(a) * sign - ts).max(), np.abs(lib.cos(a) - tc).max()) > paper
