@@ -2,8 +2,9 @@
 frequencies as :class:`Freqs` (those posenc defines carried from their
 mathematical definitions, :mod:`posenc._exact`), in turns to about 106 bits
 (:class:`Turns`),
-as int64 fixed point for the kernels, in base-256 digit tables for devices
-without float64, and the float64 sines and cosines of the coarse and fine
+as int64 fixed point for the kernels (and in 32-bit words for the integer
+positions of devices without float64), in base-256 digit tables for the real
+positions of such devices, and the float64 sines and cosines of the coarse and fine
 positions of a range.  Host NumPy only, computed once per set of
 frequencies and kept in :data:`posenc._cache.HOST` (read-only); the
 functions other modules and traced code call are host constants of torch's
