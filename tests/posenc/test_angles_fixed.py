@@ -181,6 +181,9 @@ def test_under_jax_jit():
     seen = []
     jax.jit(lambda x: seen.append(path(x)) or x)(q)
     assert seen == [_angles._sincos_fixed]
+    # elementwise only: no gather of a table (the digit path gathered eight), one sine and one cosine
+    jaxpr = str(jax.make_jaxpr(lambda x: posenc.sinusoidal(x, 32))(q))
+    assert "gather" not in jaxpr and jaxpr.count(" sin ") == 1 and jaxpr.count(" cos ") == 1, jaxpr
     got = np.asarray(jax.jit(lambda x: posenc.sinusoidal(x, 32))(q), dtype=np.float64)
     ts, tc = accuracy.exact_angle_sincos(p.astype(np.float64), posenc.frequencies(32))
     np.testing.assert_allclose(got[:, 0::2], ts, rtol=0, atol=BOUND)
