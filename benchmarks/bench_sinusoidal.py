@@ -79,6 +79,47 @@ def _rows(section: str, case: str, backend: str, contestants, ref_name: str, rou
     return rows
 
 
+#: JAX's jitted table of integer positions against the naive jitted formula
+#: (float32, no x64: the fixed-point path; 2**20 rows is the device check's
+#: size, too slow for this CPU section, where 2**16 rows take about 0.4 s)
+JAX_TARGET = 1.3
+JAX_SIZES = ((2**16, 512),)
+JAX_QUICK_SIZES = ((4096, 64),)
+
+
+def _jax_rows(cfg: Config) -> list[Row]:
+    """``jax.jit(sinusoidal)(arange(n), d)`` against the naive jitted
+    formula (``sin``/``cos`` of the float32 angle, stacked), warm."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:  # pragma: no cover
+        return [Row("sinusoidal", "jax jit", "jax-cpu", "-", status="SKIP", note="JAX not installed")]
+    if jax.config.jax_enable_x64:  # pragma: no cover
+        return [Row("sinusoidal", "jax jit", "jax-cpu", "-", status="SKIP", note="JAX runs with x64")]
+    rows: list[Row] = []
+    for n, d in JAX_QUICK_SIZES if cfg.quick else JAX_SIZES:
+        p = jnp.arange(n)
+        w = jnp.asarray(posenc.frequencies(d), dtype=jnp.float32)
+        ours = jax.jit(lambda p, d=d: posenc.sinusoidal(p, d))
+
+        @jax.jit
+        def naive(p, w=w, d=d):
+            a = p.astype(jnp.float32)[:, None] * w
+            return jnp.stack((jnp.sin(a), jnp.cos(a)), axis=-1).reshape(p.shape[0], d)
+
+        contestants = {
+            "posenc jit": lambda f=ours, p=p: f(p).block_until_ready(),
+            "naive jit": lambda f=naive, p=p: f(p).block_until_ready(),
+        }
+        errors = {name: truth_error(np.asarray(f())) for name, f in contestants.items()}
+        rounds = max(3 if cfg.quick else 5, cfg.rounds // 3)
+        backend = f"jax-{jax.default_backend()}"
+        rows += _rows("sinusoidal", f"jit arange({n})x{d}", backend, contestants, "naive jit", rounds, errors,
+                      [("posenc jit", "naive jit", JAX_TARGET)])
+    return rows
+
+
 def run(cfg: Config) -> list[Row]:
     sizes = QUICK_SIZES if cfg.quick else SIZES
     rows: list[Row] = []
@@ -131,4 +172,4 @@ def run(cfg: Config) -> list[Row]:
             rows.append(
                 Row("sinusoidal", case, "torch-cpu", "positional-encodings", status="SKIP", note="not installed")
             )
-    return rows
+    return rows + _jax_rows(cfg)

@@ -29,13 +29,18 @@ that grows with ``p``, and only the reduced angle ``2 pi frac(p * v)`` in
   two-product with Veltkamp splitting), reduced, and ``p * vl`` added: the
   reduced angle is right to about 2**-53 for every integer ``|p| < 2**53``
   and float ``|p * w| < 2**50`` (:func:`_sincos_f64`).
-* **devices without float64** (JAX without x64, Apple MPS): the integer part
-  of ``|p|`` is split into four base-256 digits whose angles in turns come
-  from host tables as float32 pairs (hi + lo, gathered with ``take``), the
-  fractional part's turns are formed from 12-bit pieces, and the turns are
-  summed with exact float32 two-sums and reduced after each step; the angle
-  is then split as above (:func:`_sincos_digits`).  ``|p| >= 2**32`` gives NaN
-  rows rather than silently wrong ones.
+* **devices without float64** (JAX without x64, Apple MPS): integer
+  positions are reduced in 32-bit integer arithmetic, ``p * V`` modulo
+  2**64 with ``V`` the frequencies in turns as 64-bit fixed point, in
+  wrapping int32 words (no gather: under ``jax.jit`` one fused loop), the
+  top word split exactly into float32 parts (:func:`_sincos_fixed`).  Real
+  positions: the integer part of ``|p|`` is split into four base-256 digits
+  whose angles in turns come from host tables as float32 pairs (hi + lo,
+  gathered with ``take``), the fractional part's turns are formed from
+  12-bit pieces, and the turns are summed with exact float32 two-sums and
+  reduced after each step; the angle is then split as above
+  (:func:`_sincos_digits`).  ``|p| >= 2**32`` gives NaN rows rather than
+  silently wrong ones.
 
 No path relies on a fused multiply-add or its absence except the float64
 tables (Veltkamp's split): the float32 products whose exactness matters are
@@ -98,6 +103,7 @@ from ._turns import (
     Freqs,
     as_freqs,
     digit_tables,
+    fixed_limbs,
     freqs_array,
     host_sincos,
     kernel_turns,
@@ -204,7 +210,7 @@ def traced_length(n: Any) -> bool:
 #: integer positions must stay below these magnitudes: float64 tables (and
 #: every range table) are exact for ``|p| < 2**53``; float32 tables of
 #: integer arrays for ``|p| < 2**32`` (the exact split ``p * v1``, and the
-#: digit tables of devices without float64).  Beyond, a position in host
+#: fixed-point and digit paths of devices without float64).  Beyond, a position in host
 #: memory is a ValueError; a traced, lazy or device one gives a NaN row.
 EXACT_F64 = 2**53
 EXACT_F32 = 2**32
@@ -223,7 +229,7 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
     where their dtype cannot reach it."""
     xp = ctx.xp
     if not ctx.float64 or not is_integer_dtype(xp, p.dtype):
-        return None  # (the digit path of devices without float64 gives NaN rows from 2**32 on)
+        return None  # (the paths of devices without float64 give NaN rows from 2**32 on)
     limit = EXACT_F64 if ctx.work == xp.float64 else EXACT_F32
     info = xp.iinfo(p.dtype)
     return limit if max(-int(info.min), int(info.max) + 1) > limit else None
@@ -308,8 +314,9 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
     * float32 (or narrower) output on a device with float64: the turns
       reduced in float64 from the 21-bit split of the frequencies, the angle
       split into float32 ``ah + al`` (:func:`_sincos_turns`);
-    * no float64 on the device: base-256 digit tables of turns in float32
-      pairs (:func:`_sincos_digits`).
+    * no float64 on the device: integer positions in 32-bit fixed point
+      (:func:`_sincos_fixed`), real ones from base-256 digit tables of turns
+      in float32 pairs (:func:`_sincos_digits`).
     """
     if not isinstance(freqs, Freqs):
         freqs = as_freqs(freqs)
@@ -366,7 +373,7 @@ class Angles:
 
     freqs: Freqs
     ctx: Context
-    #: _sincos_f64, _sincos_turns or _sincos_digits
+    #: _sincos_f64, _sincos_turns, _sincos_fixed or _sincos_digits
     path: Callable[..., tuple[Array, Array]]
     integer: bool
     #: the turns of the kernels that compute on the host, ``(v1, v2, V)``,
@@ -425,7 +432,8 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     # range path's exact sin/cos, no sine per element (decided per call)
     rows = _kernels.gather(p, ctx, math.prod(p.shape) * freqs.m) if integer and is_concrete(p) else None
     if not ctx.float64:
-        return Angles(freqs, ctx, _sincos_digits, integer, None, (), None, rows)
+        path = _sincos_fixed if integer else _sincos_digits
+        return Angles(freqs, ctx, path, integer, None, (), None, rows)
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
     limit = integer_limit(p, ctx) if integer else None
@@ -601,6 +609,141 @@ def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
     ``a`` alone."""
     sn, cs = xp.sin(a), xp.cos(a)
     return sn + cs * a_lo, cs - sn * a_lo
+
+
+#: masks and scales of the fixed-point path (:func:`_sincos_fixed`)
+_M16 = 0xFFFF
+_LOW20 = (1 << 20) - 1
+_TURN32 = 2.0**-32
+_TURN48 = 2.0**-48
+
+
+def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of integer positions on a device without
+    float64, in 32-bit integer arithmetic (no gather, no table).
+
+    With the frequencies in turns as 64-bit fixed point ``V = round(v *
+    2**64)`` modulo 2**64 (:func:`posenc._turns.fixed_turns`, in 32-bit
+    words ``V = Vhi * 2**32 + Vlo``), the fractional part of ``u * v`` in
+    units of 2**-64 is ``u * V`` modulo 2**64, for ``u = |p| < 2**32``.  Its
+    top word is ``lo32(u * Vhi) + hi32(u * Vlo)`` modulo 2**32, in wrapping
+    int32 arithmetic: the low half of a product is the wrapped product, the
+    high half comes from the four products of the 16-bit halves (each below
+    2**32) and their carries, and the middle sum of those products holds the
+    top 16 bits of the next word.  (The standard leaves overflowing integer
+    products, sums and casts to the library: NumPy, JAX, torch and
+    array-api-strict wrap, which the tests check.)  The top word, read as a
+    signed int32, is the turns in [-1/2, 1/2) times 2**32: it is split
+    exactly into float32 ``sa`` (its top 12 bits) and ``sb`` (the low 20),
+    plus ``sc`` from the next 16 bits, and the angle ``2 pi (sa + sb + sc)``
+    is formed as a float32 pair ``a + a_lo`` (the 12-bit head of 2 pi times
+    ``sa`` is exact, the rest is below 2e-3 rad), whose sine and cosine
+    :func:`_finish_fixed` takes; the sines of negative positions are
+    negated.
+
+    Error: ``V``'s rounding leaves ``|p| * 2**-65`` turns, the truncation
+    after 48 bits ``2**-48``, the float32 roundings of the small terms about
+    ``2**-34`` rad each: the reduced angle is within ``|p| * 2**-64 pi +
+    2.5e-10`` rad of the exact one, below 7e-10 for ``|p| < 2**31`` and 1e-9
+    below ``2**32``; positions with ``|p| >= 2**32`` (64-bit integers only)
+    give NaN rows, as on :func:`_sincos_digits`.  The float32 sine and
+    cosine of ``a`` then bound the table as on the other array paths, plus
+    the 1e-9 of :func:`_finish_fixed`.  About 35 elementwise operations and
+    one float32 sine or cosine per element of a table, which ``jax.jit``
+    fuses into one loop.
+    """
+    ctx = a.ctx
+    xp = ctx.xp
+    shape = tuple(p.shape)
+    ah, al, sign, overflow = fixed_angle(xp.reshape(p, (-1,)), a.freqs.key, ctx)
+    sn, cs = _finish_fixed(ah, al, xp)
+    if sign is not None:  # the angles of -p are those of p negated
+        sn = sn * sign
+    if overflow is not None:
+        nan = xp.asarray(float("nan"), dtype=xp.float32, device=ctx.device)
+        sn = xp.where(overflow[:, None], nan, sn)
+        cs = xp.where(overflow[:, None], nan, cs)
+    sn = xp.reshape(sn, shape + (a.freqs.m,))
+    cs = xp.reshape(cs, shape + (a.freqs.m,))
+    return cast(sn, ctx.work, xp), cast(cs, ctx.work, xp)
+
+
+#: Taylor coefficients of the first-order terms of :func:`_finish_fixed`:
+#: ``cos x`` to ``x**10`` and ``sin x / x`` to ``x**8``
+_COS_TAYLOR = tuple((-1) ** k / math.factorial(2 * k) for k in range(6))
+_SIN_TAYLOR = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(5))
+
+
+def _finish_fixed(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
+    """float32 ``(sin, cos)`` of the angle ``a + a_lo`` (``a`` in [-pi, pi],
+    ``|a_lo| <= 2**-23``): :func:`finish_pair_f32`'s first-order formula with
+    the ``cos a`` and ``sin a`` of the correction terms taken from Taylor
+    polynomials instead of the float32 functions.  The sine of the table
+    then needs no cosine and the cosine no sine: where a table is laid out
+    elementwise (``jax.jit`` fuses the sines and cosines into one loop over
+    the interleaved or concatenated columns, and computes what each column
+    needs), each element takes one float32 function, as the naive formula
+    does.  The polynomials are within ``pi**12 / 12! < 2e-3`` (cosine) and
+    ``pi**11 / 11! < 8e-3`` (sine) of the functions on [-pi, pi]: times
+    ``|a_lo|``, below 1e-9 in the table, and the correction terms stay below
+    the table's own rounding."""
+    x2 = a * a
+    c = _COS_TAYLOR[-1]
+    for k in _COS_TAYLOR[-2::-1]:
+        c = k + x2 * c
+    sx = _SIN_TAYLOR[-1]
+    for k in _SIN_TAYLOR[-2::-1]:
+        sx = k + x2 * sx
+    return xp.sin(a) + c * a_lo, xp.cos(a) - (a * sx) * a_lo
+
+
+def fixed_angle(flat: Array, freqs_key: bytes, ctx: Context) -> tuple[Array, Array, Array | None, Array | None]:
+    """The reduced angles of :func:`_sincos_fixed` for 1-D integer positions
+    ``flat`` (n,): ``(a, a_lo, sign, overflow)``, the angles of ``|p|`` as a
+    float32 pair (n, m) with ``a`` in [-pi, pi] and ``|a_lo| <= 2**-23``, the
+    float32 sign of ``p`` (n, 1) (None for unsigned dtypes: the angle of
+    ``p`` is ``sign * (a + a_lo)``), and the mask of the positions beyond
+    ``|p| < 2**32`` (64-bit integers only; else None)."""
+    xp = ctx.xp
+    i32, f32 = xp.int32, xp.float32
+    bits = _bits(xp, flat.dtype)
+    signed = int(xp.iinfo(flat.dtype).min) < 0
+    overflow = sign = None
+    if signed:
+        one = xp.ones((), dtype=f32, device=ctx.device)
+        sign = xp.where(flat < 0, -one, one)[:, None]
+    if bits > 32:
+        # |p| >= 2**32 gives NaN rows (the most negative int64 too, whose abs()
+        # stays negative: the comparisons need no abs())
+        overflow = ((flat >= 2**32) | (flat <= -(2**32))) if signed else flat >= 2**32
+        low = (xp.abs(flat) if signed else flat) & 0xFFFFFFFF
+        if not signed:
+            low = xp.astype(low, xp.int64)
+        u = xp.astype(low - ((low >> 31) << 32), i32)  # the low 32 bits of |p| as a signed int32
+    else:
+        # 8- and 16-bit integers fit int32; uint32 keeps its bits (the cast
+        # wraps), and so does abs(-2**31)
+        u = cast(flat, i32, xp)
+        if signed:
+            u = xp.abs(u)
+    limbs = ctx.from_host(fixed_limbs(freqs_key), i32)
+    vhi, b0, b1 = (limbs[i, ...] for i in range(3))
+    u0 = (u & _M16)[:, None]
+    u1 = ((u >> 16) & _M16)[:, None]
+    # hi32(u * Vlo) from the products of the 16-bit halves (bit patterns of
+    # values below 2**32: the masks undo the sign of a wrapped product)
+    p00, p10, p01, p11 = u0 * b0, u1 * b0, u0 * b1, u1 * b1
+    mid = ((p00 >> 16) & _M16) + (p10 & _M16) + (p01 & _M16)
+    top = u[:, None] * vhi + (p11 + ((p10 >> 16) & _M16) + ((p01 >> 16) & _M16) + (mid >> 16))
+    # the turns top * 2**-32 as exact float32 parts: its 12 high bits, its 20
+    # low bits, and the next 16 bits
+    sa = xp.astype(top & ~_LOW20, f32) * _TURN32
+    sb = xp.astype(top & _LOW20, f32) * _TURN32
+    sc = xp.astype(mid & _M16, f32) * _TURN48
+    ah = _PA32 * sa  # exact: 12 by 12 bits
+    al = _TWO_PI32 * (sb + sc) + _PB32 * sa
+    a, a_lo = two_sum(ah, al)
+    return a, a_lo, sign, overflow
 
 
 def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:

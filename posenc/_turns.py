@@ -2,8 +2,9 @@
 frequencies as :class:`Freqs` (those posenc defines carried from their
 mathematical definitions, :mod:`posenc._exact`), in turns to about 106 bits
 (:class:`Turns`),
-as int64 fixed point for the kernels, in base-256 digit tables for devices
-without float64, and the float64 sines and cosines of the coarse and fine
+as int64 fixed point for the kernels (and in 32-bit words for the integer
+positions of devices without float64), in base-256 digit tables for the real
+positions of such devices, and the float64 sines and cosines of the coarse and fine
 positions of a range.  Host NumPy only, computed once per set of
 frequencies and kept in :data:`posenc._cache.HOST` (read-only); the
 functions other modules and traced code call are host constants of torch's
@@ -36,6 +37,7 @@ __all__ = [
     "Turns",
     "as_freqs",
     "digit_tables",
+    "fixed_limbs",
     "fixed_turns",
     "freqs_array",
     "host_sincos",
@@ -433,6 +435,23 @@ def fixed_turns(freqs_key: bytes) -> np.ndarray:
     if got is None:
         t = _turns(freqs_key)
         (got,) = _cache.readonly(np.array([_fixed(a, b) for a, b in zip(t.vh.tolist(), t.vl.tolist())], np.int64))
+        _cache.HOST.put(key, got, got.nbytes)
+    return got
+
+
+@host_constant
+def fixed_limbs(freqs_key: bytes) -> np.ndarray:
+    """:func:`fixed_turns` in 32-bit words for devices without float64:
+    int32 array of shape (3, m), rows ``Vhi`` (its bit pattern) and the low
+    and high 16 bits of ``Vlo``, with ``V = Vhi * 2**32 + Vlo`` modulo 2**64
+    (both words unsigned).  Cached, read-only."""
+    key = ("fixed-limbs", freqs_key)
+    got = _cache.HOST.get(key)
+    if got is None:
+        v = fixed_turns(freqs_key).view(np.uint64)
+        hi = (v >> np.uint64(32)).astype(np.uint32).view(np.int32)
+        lo = (v & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        (got,) = _cache.readonly(np.stack([hi, lo & 0xFFFF, lo >> 16]).astype(np.int32))
         _cache.HOST.put(key, got, got.nbytes)
     return got
 

@@ -4,8 +4,8 @@ JAX: the same functions under ``jax.jit``
 
 posenc never branches on array values, so its functions trace.  Python
 arguments (``dim``, ``base``, ``layout``) are static; positions may be traced.
-Without ``jax_enable_x64`` posenc computes exact float32 angles with a digit
-decomposition.
+Without ``jax_enable_x64`` posenc computes exact float32 angles: integer
+positions in 32-bit fixed point, real ones with a digit decomposition.
 
 *Needs:* posenc, NumPy, JAX, matplotlib.
 """
