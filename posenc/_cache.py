@@ -346,6 +346,12 @@ def clear() -> None:
         cache.clear()
 
 
+#: whether this process is a forked child (set after the fork): posenc's
+#: torch CPU kernels then keep out of torch's OpenMP pool, which a child
+#: cannot enter once its parent has used it (it hangs there)
+FORKED = False
+
+
 def _after_fork_in_child() -> None:
     """A forked child starts with new locks and empty caches.
 
@@ -353,6 +359,8 @@ def _after_fork_in_child() -> None:
     in the child (which has only the forking thread); cached tables may live
     on a device the child cannot use (CUDA is not usable after a fork).
     """
+    global FORKED
+    FORKED = True
     for cache in list(CACHES.values()):
         if isinstance(cache, LRU):
             cache._reset()

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from posenc import _cache
 from posenc._compat import Array
 
 __all__ = [
@@ -283,15 +284,15 @@ def sincos_f64_torch(
     a few ulp.  Three passes over the table (the product, the sine and the
     cosine written as float32) instead of about eighteen.  One read of
     ``p``'s range decides (host memory: this kernel never sees a device's
-    tensor): NaN, infinite and huge positions take the turns kernel.  The
-    sine and cosine are torch's, on torch's intra-op threads (like any torch
-    operation they enter its OpenMP pool, which a child forked afterwards
-    cannot use unless it sets one thread, as DataLoader workers do).
+    tensor): NaN, infinite and huge positions take the turns kernel, and so
+    does every call of a forked child (``posenc._cache.FORKED``: torch's sine
+    and cosine enter its OpenMP pool, where a child hangs once its parent
+    used it).
     """
     import torch
 
     m = turns[0].shape[-1]
-    if view.size == 0 or m == 0:
+    if view.size == 0 or m == 0 or _cache.FORKED:
         return None
     vmax = float(np.max(np.abs(turns[0] + turns[1])))
     top = max(-float(np.min(view)), float(np.max(view))) * vmax * _TWO_PI  # NaN compares False

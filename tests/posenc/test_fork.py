@@ -111,10 +111,11 @@ def test_a_child_starts_with_empty_caches():
 @pytest.mark.filterwarnings("ignore:os.fork.. was called:RuntimeWarning")
 def test_fork_after_a_complex_torch_table_does_not_hang():
     """A torch CPU table written as complex rows in the calling thread
-    (below the size that takes posenc's threads) keeps every torch operation
-    below torch's grain size: a child forked afterwards writes one too (a
-    child that enters torch's OpenMP pool after the parent did hangs
-    there)."""
+    (below the size that takes posenc's threads; whole-table products on
+    torch's OpenMP pool): a child forked afterwards writes one too, in
+    products below torch's grain size (a child that enters the pool after
+    its parent did hangs there), and takes the turns kernel for float64
+    angles."""
     torch = pytest.importorskip("torch")
     from posenc import _kernels
 
@@ -126,8 +127,15 @@ def test_fork_after_a_complex_torch_table_does_not_hang():
         _kernels.tables.fill_rows_complex = lambda *a: calls.append(1) or real(*a)
         first = posenc.sinusoidal(4096, 512, xp=torch)
         assert calls  # the complex rows were written
+        freqs = posenc._angles.as_freqs(posenc.frequencies(320))
+        posenc.timestep_embedding(torch.linspace(0.0, 999.0, 4096), 320)  # torch's sine and cosine, pooled
 
         def child():
+            from posenc._kernels import angles
+
+            t = torch.linspace(0.0, 999.0, 4096)
+            if angles.turns_torch_cpu(t, posenc._angles.kernel_turns(freqs.key, False))[0].shape != (4096, 160):
+                return False
             table = posenc.sinusoidal(4099, 512, xp=torch)
             # (NumPy compares: a torch operation this large would enter the pool; other host rows: an ulp)
             return bool(np.abs(table.numpy()[:4096] - first.numpy()).max() <= 2.5e-7)
