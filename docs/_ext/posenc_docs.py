@@ -545,7 +545,9 @@ def performance_summary(rows: list[dict[str, Any]] | None) -> str:
         return None
 
     table: list[list[Any]] = []
-    cases = sorted({r["case"] for r in rows if r["section"] == "sinusoidal"}, key=lambda c: int(c.split("x")[0]))
+    # (the table sizes "NxD"; the section's other cases, JAX's jitted table, have rows of their own)
+    sizes = {r["case"] for r in rows if r["section"] == "sinusoidal" and r["case"].split("x")[0].isdigit()}
+    cases = sorted(sizes, key=lambda c: int(c.split("x")[0]))
     for case in cases:
         for backend, seed in (("numpy", "seed001 f32"), ("torch-cpu 1 thread", "seed000 exp")):
             mine = pick("sinusoidal", backend, f"posenc vs {seed}", case)
