@@ -228,6 +228,26 @@ def precision(dtype):
         yield
 
 
+def unlifted_modules(model):
+    """``model`` with the forward of every module patch_rope put in place
+    (``Exact*``) run with torch's real dtypes inside a lifted block
+    (``SWEEP.unlifted``): posenc's own float64 work is not lifted."""
+    for m in model.modules():
+        if type(m).__name__.startswith("Exact"):
+
+            def forward(*args, _f=m.forward, **kw):
+                with SWEEP.unlifted():
+                    return _f(*args, **kw)
+
+            m.forward = forward
+    return model
+
+
+def rel_error(a, b):
+    """Max |a - b| relative to max |b|, in float64."""
+    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
+
+
 def posenc_rotary_forward(layout="half", read=None):
     """A rotary module forward computing the tables with posenc from the
     module's config (``read(config, layer_type)``: the keyword arguments,

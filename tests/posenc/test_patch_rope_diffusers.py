@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import inspect
-from pathlib import Path
 
 import pytest
 
@@ -38,17 +36,8 @@ import torch  # noqa: E402
 import posenc  # noqa: E402
 import posenc.torch  # noqa: E402
 from posenc.torch import patch_rope  # noqa: E402
+from tests.posenc.test_hf_models import SWEEP, rel_error, unlifted_modules  # noqa: E402
 
-
-def _sweep_module():
-    path = Path(__file__).parent / "data" / "make_hf_sweep.py"
-    spec = importlib.util.spec_from_file_location("make_hf_sweep", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-SWEEP = _sweep_module()
 #: float64 (lifted) tolerance, relative to the largest output
 RTOL64 = 1e-12
 
@@ -70,23 +59,6 @@ def lifted(dtype):
             yield
     finally:
         f.__defaults__ = saved
-
-
-def _unlifted(model):
-    """posenc's modules run with torch's real dtypes inside a lifted block."""
-    for m in model.modules():
-        if type(m).__name__.startswith("Exact"):
-
-            def forward(*args, _f=m.forward, **kw):
-                with SWEEP.unlifted():
-                    return _f(*args, **kw)
-
-            m.forward = forward
-    return model
-
-
-def _rel(a, b):
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
 
 
 # ---------------------------------------------------------------- the families
@@ -207,7 +179,7 @@ def _run(build, dtype, *, patch=False, wrong=None):
     for m in model.modules():
         if isinstance(m, posenc.torch.Timesteps) and dtype == torch.float64:
             m.dtype = dtype  # its float32 output (diffusers' contract), lifted too
-    model = _unlifted(model.to(dtype))
+    model = unlifted_modules(model.to(dtype))
     with lifted(dtype), torch.no_grad():
         out = model(**_cast(inputs, dtype)).sample
     return out, model, inputs, handle
@@ -232,10 +204,10 @@ def family_errors(family):
     with torch.no_grad():
         again = model(**inputs).sample
     return {
-        "float32 own": _rel(own32, own64),
-        "float32 patched": _rel(ours32, own64),
-        "float64": _rel(ours64, own64),
-        "control": _rel(wrong64, own64),
+        "float32 own": rel_error(own32, own64),
+        "float32 patched": rel_error(ours32, own64),
+        "float64": rel_error(ours64, own64),
+        "control": rel_error(wrong64, own64),
         "removed bit for bit": bool(torch.equal(again, own32)),
     }
 
@@ -407,10 +379,10 @@ def cogvideox_errors(crops):
     return {
         "tables float32": max(float((a - b).abs().max()) for a, b in zip(exact32, peer32, strict=True)),
         "tables float64": max(float((a - b).abs().max()) for a, b in zip(exact64, peer64, strict=True)),
-        "float32 own": _rel(own32, own64),
-        "float32 patched": _rel(ours32, own64),
-        "float64": _rel(ours64, own64),
-        "control": _rel(wrong64, own64),
+        "float32 own": rel_error(own32, own64),
+        "float32 patched": rel_error(ours32, own64),
+        "float64": rel_error(ours64, own64),
+        "control": rel_error(wrong64, own64),
     }
 
 
@@ -476,7 +448,7 @@ def test_patch_survives_model_to_dtype():
         ours = model(**inputs).sample
         handle.remove()
         own = model(**inputs).sample
-    assert _rel(ours, own) < 1e-4
+    assert rel_error(ours, own) < 1e-4
 
 
 if __name__ == "__main__":  # the errors, printed: python -m tests.posenc.test_patch_rope_diffusers

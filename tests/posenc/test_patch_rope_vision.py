@@ -38,24 +38,7 @@ transformers = pytest.importorskip("transformers")
 import torch  # noqa: E402
 
 from posenc.torch import patch_rope  # noqa: E402
-from tests.posenc.test_hf_models import SWEEP, TINY, precision  # noqa: E402
-
-
-def _unlifted(model):
-    """posenc runs with torch's real dtypes inside a lifted block (SWEEP.unlifted)."""
-    for m in model.modules():
-        if type(m).__name__.startswith("Exact"):
-
-            def forward(*args, _f=m.forward, **kw):
-                with SWEEP.unlifted():
-                    return _f(*args, **kw)
-
-            m.forward = forward
-    return model
-
-
-def _rel(a, b):
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
+from tests.posenc.test_hf_models import SWEEP, TINY, precision, rel_error, unlifted_modules  # noqa: E402
 
 
 # ---------------------------------------------------------------- the towers
@@ -185,7 +168,7 @@ def _outputs(name, dtype, control=None):
         assert type(getattr(model, attr)).__name__.startswith("Exact")
         if control:
             wrong(getattr(model, attr))
-        _unlifted(model)
+        unlifted_modules(model)
         ours = run(model, dtype)
         handle.remove()
         again = run(model, dtype)
@@ -197,12 +180,13 @@ def test_tower(name):
     own64, ours64, again64 = _outputs(name, torch.float64)
     own32, ours32, again32 = _outputs(name, torch.float32)
     _, wrong64, _ = _outputs(name, torch.float64, control=True)
-    err64, err32, own_err32 = _rel(ours64, own64), _rel(ours32, own64), _rel(own32, own64)
+    err64, err32, own_err32 = rel_error(ours64, own64), rel_error(ours32, own64), rel_error(own32, own64)
     assert err64 <= 1e-12, err64
     assert err32 <= max(own_err32, 2e-5), (err32, own_err32)  # small grids: the tower's float32 noise
-    assert _rel(wrong64, own64) > 1e-3  # the wrong convention is seen
+    assert rel_error(wrong64, own64) > 1e-3  # the wrong convention is seen
     assert torch.equal(again32, own32) and torch.equal(again64, own64)  # removed: bit for bit
-    print(f"{name}: float64 {err64:.2g}, float32 {err32:.2g} (own {own_err32:.2g}), control {_rel(wrong64, own64):.2g}")
+    control = rel_error(wrong64, own64)
+    print(f"{name}: float64 {err64:.2g}, float32 {err32:.2g} (own {own_err32:.2g}), control {control:.2g}")
 
 
 # ---------------------------------------------------------------- the tables, against a float64 formula
@@ -293,7 +277,7 @@ def test_llama4_cast_with_to(dtype):
             if handle is not None:
                 assert model.rotary_embedding(torch.zeros(1, dtype=dtype)).dtype == torch.complex64
                 handle.remove()
-    own, ours = _rel(outs[False], ref), _rel(outs[True], ref)
+    own, ours = rel_error(outs[False], ref), rel_error(outs[True], ref)
     if dtype == torch.float32:
         assert ours <= 2e-5 < 1e-3 < own, (ours, own)
     else:
@@ -328,17 +312,17 @@ def test_qwen2_vl_model_end_to_end():
             with SWEEP.unlifted():
                 handle = patch_rope(model)
             assert handle.patched == ["model.visual.rotary_pos_emb", "model.language_model.rotary_emb"]
-            _unlifted(model)
+            unlifted_modules(model)
             outs[dtype, True] = model(**inputs, pixel_values=pixels.to(dtype)).logits
             handle.remove()
             assert torch.equal(model(**inputs, pixel_values=pixels.to(dtype)).logits, outs[dtype, False])
     own64 = outs[torch.float64, False]
     print(
-        f"qwen2-vl model: float64 {_rel(outs[torch.float64, True], own64):.2g}, float32 "
-        f"{_rel(outs[torch.float32, True], own64):.2g} (own {_rel(outs[torch.float32, False], own64):.2g})"
+        f"qwen2-vl model: float64 {rel_error(outs[torch.float64, True], own64):.2g}, float32 "
+        f"{rel_error(outs[torch.float32, True], own64):.2g} (own {rel_error(outs[torch.float32, False], own64):.2g})"
     )
-    assert _rel(outs[torch.float64, True], own64) <= 1e-12
-    assert _rel(outs[torch.float32, True], own64) <= max(_rel(outs[torch.float32, False], own64), 2e-5)
+    assert rel_error(outs[torch.float64, True], own64) <= 1e-12
+    assert rel_error(outs[torch.float32, True], own64) <= max(rel_error(outs[torch.float32, False], own64), 2e-5)
 
 
 # ---------------------------------------------------------------- compiled, refused
@@ -366,7 +350,7 @@ def test_compile_fullgraph_tower():
     with torch.no_grad(), patch_rope(model):
         eager = run(model, torch.float32)
         compiled = run(torch.compile(model, fullgraph=True, backend="eager"), torch.float32)
-    assert _rel(compiled, eager) <= 2e-6
+    assert rel_error(compiled, eager) <= 2e-6
 
 
 def test_state_dict_patching_twice_and_cast():
