@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -76,6 +77,52 @@ def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any, ctx: Context) -> t
         return _timestep_freqs(dim, shift, scale, max_period)
     args = (dim, shift, scale, max_period)
     return _FREQS.get_or_make(tuple((type(a), a) for a in args), _timestep_freqs, *args)
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What :func:`timestep_embedding` does with timesteps of one type,
+    dtype, device and shape and given options: validated once, kept in
+    :data:`_PLANS` (a sampling loop embeds one batch shape every step)."""
+
+    ctx: Context
+    dim: int
+    freqs: _angles.Freqs
+    flip: bool
+    #: the angles of such timesteps (None for an empty ``t`` or ``dim`` 1)
+    angles: _angles.Angles | None
+    #: concrete real timesteps: scanned for NaN on every call
+    scan: bool
+    #: the checked timesteps of a call whose plan is not kept (lists, traced)
+    t: Any
+
+
+#: timestep_embedding's plans, keyed by the timesteps' (type, dtype, device,
+#: shape) and the other arguments
+_PLANS = _cache.Memo("timesteps.plans", 256)
+
+
+def _plan(
+    t: Any, dim: Any, flip_sin_to_cos: Any, shift: Any, scale: Any, max_period: Any, dtype: Any, device: Any,
+    xp: Any, key: Any,
+) -> _Plan:
+    """Validate ``timestep_embedding``'s arguments (the output size from the
+    shapes before the timesteps are scanned, by the caller on every call of
+    a kept plan)."""
+    ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
+    dim, freqs = _freqs(dim, shift, scale, max_period, ctx)
+    flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
+    if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or is_symbolic(t):
+        msg = (
+            f"`t` must be an array of timesteps, got the {type(t).__name__} {_checks.show(t)}; "
+            "pass xp.asarray([t]) for one timestep"
+        )
+        raise TypeError(msg)
+    keyed = key is not None  # a kept plan holds no arguments of the call
+    t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding", scan=not keyed)
+    scan = keyed and _compat.is_real_float_dtype(ctx.xp, t.dtype) and _compat.is_concrete(t)
+    angles = _angles.prepare(t, freqs, ctx) if freqs.m and math.prod(t.shape) else None
+    return _Plan(ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, t=None if keyed else t)
 
 
 def timestep_embedding(
@@ -200,21 +247,19 @@ def timestep_embedding(
     >>> posenc.timestep_embedding(torch.tensor([750.0]), 320, dtype=torch.bfloat16).dtype
     torch.bfloat16
     """
-    ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
-    dim, freqs = _freqs(dim, downscale_freq_shift, scale, max_period, ctx)
-    flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
-    if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or is_symbolic(t):
-        msg = (
-            f"`t` must be an array of timesteps, got the {type(t).__name__} {_checks.show(t)}; "
-            "pass xp.asarray([t]) for one timestep"
-        )
-        raise TypeError(msg)
-    t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding")
+    options = (dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period, dtype, device, xp)
+    key = _compat.call_key((t,), options)
+    plan = _PLANS.get_or_make(key, _plan, t, *options, key)
+    ctx, dim, freqs, flip = plan.ctx, plan.dim, plan.freqs, plan.flip
+    if plan.t is not None:
+        t = plan.t
+    elif plan.scan:
+        _checks.check_finite(t, "t", ctx.xp)
     xp_ = ctx.xp
     lead = tuple(t.shape)
     if freqs.m == 0:  # dim == 1: diffusers' single zero column
         return ctx.place(_angles.zeros(lead + (dim,), ctx.dtype, ctx), like=t)
-    s, c = _angles.sincos(t, freqs, ctx)
+    s, c = plan.angles(t) if plan.angles is not None else _angles.sincos(t, freqs, ctx)
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from posenc import _cache
 from posenc._compat import Array, numpy_dtype
 
 __all__ = [
@@ -90,11 +89,13 @@ def fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray
         g += step
 
 
-#: elements of one torch operation of :func:`fill_rows_complex` in a forked
-#: child (``posenc._cache.FORKED``): below torch's grain size
-#: (``at::internal::GRAIN_SIZE``), where an operation runs in the calling
-#: thread.  A child that enters torch's OpenMP pool after its parent used it
-#: hangs there; elsewhere one operation covers whole blocks of rows.
+#: elements of one torch operation of :func:`fill_rows_complex`: below
+#: torch's grain size (``at::internal::GRAIN_SIZE``), where an operation runs
+#: in the calling thread and is never split over torch's threads.  A forked
+#: child that enters torch's OpenMP pool after its parent used it hangs
+#: there; and with products over whole tables, one run of the threads test
+#: (tests/hardening/test_concurrency.py) saw other bits than one thread's,
+#: which products that are never split cannot give.
 TORCH_INLINE = 30000
 #: :func:`fill_rows_complex` takes rows of a multiple of this many columns:
 #: whole SIMD vectors of complex numbers (AVX2 and AVX-512, float32 and
@@ -133,7 +134,7 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
     e = torch.view_as_complex(torch.from_numpy(u.copy()).view(u.shape[0], m, 2))
     f = torch.from_numpy(fc)
     o = torch.view_as_complex(torch.from_numpy(out).view(rows, m, 2))
-    per = max(1, TORCH_INLINE // m) if _cache.FORKED else rows  # rows of one product
+    per = max(1, TORCH_INLINE // m)  # rows of one product
     i, g = 0, lo
     while i < rows:
         q, r = divmod(g, block)

@@ -110,12 +110,11 @@ def test_a_child_starts_with_empty_caches():
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:os.fork.. was called:RuntimeWarning")
 def test_fork_after_a_complex_torch_table_does_not_hang():
-    """A torch CPU table written as complex rows in the calling thread
-    (below the size that takes posenc's threads; whole-table products on
-    torch's OpenMP pool): a child forked afterwards writes one too, in
-    products below torch's grain size (a child that enters the pool after
-    its parent did hangs there), and takes the turns kernel for float64
-    angles."""
+    """After the parent used torch's OpenMP pool (a timestep embedding's
+    float64 sine and cosine), a forked child writes a torch CPU table as
+    complex rows (products below torch's grain size, which never enter the
+    pool: a child that enters it after its parent did hangs there) and takes
+    the turns kernel for float64 angles."""
     torch = pytest.importorskip("torch")
     from posenc import _kernels
 
