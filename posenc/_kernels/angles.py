@@ -294,11 +294,11 @@ def sincos_f64_torch(
     m = turns[0].shape[-1]
     if view.size == 0 or m == 0 or _cache.FORKED:
         return None
-    vmax = float(np.max(np.abs(turns[0] + turns[1])))
-    top = max(-float(np.min(view)), float(np.max(view))) * vmax * _TWO_PI  # NaN compares False
+    w64 = (turns[0] + turns[1]) * _TWO_PI
+    top = max(-float(np.min(view)), float(np.max(view))) * float(np.max(np.abs(w64)))  # NaN compares False
     if not top <= F64_ANGLE_LIMIT:
         return None
-    w = torch.from_numpy((turns[0] + turns[1]) * _TWO_PI)
+    w = torch.from_numpy(w64)
     flat = p.reshape(-1, 1)
     n = flat.shape[0]
     width = m if layout is None else 2 * m

@@ -126,10 +126,9 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
     if rows == 0:
         return
     m = width // 2
-    # (copies of the read-only host tables: torch wraps only writable memory)
-    # (NumPy builds F: torch's operations here stay below its grain size)
-    ctype = np.complex64 if out.dtype == np.float32 else np.complex128
-    fc = np.empty((x.shape[0], m), dtype=ctype)
+    # F built by NumPy (no torch operation over the whole block), and E read
+    # from a copy of U (torch wraps only writable memory; the host tables are read-only)
+    fc = np.empty((x.shape[0], m), dtype=np.complex64 if out.dtype == np.float32 else np.complex128)
     fc.real, fc.imag = x[:, 0::2], y[:, 1::2]
     e = torch.view_as_complex(torch.from_numpy(u.copy()).view(u.shape[0], m, 2))
     f = torch.from_numpy(fc)
