@@ -61,6 +61,7 @@ __all__ = [
     "readonly",
     "set_max_bytes",
     "share",
+    "holds_no_arrays",
     "sizeof",
 ]
 
@@ -81,23 +82,43 @@ def _register(name: str, cache: Memo | LRU) -> None:
 MEMO_BYTES = 32 * 2**20
 
 
+#: types whose values hold no arrays: filled as :func:`sizeof` meets them
+#: (scalars, strings, types, modules, dtypes, devices, enumerations) and by
+#: :func:`holds_no_arrays`, so that walking a plan costs a set lookup per
+#: such attribute (a timestep embedding's first call walks about 140 values)
+_NO_ARRAYS: set[type] = {bool, int, float, complex, str, type(None), type, type(os)}
+
+
+def holds_no_arrays(cls: type) -> type:
+    """Class decorator: :func:`sizeof` counts no bytes for its instances
+    (posenc's value objects that hold a namespace, a device and dtypes)."""
+    _NO_ARRAYS.add(cls)
+    return cls
+
+
 def sizeof(value: Any, depth: int = 0) -> int:
     """Bytes of the arrays held by ``value`` (a memo's entry): arrays of any
     namespace (``nbytes``), ``bytes`` (:class:`posenc._turns.Freqs`), tuples, lists, dicts, objects with slots or a
     ``__dict__`` and the cells of closures, a few levels deep (modules,
     types and namespaces are not walked)."""
-    if isinstance(value, (bytes, bytearray)):  # frequencies travel as their float64 bytes
+    tp = type(value)
+    if tp in _NO_ARRAYS or depth > 6:
+        return 0
+    if tp is bytes or tp is bytearray:  # frequencies travel as their float64 bytes
         return len(value)
-    if value is None or isinstance(value, (bool, int, float, str, type)) or depth > 6:
+    if isinstance(value, (bool, int, float, str, type, enum.Enum)):
+        _NO_ARRAYS.add(tp)
         return 0
     nb = getattr(value, "nbytes", None) if hasattr(value, "shape") else None
     if isinstance(nb, int):
         return nb
     if isinstance(value, (tuple, list, frozenset, set)):
-        return sum(sizeof(v, depth + 1) for v in value)
+        return _sum_of(value, depth + 1)
     if isinstance(value, dict):
-        return sum(sizeof(v, depth + 1) for v in value.values())
-    if type(value).__module__.split(".")[0] != "posenc" and not callable(value):
+        return _sum_of(value.values(), depth + 1)
+    if tp.__module__.split(".")[0] != "posenc" and not callable(value):
+        if nb is None:  # (an array type whose size is not known is not remembered)
+            _NO_ARRAYS.add(tp)
         return 0  # a namespace, device or dtype object
     total = 0
     if callable(value):
@@ -108,15 +129,20 @@ def sizeof(value: Any, depth: int = 0) -> int:
             total += sizeof(owner, depth + 1)
         for name in ("args", "keywords"):  # functools.partial
             total += sizeof(getattr(value, name, None), depth + 1) if isinstance(value, functools.partial) else 0
-        if type(value).__module__.split(".")[0] != "posenc":
+        if tp.__module__.split(".")[0] != "posenc":
             return total
-    for cls in type(value).__mro__:
-        for name in getattr(cls, "__slots__", ()):
-            total += sizeof(getattr(value, name, None), depth + 1)
+    for cls in tp.__mro__:
+        total += _sum_of([getattr(value, name, None) for name in getattr(cls, "__slots__", ())], depth + 1)
     inst = getattr(value, "__dict__", None)
     if isinstance(inst, dict):
-        total += sum(sizeof(v, depth + 1) for v in inst.values())
+        total += _sum_of(inst.values(), depth + 1)
     return total
+
+
+def _sum_of(values: Any, depth: int) -> int:
+    """:func:`sizeof` summed over ``values``, skipping known array-free types without a call."""
+    skip = _NO_ARRAYS
+    return sum([sizeof(v, depth) for v in values if type(v) not in skip])
 
 
 def _cell_full(cell: Any) -> bool:

@@ -613,6 +613,7 @@ def _is(xp: Any, dtype: Any, name: str) -> bool:
 # --------------------------------------------------------------------------
 # the context of a call
 # --------------------------------------------------------------------------
+@_cache.holds_no_arrays
 @dataclass(frozen=True, slots=True)
 class Context:
     """Resolved namespace, device and dtypes of one call, and the answers

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _cache, _checks, _compat, _exact
+from . import _angles, _cache, _checks, _compat, _exact, _kernels
 from ._compat import Array, Context
 from ._trace import host_constant, is_symbolic
 
@@ -93,6 +93,9 @@ class _Plan:
     angles: _angles.Angles | None
     #: concrete real timesteps: scanned for NaN on every call
     scan: bool
+    #: the kernel that writes the whole float32 table in one buffer
+    #: (:func:`posenc._kernels.joined`), or None (sine and cosine concatenated)
+    joined: Any
     #: the checked timesteps of a call whose plan is not kept (lists, traced)
     t: Any
 
@@ -122,7 +125,10 @@ def _plan(
     t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding", scan=not keyed)
     scan = keyed and _compat.is_real_float_dtype(ctx.xp, t.dtype) and _compat.is_concrete(t)
     angles = _angles.prepare(t, freqs, ctx) if freqs.m and math.prod(t.shape) else None
-    return _Plan(ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, t=None if keyed else t)
+    joined = _kernels.joined(t, ctx) if angles is not None and angles.fused is None else None
+    return _Plan(
+        ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, joined=joined, t=None if keyed else t
+    )
 
 
 def timestep_embedding(
@@ -259,6 +265,10 @@ def timestep_embedding(
     lead = tuple(t.shape)
     if freqs.m == 0:  # dim == 1: diffusers' single zero column
         return ctx.place(_angles.zeros(lead + (dim,), ctx.dtype, ctx), like=t)
+    if plan.joined is not None and plan.angles is not None:
+        table = plan.joined(t, plan.angles.host_turns(), flip, dim % 2)
+        if table is not None:
+            return _angles.cast(table, ctx.dtype, xp_)
     s, c = plan.angles(t) if plan.angles is not None else _angles.sincos(t, freqs, ctx)
     parts = [c, s] if flip else [s, c]
     if dim % 2:

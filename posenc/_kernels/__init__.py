@@ -21,6 +21,7 @@ operation                chooser               kernels (module)
 angles of positions      :func:`turns`         a :class:`Lane`: NumPy, torch CPU through
                                                NumPy views, torch (:mod:`.angles`)
 one-pass small tables    :func:`table_turns`   the lane of :func:`turns`, small tables only
+``[sin | cos]`` tables   :func:`joined`        torch CPU, written in place (:mod:`.angles`)
 rope's decode step       :func:`rope_step`     the lane of the positions and ``x``
 rotation                 :func:`rotation`      small: the lane's formula; large: blocked
                                                NumPy / torch CPU (:mod:`.rotations`)
@@ -69,7 +70,7 @@ from posenc import _cache, _compat
 from posenc._cache import Share
 from posenc._compat import Array, Backend, Context
 
-from .angles import turns_numpy, turns_torch, turns_torch_cpu
+from .angles import joined_torch_cpu, turns_numpy, turns_torch, turns_torch_cpu
 from .rotations import (
     rope_small_numpy,
     rope_small_torch,
@@ -110,6 +111,7 @@ __all__ = [
     "dlpack_route",
     "gather",
     "handout",
+    "joined",
     "lazy",
     "range_sincos",
     "range_table",
@@ -372,6 +374,17 @@ def turns(p: Array, ctx: Context) -> Lane | None:
     if lane is None or (lane is not NUMPY and p.requires_grad):
         return None
     return lane
+
+
+def joined(p: Array, ctx: Context) -> Callable[..., Array] | None:
+    """The kernel of a ``[sin | cos]`` table of real positions ``p`` in one
+    buffer (a timestep embedding): ``kernel(p, turns, flip, pad)`` with the
+    host turns, float32 (:func:`.angles.joined_torch_cpu`); None unless ``p``
+    takes the torch CPU lane and the table is float32 (elsewhere the caller
+    concatenates the lane's sine and cosine)."""
+    if ctx.work != ctx.xp.float32 or _compat.is_integer_dtype(ctx.xp, p.dtype):
+        return None
+    return joined_torch_cpu if turns(p, ctx) is TORCH_CPU else None
 
 
 def table_turns(p: Array, ctx: Context, width: int) -> Lane | None:

@@ -17,6 +17,7 @@ from posenc._compat import Array
 
 __all__ = [
     "forward_ad_active",
+    "joined_torch_cpu",
     "sincos_f64_torch",
     "torch_numpy_views",
     "turns_numpy",
@@ -267,7 +268,12 @@ F64_BLOCK = 1 << 16
 
 
 def sincos_f64_torch(
-    p: Array, view: np.ndarray, turns: tuple[np.ndarray, ...], scale: float = 1.0, layout: str | None = None
+    p: Array,
+    view: np.ndarray,
+    turns: tuple[np.ndarray, ...],
+    scale: float = 1.0,
+    layout: str | None = None,
+    into: tuple[Array, Array] | None = None,
 ) -> tuple[Array, Array] | None:
     """float32 ``(sin, cos)`` of ``p[..., None] * w`` on torch CPU memory
     through float64 angles, or None where they may be large (then the turns
@@ -287,7 +293,9 @@ def sincos_f64_torch(
     tensor): NaN, infinite and huge positions take the turns kernel, and so
     does every call of a forked child (``posenc._cache.FORKED``: torch's sine
     and cosine enter its OpenMP pool, where a child hangs once its parent
-    used it).
+    used it).  ``into``: float32 ``(sin, cos)`` destinations of shape
+    ``(p.size, width)`` (views into a caller's buffer), written and returned
+    when the kernel takes the positions.
     """
     import torch
 
@@ -302,8 +310,11 @@ def sincos_f64_torch(
     flat = p.reshape(-1, 1)
     n = flat.shape[0]
     width = m if layout is None else 2 * m
-    s = torch.empty((n, width), dtype=torch.float32)
-    c = torch.empty((n, width), dtype=torch.float32)
+    if into is None:
+        s = torch.empty((n, width), dtype=torch.float32)
+        c = torch.empty((n, width), dtype=torch.float32)
+    else:
+        s, c = into
     rows = max(1, F64_BLOCK // width)
     a = torch.empty((min(rows, n), m), dtype=torch.float64)
     p64 = torch.empty((min(rows, n), 1), dtype=torch.float64)
@@ -324,6 +335,34 @@ def sincos_f64_torch(
                 out.mul_(scale)
     shape = tuple(p.shape) + (width,)
     return s.reshape(shape), c.reshape(shape)
+
+
+def joined_torch_cpu(p: Array, turns: tuple[np.ndarray, ...], flip: bool, pad: int) -> Array | None:
+    """``[sin | cos]`` (``[cos | sin]`` with ``flip``) of real positions ``p``
+    (a torch CPU tensor) and ``pad`` zero columns, float32, shape ``p.shape +
+    (2m + pad,)``: the timestep embedding's table written in place by
+    :func:`sincos_f64_torch` (no concatenation: a pass over the output
+    saved), else by :func:`turns_numpy` and copied; the same bits as
+    :func:`turns_torch_cpu` and a concatenation.  None for a tensor NumPy
+    cannot view (autograd, functorch's transforms: the caller's path)."""
+    import torch
+
+    views = torch_numpy_views(p)
+    if views is None:
+        return None
+    m = turns[0].shape[-1]
+    n = p.numel()
+    table = torch.empty((n, 2 * m + pad), dtype=torch.float32)
+    first, second = table[:, :m], table[:, m : 2 * m]
+    dest = (second, first) if flip else (first, second)
+    if pad:
+        table[:, 2 * m :].zero_()
+    got = sincos_f64_torch(p, views[0], turns, into=dest) if n * m > F64_MIN else None
+    if got is None:
+        s, c = turns_numpy(views[0], turns, 1.0, True)
+        dest[0].numpy()[...] = s.reshape(n, m)
+        dest[1].numpy()[...] = c.reshape(n, m)
+    return table.reshape(tuple(p.shape) + (2 * m + pad,))
 
 
 def turns_torch_cpu(

@@ -133,14 +133,25 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
     e = torch.view_as_complex(torch.from_numpy(u.copy()).view(u.shape[0], m, 2))
     f = torch.from_numpy(fc)
     o = torch.view_as_complex(torch.from_numpy(out).view(rows, m, 2))
-    per = max(1, TORCH_INLINE // m)  # rows of one product
+    # rows of one product: at one intra-op thread torch never splits an
+    # operation nor enters its pool, so whole blocks go in as few products as
+    # their shapes allow (the calls cost more than the products: 0.8 ms of a
+    # cold 4096x512 table's 2.4 ms in 64 products); at more, products stay
+    # below the grain size
+    per = rows if torch.get_num_threads() == 1 else max(1, TORCH_INLINE // m)
     i, g = 0, lo
     while i < rows:
         q, r = divmod(g, block)
         if r == 0 and block <= per and rows - i >= block:
+            # whole blocks, k per product: the views of all of them in two
+            # calls (unbind) rather than three tensor indexings per product
             k = min(per // block, (rows - i) // block)
-            torch.mul(e[q : q + k, None, :], f, out=o[i : i + k * block].view(k, block, m))
-            step = k * block
+            groups = (rows - i) // (k * block)
+            step = groups * k * block
+            es = e[q : q + groups * k].view(groups, k, 1, m).unbind(0)
+            os = o[i : i + step].view(groups, k, block, m).unbind(0)
+            for a, b in zip(es, os):
+                torch.mul(a, f, out=b)
         else:
             step = min(block - r, rows - i, per)
             torch.mul(e[q], f[r : r + step], out=o[i : i + step])
@@ -243,29 +254,25 @@ def torch_cpu_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any,
     """A torch CPU table written by the NumPy kernel: ``fill(dtype, out, lo)``
     writes rows ``lo .. lo + len(out) - 1`` into ``out``; None off the CPU.
 
-    A table that will not be cached is allocated by NumPy and wrapped with
-    ``torch.from_numpy``: NumPy asks the kernel for huge pages on large
-    buffers, which makes first-touching a 256 MiB table about 4x cheaper than
-    in ``torch.empty``'s memory.  A table that goes to the cache is allocated
-    by torch, because only torch-allocated storage can be handed out as
-    copy-on-write clones (:data:`posenc._cache.Share.COW`).  The rows are written by as
-    many threads as torch's intra-op setting (:func:`fill_parallel`).
+    The table is allocated by torch, like the formulas it replaces: only
+    torch-allocated storage can be handed out as copy-on-write clones
+    (:data:`posenc._cache.Share.COW`), and torch does not ask the kernel for
+    huge pages.  NumPy does (``madvise``) on large buffers, which makes
+    first-touching a 256 MiB table about 4x cheaper when huge pages are free
+    and up to 10x dearer when the kernel must first compact memory to find
+    them (measured, 1048576x64 float32 at one thread: 86 to 1150 ms in
+    NumPy's memory against a steady 150 ms in torch's).  ``cached`` is kept
+    for the callers and has no effect on the allocation.  The rows are written
+    by as many threads as torch's intra-op setting (:func:`fill_parallel`).
     """
     import torch
 
+    del cached
     dtype = numpy_dtype(ctx.dtype)
-    fill = functools.partial(fill, torch_memory=True)
-    if not cached:
-        probe = torch.empty((0,), dtype=ctx.dtype, device=ctx.device)
-        if probe.device.type != "cpu":
-            return None
-        out = np.empty(shape, dtype=dtype)
-        fill_parallel(fill, out, dtype, torch.get_num_threads())
-        return torch.from_numpy(out)
     t = torch.empty(shape, dtype=ctx.dtype, device=ctx.device)
     if t.device.type != "cpu":
         return None
-    fill_parallel(fill, t.numpy(), dtype, torch.get_num_threads())
+    fill_parallel(functools.partial(fill, torch_memory=True), t.numpy(), dtype, torch.get_num_threads())
     return t
 
 

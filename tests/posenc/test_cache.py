@@ -328,6 +328,7 @@ def test_memos_are_bounded_in_bytes():
             posenc.rope_cos_sin(1, d, xp=torch)
             posenc.sinusoidal(np.arange(3), d)
             posenc.timestep_embedding(np.arange(3.0), d)
+            posenc.timestep_embedding(torch.arange(3.0), d)
         for m in memos:
             assert m.nbytes <= m.max_bytes, m
             before = tracemalloc.get_traced_memory()[0]
@@ -339,3 +340,16 @@ def test_memos_are_bounded_in_bytes():
         for m, b in zip(memos, old):
             m.max_bytes = b
         posenc.clear_caches()
+
+
+def test_sizeof_counts_the_arrays_behind_array_free_types():
+    """A memo entry's size: the arrays it holds, at any depth; the types met
+    without arrays (dtypes, devices, contexts, enumerations) are remembered
+    and skipped on later walks, which still find every array."""
+    torch = pytest.importorskip("torch")
+    ctx = _compat.resolve({"t": np.zeros(3)})
+    assert _cache.sizeof(ctx) == 0
+    a, t = np.zeros(10), torch.zeros(10, dtype=torch.float32)
+    entry = (torch.float32, torch.device("cpu"), ctx, _compat.Backend.TORCH, a, [t], {"k": (t, b"12345")})
+    for _ in range(2):  # the second walk takes the shortcut of the learned types
+        assert _cache.sizeof(entry) == 80 + 40 + 40 + 5

@@ -139,8 +139,9 @@ def _module_objects():
 def test_every_cache_is_registered():
     """Every cache object of posenc's modules is one of the registered ones,
     and no function keeps a functools cache of its own."""
+    objects = list(_module_objects())  # (imports every module: its caches register then)
     registered = {id(c) for c in _cache.CACHES.values()}
-    for m, name, obj in _module_objects():
+    for m, name, obj in objects:
         if isinstance(obj, (_cache.Memo, _cache.LRU)):
             assert id(obj) in registered, f"{m}.{name} is not registered"
         assert not hasattr(obj, "cache_info"), f"{m}.{name} keeps a functools cache"

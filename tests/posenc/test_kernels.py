@@ -488,12 +488,22 @@ def test_half_precision_torch_positions_take_torch_operations():
         np.testing.assert_allclose(got[:, 1::2].numpy(), c, atol=2.5e-7)
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def torch_threads(request):
+    """torch's intra-op threads set for one test (restored after)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_complex_rows_equal_the_real_products(dtype, monkeypatch):
+def test_complex_rows_equal_the_real_products(dtype, monkeypatch, torch_threads):
     """A torch CPU ``"interleaved"`` table written as one complex product
     per row (``fill_rows_complex``) equals the portable path's two products
     and one sum bit for bit, on widths of whole SIMD vectors; other widths
-    take ``fill_rows``."""
+    take ``fill_rows``.  At one thread the products span whole tables, at
+    more they stay below torch's grain size: the same bits."""
     calls = []
     real = _kernels.tables.fill_rows_complex
     monkeypatch.setattr(_kernels.tables, "fill_rows_complex", lambda *a: calls.append(a[0].shape) or real(*a))
@@ -584,3 +594,39 @@ def test_doubled_range_tables_against_the_exact_rows(start, nq, block, dim):
         pop = np.array([bin(i).count("1") for i in range(k)], dtype=np.float64)[:, None]
         assert np.all(np.abs(a - b) <= (4 + 5 * pop) * 2.0**-53)
         np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("flip", [False, True])
+@pytest.mark.parametrize(("shape", "dim"), [((1024,), 320), ((7,), 9), ((4, 33), 64), ((300,), 3)])
+def test_joined_timestep_table_equals_the_concatenation(flip, shape, dim, monkeypatch):
+    """The torch CPU timestep embedding written in one buffer
+    (``joined_torch_cpu``: float64 angles in place, or the turns kernel's
+    rows copied for small tables and large angles) is the concatenation of
+    the lane's sine and cosine bit for bit, zero column of an odd ``dim``
+    included; the portable path agrees within posenc's bound."""
+    K = _kernels.angles
+    calls = []
+    real = K.joined_torch_cpu
+    monkeypatch.setattr(_kernels, "joined_torch_cpu", lambda *a: calls.append(a[0].shape) or real(*a))
+    rng = np.random.default_rng(3)
+    for scale in (1.0, 1e5):  # 1e5: angles beyond F64_ANGLE_LIMIT take the turns kernel
+        t = torch.as_tensor(rng.uniform(0.0, 1000.0, shape).astype(np.float32))
+        kw = dict(flip_sin_to_cos=flip, downscale_freq_shift=0.0, scale=scale)
+        _cache.clear()
+        calls.clear()
+        got = posenc.timestep_embedding(t, dim, **kw)
+        assert calls == [t.shape]
+        freqs = posenc.timesteps._timestep_freqs(dim, 0.0, scale, 10000.0)[1]
+        s, c = K.turns_torch_cpu(t, posenc._angles.kernel_turns(freqs.key, False), 1.0, True)
+        parts = [c, s] if flip else [s, c]
+        if dim % 2:
+            parts.append(torch.zeros(shape + (1,)))
+        assert torch.equal(got, torch.cat(parts, dim=-1)), (shape, dim, scale)
+        with _kernels.disabled():
+            want = posenc.timestep_embedding(t, dim, **kw)
+        torch.testing.assert_close(got, want, atol=2.5e-7 * max(1.0, scale / 1e5), rtol=0)
+    # a tensor that needs autograd takes the portable path (and keeps its gradient)
+    tg = torch.linspace(0.0, 10.0, 16, requires_grad=True)
+    out = posenc.timestep_embedding(tg, dim)
+    out.sum().backward()
+    assert tg.grad is not None and torch.isfinite(tg.grad).all()
