@@ -77,6 +77,13 @@ def _check_fits(top: float, ctx: Context, what: str, source: str) -> None:
     _checks.check_fits(top, ctx, f"{source} gives {what}", "request a wider dtype or less extreme arguments")
 
 
+#: the frequencies of recent configurations, by their arguments and the
+#: arguments' types: a table of an int length on torch (no plan is kept for
+#: it, as its context follows torch's default device and dtype) evaluated
+#: them exactly again on every call
+_FREQS = _cache.Memo("sinusoidal.freqs", 64)
+
+
 @host_constant
 def freq_args(
     dim: Any,
@@ -88,7 +95,16 @@ def freq_args(
     even: bool = False,
 ) -> tuple[int, _angles.Freqs]:
     """Validated ``dim`` and the host frequencies (a constant of torch's
-    traced graphs: Python arguments only)."""
+    traced graphs: Python arguments only), kept per configuration."""
+    args = (dim, base, convention, min_timescale, max_timescale, even)
+    key = tuple((type(a), a) for a in args)
+    return _FREQS.get_or_make(key, _freq_args, *args)  # type: ignore[no-any-return]
+
+
+def _freq_args(
+    dim: Any, base: Any, convention: Any, min_timescale: Any, max_timescale: Any, even: bool
+) -> tuple[int, _angles.Freqs]:
+    """:func:`freq_args`, computed."""
     dim = _checks.check_dim(dim, even=even)
     base = _checks.check_float(base, "base", positive=True)
     convention = _checks.check_choice(convention, "convention", CONVENTIONS)
