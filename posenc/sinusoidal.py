@@ -98,7 +98,7 @@ def freq_args(
     traced graphs: Python arguments only), kept per configuration."""
     args = (dim, base, convention, min_timescale, max_timescale, even)
     key = tuple((type(a), a) for a in args)
-    return _FREQS.get_or_make(key, _freq_args, *args)  # type: ignore[no-any-return]
+    return _FREQS.get_or_make(key, _freq_args, *args)
 
 
 def _freq_args(
