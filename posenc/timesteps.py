@@ -89,13 +89,16 @@ class _Plan:
     dim: int
     freqs: _angles.Freqs
     flip: bool
-    #: the angles of such timesteps (None for an empty ``t`` or ``dim`` 1)
+    #: the angles of such timesteps (None for an empty ``t`` or ``dim`` 1,
+    #: and until a call needs them where :attr:`joined` is set)
     angles: _angles.Angles | None
     #: concrete real timesteps: scanned for NaN on every call
     scan: bool
     #: the kernel that writes the whole float32 table in one buffer
     #: (:func:`posenc._kernels.joined`), or None (sine and cosine concatenated)
     joined: Any
+    #: the float64 frequencies :attr:`joined` reads (a writable copy)
+    w: np.ndarray | None
     #: the checked timesteps of a call whose plan is not kept (lists, traced)
     t: Any
 
@@ -124,10 +127,13 @@ def _plan(
     keyed = key is not None  # a kept plan holds no arguments of the call
     t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding", scan=not keyed)
     scan = keyed and _compat.is_real_float_dtype(ctx.xp, t.dtype) and _compat.is_concrete(t)
-    angles = _angles.prepare(t, freqs, ctx) if freqs.m and math.prod(t.shape) else None
-    joined = _kernels.joined(t, ctx) if angles is not None and angles.fused is None else None
+    some = bool(freqs.m and math.prod(t.shape))
+    joined = _kernels.joined(t, ctx) if some else None
+    angles = _angles.prepare(t, freqs, ctx) if some and joined is None else None
+    w = np.array(freqs.array) if joined is not None else None
     return _Plan(
-        ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, joined=joined, t=None if keyed else t
+        ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, joined=joined, w=w,
+        t=None if keyed else t,
     )
 
 
@@ -257,19 +263,22 @@ def timestep_embedding(
     key = _compat.call_key((t,), options)
     plan = _PLANS.get_or_make(key, _plan, t, *options, key)
     ctx, dim, freqs, flip = plan.ctx, plan.dim, plan.freqs, plan.flip
+    xp_ = ctx.xp
     if plan.t is not None:
         t = plan.t
-    elif plan.scan:
+    if plan.joined is not None:  # (a table it writes had finite timesteps: no scan)
+        table = plan.joined(t, plan.w, flip, dim % 2)
+        if table is not None:
+            return _angles.cast(table, ctx.dtype, xp_)
+    if plan.t is None and plan.scan:
         _checks.check_finite(t, "t", ctx.xp)
-    xp_ = ctx.xp
     lead = tuple(t.shape)
     if freqs.m == 0:  # dim == 1: diffusers' single zero column
         return ctx.place(_angles.zeros(lead + (dim,), ctx.dtype, ctx), like=t)
-    if plan.joined is not None and plan.angles is not None:
-        table = plan.joined(t, plan.angles.host_turns(), flip, dim % 2)
-        if table is not None:
-            return _angles.cast(table, ctx.dtype, xp_)
-    s, c = plan.angles(t) if plan.angles is not None else _angles.sincos(t, freqs, ctx)
+    angles = plan.angles
+    if angles is None and plan.joined is not None:  # (two threads may both make them: the same)
+        angles = plan.angles = _angles.prepare(t, freqs, ctx)
+    s, c = angles(t) if angles is not None else _angles.sincos(t, freqs, ctx)
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))

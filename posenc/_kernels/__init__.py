@@ -378,8 +378,9 @@ def turns(p: Array, ctx: Context) -> Lane | None:
 
 def joined(p: Array, ctx: Context) -> Callable[..., Array] | None:
     """The kernel of a ``[sin | cos]`` table of real positions ``p`` in one
-    buffer (a timestep embedding): ``kernel(p, turns, flip, pad)`` with the
-    host turns, float32 (:func:`.angles.joined_torch_cpu`); None unless ``p``
+    buffer (a timestep embedding): ``kernel(p, w64, flip, pad)`` with the
+    host float64 frequencies, float32, or None per call where it does not
+    take the positions (:func:`.angles.joined_torch_cpu`); None unless ``p``
     takes the torch CPU lane and the table is float32 (elsewhere the caller
     concatenates the lane's sine and cosine)."""
     if ctx.work != ctx.xp.float32 or _compat.is_integer_dtype(ctx.xp, p.dtype):

@@ -270,17 +270,19 @@ F64_BLOCK = 1 << 16
 def sincos_f64_torch(
     p: Array,
     view: np.ndarray,
-    turns: tuple[np.ndarray, ...],
+    w64: np.ndarray,
     scale: float = 1.0,
     layout: str | None = None,
     into: tuple[Array, Array] | None = None,
 ) -> tuple[Array, Array] | None:
     """float32 ``(sin, cos)`` of ``p[..., None] * w`` on torch CPU memory
     through float64 angles, or None where they may be large (then the turns
-    kernel reduces them exactly); ``view`` is ``p``'s NumPy view.
+    kernel reduces them exactly); ``view`` is ``p``'s NumPy view, ``w64``
+    the frequencies in radians rounded to float64 (a writable host array).
 
-    With ``w`` the frequencies in radians rounded to float64 (``2 pi (v1 +
-    v2)``: three roundings, ``|dw| <= 2**-51 |w|``), the angle ``p * w``
+    With ``w64`` within ``2**-51 |w|`` of the frequencies (``2 pi (v1 +
+    v2)`` of the turns kernel's turns: three roundings; the correctly rounded
+    values: one), the angle ``p * w``
     (positions exact in float64) is right to ``|p w| 2**-50`` and torch's
     float64 sine and cosine (SLEEF's vectorized ones, or the C library's; to
     about an ulp) add ``2**-52``: for ``|p w| <= 2**24``
@@ -299,10 +301,9 @@ def sincos_f64_torch(
     """
     import torch
 
-    m = turns[0].shape[-1]
+    m = w64.shape[-1]
     if view.size == 0 or m == 0 or _cache.FORKED:
         return None
-    w64 = (turns[0] + turns[1]) * _TWO_PI
     top = max(-float(np.min(view)), float(np.max(view))) * float(np.max(np.abs(w64)))  # NaN compares False
     if not top <= F64_ANGLE_LIMIT:
         return None
@@ -337,31 +338,29 @@ def sincos_f64_torch(
     return s.reshape(shape), c.reshape(shape)
 
 
-def joined_torch_cpu(p: Array, turns: tuple[np.ndarray, ...], flip: bool, pad: int) -> Array | None:
+def joined_torch_cpu(p: Array, w64: np.ndarray, flip: bool, pad: int) -> Array | None:
     """``[sin | cos]`` (``[cos | sin]`` with ``flip``) of real positions ``p``
     (a torch CPU tensor) and ``pad`` zero columns, float32, shape ``p.shape +
     (2m + pad,)``: the timestep embedding's table written in place by
-    :func:`sincos_f64_torch` (no concatenation: a pass over the output
-    saved), else by :func:`turns_numpy` and copied; the same bits as
-    :func:`turns_torch_cpu` and a concatenation.  None for a tensor NumPy
-    cannot view (autograd, functorch's transforms: the caller's path)."""
+    :func:`sincos_f64_torch` with the correctly rounded frequencies ``w64``
+    (no concatenation: a pass over the output saved), or None where that
+    kernel does not take the positions (NaN, infinite or large angles, a
+    forked child, a table of at most :data:`F64_MIN` elements) or NumPy
+    cannot view them (autograd, functorch's transforms): the caller's path.
+    A table it writes proves the positions finite (their range was read)."""
     import torch
 
     views = torch_numpy_views(p)
-    if views is None:
-        return None
-    m = turns[0].shape[-1]
+    m = w64.shape[-1]
     n = p.numel()
+    if views is None or n * m <= F64_MIN or _cache.FORKED:
+        return None
     table = torch.empty((n, 2 * m + pad), dtype=torch.float32)
     first, second = table[:, :m], table[:, m : 2 * m]
-    dest = (second, first) if flip else (first, second)
+    if sincos_f64_torch(p, views[0], w64, into=(second, first) if flip else (first, second)) is None:
+        return None
     if pad:
         table[:, 2 * m :].zero_()
-    got = sincos_f64_torch(p, views[0], turns, into=dest) if n * m > F64_MIN else None
-    if got is None:
-        s, c = turns_numpy(views[0], turns, 1.0, True)
-        dest[0].numpy()[...] = s.reshape(n, m)
-        dest[1].numpy()[...] = c.reshape(n, m)
     return table.reshape(tuple(p.shape) + (2 * m + pad,))
 
 
@@ -380,7 +379,7 @@ def turns_torch_cpu(
         # copies: the host arrays are read-only
         return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
     if p.numel() * turns[0].shape[-1] > F64_MIN:
-        got = sincos_f64_torch(p, views[0], turns, scale, layout)
+        got = sincos_f64_torch(p, views[0], (turns[0] + turns[1]) * _TWO_PI, scale, layout)
         if got is not None:
             return got
     s, c = turns_numpy(views[0], turns, scale, clip, layout)

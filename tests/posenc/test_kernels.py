@@ -3,6 +3,8 @@ portable path through the one switch, ``_kernels.disabled()``)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -597,34 +599,52 @@ def test_doubled_range_tables_against_the_exact_rows(start, nq, block, dim):
 
 
 @pytest.mark.parametrize("flip", [False, True])
-@pytest.mark.parametrize(("shape", "dim"), [((1024,), 320), ((7,), 9), ((4, 33), 64), ((300,), 3)])
+@pytest.mark.parametrize(("shape", "dim"), [((1024,), 320), ((70,), 129), ((4, 33), 64), ((300,), 3)])
 def test_joined_timestep_table_equals_the_concatenation(flip, shape, dim, monkeypatch):
     """The torch CPU timestep embedding written in one buffer
-    (``joined_torch_cpu``: float64 angles in place, or the turns kernel's
-    rows copied for small tables and large angles) is the concatenation of
-    the lane's sine and cosine bit for bit, zero column of an odd ``dim``
-    included; the portable path agrees within posenc's bound."""
+    (``joined_torch_cpu``: float64 angles of the correctly rounded
+    frequencies, in place) is the concatenation of that kernel's sine and
+    cosine bit for bit, zero column of an odd ``dim`` included, and within
+    half a float32 ulp plus 1.5e-8 of the exact values; where the kernel
+    declines (large angles, small tables, NaN), the call takes the lane's
+    path (and its NaN check)."""
+    from benchmarks.accuracy import exact_angle_sincos
+
     K = _kernels.angles
     calls = []
     real = K.joined_torch_cpu
-    monkeypatch.setattr(_kernels, "joined_torch_cpu", lambda *a: calls.append(a[0].shape) or real(*a))
+    monkeypatch.setattr(_kernels, "joined_torch_cpu", lambda *a: calls.append(real(*a)) or calls[-1])
     rng = np.random.default_rng(3)
-    for scale in (1.0, 1e5):  # 1e5: angles beyond F64_ANGLE_LIMIT take the turns kernel
+    m = dim // 2
+    for scale in (1.0, 1e5):  # 1e5: angles beyond F64_ANGLE_LIMIT, which the kernel declines
         t = torch.as_tensor(rng.uniform(0.0, 1000.0, shape).astype(np.float32))
         kw = dict(flip_sin_to_cos=flip, downscale_freq_shift=0.0, scale=scale)
         _cache.clear()
         calls.clear()
         got = posenc.timestep_embedding(t, dim, **kw)
-        assert calls == [t.shape]
         freqs = posenc.timesteps._timestep_freqs(dim, 0.0, scale, 10000.0)[1]
-        s, c = K.turns_torch_cpu(t, posenc._angles.kernel_turns(freqs.key, False), 1.0, True)
-        parts = [c, s] if flip else [s, c]
-        if dim % 2:
-            parts.append(torch.zeros(shape + (1,)))
-        assert torch.equal(got, torch.cat(parts, dim=-1)), (shape, dim, scale)
+        taken = math.prod(shape) * m > K.F64_MIN and scale == 1.0
+        assert len(calls) == 1 and (calls[0] is not None) == taken, (shape, dim, scale)
         with _kernels.disabled():
             want = posenc.timestep_embedding(t, dim, **kw)
-        torch.testing.assert_close(got, want, atol=2.5e-7 * max(1.0, scale / 1e5), rtol=0)
+        if taken:
+            w = np.array(freqs.array)
+            s, c = K.sincos_f64_torch(t, t.numpy(), w)
+            parts = [c, s] if flip else [s, c]
+            if dim % 2:
+                parts.append(torch.zeros(shape + (1,)))
+            assert torch.equal(got, torch.cat(parts, dim=-1)), (shape, dim)
+            es, ec = exact_angle_sincos(t.double().numpy().reshape(-1), w, freqs.pairs()[1])
+            exact = np.concatenate([ec, es] if flip else [es, ec], axis=-1).reshape(shape + (2 * m,))
+            half_ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64) / 2
+            assert (np.abs(got.numpy()[..., : 2 * m] - exact) <= half_ulp + 1.5e-8).all()
+            torch.testing.assert_close(got, want, atol=2.5e-7, rtol=0)
+        else:
+            torch.testing.assert_close(got, want, atol=2.5e-7 * max(1.0, scale / 1e5), rtol=0)
+    # NaN timesteps: the kernel declines, and the call's check names them
+    bad = torch.full((2048,), float("nan"))
+    with pytest.raises(ValueError, match="`t` must be finite"):
+        posenc.timestep_embedding(bad, dim)
     # a tensor that needs autograd takes the portable path (and keeps its gradient)
     tg = torch.linspace(0.0, 10.0, 16, requires_grad=True)
     out = posenc.timestep_embedding(tg, dim)
