@@ -303,9 +303,10 @@ class DD:
         rows = -(-m // b)
         small = _powers(-c, b, cls.BITS)
         big = _powers(-c * b, rows, cls.BITS)
-        x = DD(*_split_pairs(small))
-        yh, yl = _split_pairs([_times(ns, a) for ns in big])
-        z = DD(yh[:, None], yl[:, None]) * x
+        # (both lists in one conversion: its NumPy calls cost more than its values)
+        h, lo = _split_pairs(small + [_times(ns, a) for ns in big])
+        x = DD(h[:b], lo[:b])
+        z = DD(h[b:, None], lo[b:, None]) * x
         return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
 
     @classmethod
@@ -480,10 +481,10 @@ def _undecided(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         up = np.nextafter(a, np.inf) - a
         down = a - np.nextafter(a, 0.0)
-        slo = np.where(hi < 0.0, -lo, lo)
+        slo = lo * np.sign(hi)  # (hi == 0 is left out below; a NaN hi is bad)
         tol = a * _MARGIN
         near = (slo >= 0.5 * up - tol) | (slo <= tol - 0.5 * down)
-        bad = ~np.isfinite(hi) | ~np.isfinite(lo) | (a > _TOP) | (a < _BOTTOM)
+        bad = ~(a <= _TOP) | (a < _BOTTOM) | ~np.isfinite(lo)  # (a NaN or infinite hi is not <= _TOP)
     return np.asarray((near | bad) & (hi != 0.0), dtype=bool)
 
 
