@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ValueRead", "count_launches", "no_reads"]
+__all__ = ["ValueRead", "count_launches", "no_reads", "warm_launches"]
 
 
 class ValueRead(AssertionError):
@@ -136,3 +136,13 @@ def count_launches() -> Iterator[Launches]:
 
     with triton_hook(launched), _Count():
         yield counts
+
+
+def warm_launches(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, Launches]:
+    """``(result, launches)`` of a warm call of ``fn`` (called once before,
+    so that plans and cached tables are made outside the count), under
+    :func:`no_reads`."""
+    fn(*args, **kwargs)
+    with no_reads(), count_launches() as counts:
+        out = fn(*args, **kwargs)
+    return out, counts

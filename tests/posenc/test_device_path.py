@@ -22,21 +22,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from posenc import _kernels  # noqa: E402
-from posenc._kernels.probes import ValueRead, count_launches, no_reads  # noqa: E402
+from posenc._kernels.probes import ValueRead, count_launches, no_reads, warm_launches  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def _device():
     with _kernels.as_device():
         yield
-
-
-def _launches(fn, *args, **kwargs):
-    """(result, launches) of a warm call under no_reads."""
-    fn(*args, **kwargs)
-    with no_reads(), count_launches() as counts:
-        out = fn(*args, **kwargs)
-    return out, counts
 
 
 # ------------------------------------------------------------------ peers' formulas
@@ -108,8 +100,8 @@ def test_decode_step():
         c, s = c[:, None], s[:, None]
         return posenc.apply_rope(q, c, s), posenc.apply_rope(k, c, s)
 
-    (qo, ko), mine = _launches(step)
-    _, peer = _launches(_hf_decode, q, k, pid, _hf_inv_freq(dim, base))
+    (qo, ko), mine = warm_launches(step)
+    _, peer = warm_launches(_hf_decode, q, k, pid, _hf_inv_freq(dim, base))
     assert mine.total() <= min(17, peer.total()), (str(mine), str(peer))
     c, s = _rope_f64([[p]], dim, base)
     qd = q.double().numpy()
@@ -120,8 +112,8 @@ def test_decode_step():
 def test_rope_cos_sin_of_position_ids():
     dim, base = 128, 10000.0
     ids = torch.arange(64).reshape(2, 32) * 37
-    (c, s), mine = _launches(posenc.rope_cos_sin, ids, dim, base=base)
-    _, peer = _launches(_hf_rotary, ids, _hf_inv_freq(dim, base))
+    (c, s), mine = warm_launches(posenc.rope_cos_sin, ids, dim, base=base)
+    _, peer = warm_launches(_hf_rotary, ids, _hf_inv_freq(dim, base))
     assert mine.total() <= min(5, peer.total()), (str(mine), str(peer))
     wc, ws = _rope_f64(ids.numpy(), dim, base)
     _close(c, wc, 2.5e-7)
@@ -131,7 +123,7 @@ def test_rope_cos_sin_of_position_ids():
 def test_rope_of_q_decode():
     x = torch.randn(1, 4, 1, 64)
     pid = torch.tensor([70000])
-    out, mine = _launches(posenc.rope, x, pid)
+    out, mine = warm_launches(posenc.rope, x, pid)
     assert mine.total() <= 2, str(mine)
     c, s = _rope_f64([[70000]], 64, 10000.0)
     xd = x.double().numpy()
@@ -141,8 +133,8 @@ def test_rope_of_q_decode():
 
 def test_timestep_embedding():
     t = torch.rand(64) * 1000
-    out, mine = _launches(posenc.timestep_embedding, t, 32)
-    _, peer = _launches(_diffusers_timesteps, t, 32)
+    out, mine = warm_launches(posenc.timestep_embedding, t, 32)
+    _, peer = warm_launches(_diffusers_timesteps, t, 32)
     assert mine.total() <= min(8, peer.total()), (str(mine), str(peer))
     ref = posenc.timestep_embedding(t.double().numpy(), 32)
     _close(out, ref, 2.5e-7)
@@ -151,8 +143,8 @@ def test_timestep_embedding():
 def test_flux_ids():
     ids = torch.stack([torch.zeros(48, dtype=torch.int64), torch.arange(48) // 8, torch.arange(48) % 8], -1)
     axes = (4, 6, 6)
-    (c, s), mine = _launches(posenc.rope_axes_cos_sin, ids, axes, base=10000.0)
-    _, peer = _launches(_diffusers_flux, ids, axes)
+    (c, s), mine = warm_launches(posenc.rope_axes_cos_sin, ids, axes, base=10000.0)
+    _, peer = warm_launches(_diffusers_flux, ids, axes)
     assert mine.total() <= min(41, peer.total()), (str(mine), str(peer))
     rc, rs = posenc.rope_axes_cos_sin(ids.numpy(), axes, base=10000.0, dtype="float64")
     _close(c, rc, 2.5e-7)
@@ -164,7 +156,7 @@ def test_apply_rope(dtype):
     dt = getattr(torch, dtype)
     x = torch.randn(2, 4, 16, 64, dtype=dt)
     c, s = posenc.rope_cos_sin(16, 64, dtype=dt, xp=torch)
-    out, mine = _launches(posenc.apply_rope, x, c, s)
+    out, mine = warm_launches(posenc.apply_rope, x, c, s)
     assert mine.total() <= 1, str(mine)  # one launch: no cast of x, no temporaries
     ref = posenc.apply_rope(x.double().numpy(), c.double().numpy(), s.double().numpy())
     _close(out, ref, 1e-6 if dtype == "float32" else 0.02)
@@ -172,7 +164,7 @@ def test_apply_rope(dtype):
 
 def test_sinusoidal_of_positions():
     p = torch.randint(0, 10**6, (256,))
-    out, mine = _launches(posenc.sinusoidal, p, 64, dtype=torch.float32)
+    out, mine = warm_launches(posenc.sinusoidal, p, 64, dtype=torch.float32)
     assert mine.total() <= 5, str(mine)
     _close(out, posenc.sinusoidal(p.numpy(), 64), 2.5e-7)
 
@@ -218,7 +210,7 @@ def test_rotary_module_decode_without_a_sync():
     rope = RotaryEmbedding(64, max_positions=16)
     q, k = torch.randn(1, 4, 1, 64), torch.randn(1, 2, 1, 64)
     pid = torch.tensor([[100]])  # beyond the cache
-    (qo, ko), mine = _launches(rope, q, k, position_ids=pid)
+    (qo, ko), mine = warm_launches(rope, q, k, position_ids=pid)
     assert mine.total() <= 17, str(mine)
     assert rope.cached == 16  # not grown: growing would have read the ids
     c, s = _rope_f64([[100]], 64, 10000.0)

@@ -37,7 +37,7 @@ from posenc._cache import Share  # noqa: E402
 from posenc._compat import Backend, Context  # noqa: E402
 from posenc._kernels import dlpack  # noqa: E402
 from posenc._kernels import triton as tk  # noqa: E402
-from posenc._kernels.probes import count_launches, no_reads  # noqa: E402
+from posenc._kernels.probes import count_launches, no_reads, warm_launches  # noqa: E402
 
 #: posenc's documented accuracy of float32 tables
 BOUND = 2.5e-7
@@ -50,14 +50,6 @@ def stand_in(monkeypatch):
     monkeypatch.setattr(_kernels, "_ROUTES", {})
     with _kernels.as_device():
         yield
-
-
-def _launches(fn, *args, **kwargs):
-    """(result, launches) of a warm call, under no_reads."""
-    fn(*args, **kwargs)
-    with no_reads(), count_launches() as counts:
-        out = fn(*args, **kwargs)
-    return out, counts
 
 
 def _portable(fn, *args, **kwargs):
@@ -110,7 +102,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_kernels_run_on_the_stand_in_and_equal_the_portable_path(name, stand_in):
     call, kernel = CASES[name]
-    out, launches = _launches(call)
+    out, launches = warm_launches(call)
     # (1) one launch of the kernel, no other work (no casts, no copies)
     assert dict(launches) == {f"triton.{kernel}": 1}, str(launches)
     # (2) the portable path's bits: the same operations in the same order
