@@ -37,7 +37,7 @@ from ._angles import (
     sincos_range,
     zeros,
 )
-from ._compat import Array, Context, has_values, is_concrete, is_integer_dtype, numpy_dtype
+from ._compat import Array, Context, has_values, is_concrete, is_integer_dtype
 from ._trace import host_constant, is_symbolic
 
 __all__ = [
@@ -233,15 +233,13 @@ def range_table(
         table = device(n, start, lane_turns(_kernels.TORCH, freqs, ctx), dim, factor)
     kernel = None if table is not None else _kernels.range_table(ctx)
     if kernel is not None:
-        cached = key is not None and _cache.TABLES.fits(n * dim * numpy_dtype(ctx.dtype).itemsize)
-
         def fill(dtype: np.dtype, out: np.ndarray, lo: int, torch_memory: bool = False) -> None:
             _numpy_table(
                 start, n, fkey, dim, layout, dtype, lo=lo, rows=out.shape[0], out=out, factor=factor,
                 complex_rows=torch_memory and layout == "interleaved",
             )  # fmt: skip
 
-        table = kernel(fill, (n, dim), ctx, cached=cached)
+        table = kernel(fill, (n, dim), ctx)
     if table is None:
         table = _portable_table(start, n, fkey, m, dim, layout, ctx, factor)
     mode = _kernels.handout(ctx)

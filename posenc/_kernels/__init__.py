@@ -460,7 +460,7 @@ def rotation(
 
 def range_table(ctx: Context) -> Callable[..., Array | None] | None:
     """The kernel of a finished table of a range in the working dtype:
-    ``kernel(fill, shape, ctx, cached=...)`` allocates the table and has
+    ``kernel(fill, shape, ctx)`` allocates the table and has
     ``fill(dtype, out, lo)`` write its rows (NumPy; torch CPU, through the
     tensor's memory and by several threads for large tables, None off the
     CPU)."""

@@ -250,7 +250,7 @@ def is_consecutive_torch(p: Array) -> bool:
     return flat.numel() < 2 or bool(torch.all(flat[1:] - flat[:-1] == 1))
 
 
-def torch_cpu_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any, *, cached: bool) -> Array | None:
+def torch_cpu_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any) -> Array | None:
     """A torch CPU table written by the NumPy kernel: ``fill(dtype, out, lo)``
     writes rows ``lo .. lo + len(out) - 1`` into ``out``; None off the CPU.
 
@@ -261,13 +261,11 @@ def torch_cpu_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any,
     first-touching a 256 MiB table about 4x cheaper when huge pages are free
     and up to 10x dearer when the kernel must first compact memory to find
     them (measured, 1048576x64 float32 at one thread: 86 to 1150 ms in
-    NumPy's memory against a steady 150 ms in torch's).  ``cached`` is kept
-    for the callers and has no effect on the allocation.  The rows are written
+    NumPy's memory against a steady 150 ms in torch's).  The rows are written
     by as many threads as torch's intra-op setting (:func:`fill_parallel`).
     """
     import torch
 
-    del cached
     dtype = numpy_dtype(ctx.dtype)
     t = torch.empty(shape, dtype=ctx.dtype, device=ctx.device)
     if t.device.type != "cpu":
@@ -384,7 +382,7 @@ def dask_by_rows(
     return da.map_blocks(chunk, chunks=chunks, dtype=dtype, meta=meta, name=prefix + tokenize(*token, sizes))
 
 
-def numpy_fill_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any, *, cached: bool) -> np.ndarray:
+def numpy_fill_table(fill: Callable[..., None], shape: tuple[int, int], ctx: Any) -> np.ndarray:
     """A NumPy table written by the NumPy kernel: ``fill(dtype, out, lo)``
     writes rows ``lo .. lo + len(out) - 1`` into ``out`` (one thread:
     NumPy's tables are cached below a quarter of the budget, where a second
