@@ -54,6 +54,7 @@ __all__ = [
     "TABLES",
     "clear",
     "device_key",
+    "holds_no_arrays",
     "limits",
     "MEMO_BYTES",
     "memoize",
@@ -61,8 +62,8 @@ __all__ = [
     "readonly",
     "set_max_bytes",
     "share",
-    "holds_no_arrays",
     "sizeof",
+    "typed_key",
 ]
 
 #: every cache of posenc by name (a :class:`Memo` or an :class:`LRU`)
@@ -251,6 +252,12 @@ class Memo:
             if getattr(got, "keep", True):
                 self.put(key, got)
         return got
+
+
+def typed_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The memo key of Python arguments with their types: ``128``, ``128.0``
+    and ``True`` hash alike but are checked (and refused) differently."""
+    return tuple((type(a), a) for a in args)
 
 
 def memoize(limit: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -97,8 +97,7 @@ def freq_args(
     """Validated ``dim`` and the host frequencies (a constant of torch's
     traced graphs: Python arguments only), kept per configuration."""
     args = (dim, base, convention, min_timescale, max_timescale, even)
-    key = tuple((type(a), a) for a in args)
-    return _FREQS.get_or_make(key, _freq_args, *args)
+    return _FREQS.get_or_make(_cache.typed_key(args), _freq_args, *args)
 
 
 def _freq_args(

@@ -76,7 +76,7 @@ def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any, ctx: Context) -> t
     if ctx.traced:
         return _timestep_freqs(dim, shift, scale, max_period)
     args = (dim, shift, scale, max_period)
-    return _FREQS.get_or_make(tuple((type(a), a) for a in args), _timestep_freqs, *args)
+    return _FREQS.get_or_make(_cache.typed_key(args), _timestep_freqs, *args)
 
 
 @dataclass(slots=True)
