@@ -414,15 +414,6 @@ class Angles:
         s, c = self.path(p, self)
         return (s, c) if bad is None else nan_rows(s, c, bad, self.ctx)
 
-    def host_turns(self) -> tuple[np.ndarray, ...]:
-        """The host turns of the kernels that compute on the host
-        (:attr:`host`), made on first use (two threads may both make them:
-        the same arrays)."""
-        turns = self.host
-        if turns is None:
-            turns = self.host = kernel_turns(self.freqs.key, self.integer)
-        return turns
-
     def guard(self, p: Array) -> bool:
         """Whether a kernel lane (which computes without :meth:`__call__`) may
         take the integer positions ``p``: True within :attr:`limit`, a
@@ -573,7 +564,12 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     xp = ctx.xp
     lane = _kernels.turns(p, ctx)
     if lane is not None:
-        turns = a.host_turns() if lane.host else _dev_turns(a)
+        if lane.host:
+            turns = a.host
+            if turns is None:  # (two threads may both make them: the same arrays)
+                turns = a.host = kernel_turns(a.freqs.key, a.integer)
+        else:
+            turns = _dev_turns(a)
         s, c = lane.turns(p, turns, 1.0, not a.integer)
         return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
     v1, v2 = _dev_turns(a)
