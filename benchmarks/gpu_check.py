@@ -3,19 +3,21 @@
 One command for a machine with one CUDA GPU (about four minutes on an H100),
 in four parts:
 
-1. the GPU test lanes (``POSENC_BACKENDS=cupy,torch-cuda,jax,jax-jit`` over
-   ``tests/posenc`` and ``tests/hardening``, pytest in a subprocess with a
-   time cap): their summary line;
-2. the device accuracy sweep: float32 tables of each device backend against
+1. the device accuracy sweep: float32 tables of each device backend against
    the exact values (:func:`benchmarks.accuracy.exact_angle_sincos`), integer
    positions to 2**31 and reals to 2**22, the largest error per range
    against the documented bound;
-3. every row of the device targets, posenc and its peer measured side by
+2. every row of the device targets, posenc and its peer measured side by
    side in one process (CUDA events, or host time per step where the call is
    launch-bound; interleaved rounds, medians of the per-round ratios), each
    with its target and a verdict;
-4. launches and syncs per call: ``torch.profiler``'s device activities and
-   the warnings of ``torch.cuda.set_sync_debug_mode``.
+3. launches and syncs per call: ``torch.profiler``'s device activities (the
+   names of posenc's are kept in the JSON) and the warnings of
+   ``torch.cuda.set_sync_debug_mode``;
+4. the GPU test lanes (``POSENC_BACKENDS=cupy,torch-cuda,jax,jax-jit`` over
+   ``tests/posenc`` and ``tests/hardening``, pytest in a subprocess with a
+   time cap): their summary line.  They run last, and the JSON is written
+   after every part, so a run cut at its time limit keeps what it measured.
 
 Everything goes to ``DIR/gpu_check.json`` (default ``benchmarks/out``), which
 ``python -m benchmarks --merge-gpu DIR/gpu_check.json`` merges into the GPU
@@ -813,9 +815,11 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
     out = []
     for name, (ours, peer) in calls.items():
         with torch.inference_mode():
-            row = {"call": name, "posenc": count_launches(env, ours), "peer": count_launches(env, peer),
+            ours_names: list[str] = []
+            row = {"call": name, "posenc": count_launches(env, ours, ours_names), "peer": count_launches(env, peer),
                    "target": LAUNCH_TARGETS[name], "syncs": count_syncs(env, ours),
-                   "counted": "aten operations on the CPU (dry run)" if env.dry else "device activities"}
+                   "counted": "aten operations on the CPU (dry run)" if env.dry else "device activities",
+                   "posenc_activities": ours_names}
         if env.dry:
             row["status"] = NO_DEVICE
         else:
@@ -825,7 +829,9 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
     return out
 
 
-def count_launches(env: Env, fn: Callable[[], Any]) -> int | None:
+def count_launches(env: Env, fn: Callable[[], Any], names: list[str] | None = None) -> int | None:
+    """Device activities of one warm call (a dry run: top-level aten operations); their names are
+    appended to ``names`` where given, so that a count over target says what to remove."""
     torch = env.torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -837,8 +843,12 @@ def count_launches(env: Env, fn: Callable[[], Any]) -> int | None:
         env.sync()
     events = prof.events()
     if env.dry:
-        return sum(1 for e in events if e.name.startswith("aten::") and e.cpu_parent is None)
-    return sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        seen = [e.name for e in events if e.name.startswith("aten::") and e.cpu_parent is None]
+    else:
+        seen = [e.name for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    if names is not None:
+        names += [n[:120] for n in seen]
+    return len(seen)
 
 
 def count_syncs(env: Env, fn: Callable[[], Any]) -> int | None:
@@ -871,7 +881,7 @@ def lanes(env: Env, timeout: float, out: Path) -> dict[str, Any]:
     tests = DRY_TESTS if env.dry else TESTS
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "--no-header", *tests]
     if not env.dry and importlib.util.find_spec("xdist") is not None:
-        cmd[3:3] = ["-n", "4"]
+        cmd[3:3] = ["-n", str(min(8, max(2, (os.cpu_count() or 4) // 2)))]
     envvars = dict(os.environ, POSENC_BACKENDS=LANES, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     log = out / "gpu_lanes.log"
     t0 = time.perf_counter()
@@ -943,6 +953,18 @@ def run_check(
     for line in [compat, *env.notes]:
         print(line)
     report: dict[str, Any] = {"device": env.name, "dry_run": env.dry, "header": info, "errors": {}}
+    path = out / "gpu_check.json"
+    rows: list[Any] = []
+    acc: list[dict[str, Any]] = []
+    la: list[dict[str, Any]] = []
+
+    def save() -> None:
+        """Write the report as it stands: a run cut at its time limit keeps the parts it finished."""
+        report["rows"] = [r.as_dict() for r in rows]
+        report["seconds"] = round(time.perf_counter() - t_all, 1)
+        verdicts = [r.status for r in rows] + [a["status"] for a in acc] + [r["status"] for r in la]
+        report["counts"] = {s: verdicts.count(s) for s in ("PASS", "FAIL", NO_DEVICE)}
+        path.write_text(json.dumps(report, indent=1, default=str) + "\n")
 
     def part(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()
@@ -955,7 +977,37 @@ def run_check(
         print(f"({name}: {time.perf_counter() - t0:.1f} s)", flush=True)
         return got
 
-    _section("1. GPU test lanes" + (" (dry run: one test, its GPU cases skip)" if env.dry else ""))
+    # the lanes run last: the rows are the costlier loss where a run is cut
+
+    with device_decisions(env) as mode:
+        if mode:
+            print(f"(CPU tensors take a CUDA tensor's decisions: posenc._kernels.{mode})")
+        report["as_device"] = mode
+        _section(f"1. Device accuracy: float32 tables against the exact values (bound {BOUND:.1e})")
+        acc += part("accuracy", lambda: accuracy(env, sz)) or []
+        for a in acc:
+            err = "-" if a["error"] is None else f"{a['error']:.2e}"
+            print(f"{a['backend']:<28} {a['path']:<20} {a['positions']:<26} {err:>9}  {a['status']}")
+        report["accuracy"] = acc
+        save()
+        _section("2. The device targets, side by side")
+        for name, fn in ROWS.items():
+            if rows_wanted is not None and name not in rows_wanted:
+                continue
+            got = part(name, lambda fn=fn: fn(env, sz))
+            if got is not None:
+                rows += got
+                print(text_table(got), flush=True)
+            save()
+        _section("3. Launches and syncs per call (posenc / peer)")
+        la += part("launches", lambda: launches(env, sz)) or []
+        for r in la:
+            syncs = "-" if r["syncs"] is None else r["syncs"]
+            print(f"{r['call']:<28} {r['posenc']!s:>4} / {r['peer']!s:<4} target <= {r['target']:<3} "
+                  f"syncs {syncs}  {r['status']}")
+        report["launches"] = la
+        save()
+    _section("4. GPU test lanes" + (" (dry run: one test, its GPU cases skip)" if env.dry else ""))
     if run_lanes:
         res = part("lanes", lambda: lanes(env, lanes_timeout, out))
         if res is not None:
@@ -966,38 +1018,7 @@ def run_check(
     else:
         print("not run (--no-lanes)")
         report["lanes"] = None
-    with device_decisions(env) as mode:
-        if mode:
-            print(f"(CPU tensors take a CUDA tensor's decisions: posenc._kernels.{mode})")
-        report["as_device"] = mode
-        _section(f"2. Device accuracy: float32 tables against the exact values (bound {BOUND:.1e})")
-        acc = part("accuracy", lambda: accuracy(env, sz)) or []
-        for a in acc:
-            err = "-" if a["error"] is None else f"{a['error']:.2e}"
-            print(f"{a['backend']:<28} {a['path']:<20} {a['positions']:<26} {err:>9}  {a['status']}")
-        report["accuracy"] = acc
-        _section("3. The device targets, side by side")
-        rows: list[Any] = []
-        for name, fn in ROWS.items():
-            if rows_wanted is not None and name not in rows_wanted:
-                continue
-            got = part(name, lambda fn=fn: fn(env, sz))
-            if got is not None:
-                rows += got
-                print(text_table(got), flush=True)
-        report["rows"] = [r.as_dict() for r in rows]
-        _section("4. Launches and syncs per call (posenc / peer)")
-        la = part("launches", lambda: launches(env, sz)) or []
-        for r in la:
-            syncs = "-" if r["syncs"] is None else r["syncs"]
-            print(f"{r['call']:<28} {r['posenc']!s:>4} / {r['peer']!s:<4} target <= {r['target']:<3} "
-                  f"syncs {syncs}  {r['status']}")
-        report["launches"] = la
-    report["seconds"] = round(time.perf_counter() - t_all, 1)
-    verdicts = [r.status for r in rows] + [a["status"] for a in acc] + [r["status"] for r in la]
-    report["counts"] = {s: verdicts.count(s) for s in ("PASS", "FAIL", NO_DEVICE)}
-    path = out / "gpu_check.json"
-    path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    save()
     c = report["counts"]
     tail = f"{c['PASS']} PASS, {c['FAIL']} FAIL"
     if env.dry:
