@@ -879,7 +879,10 @@ def lanes(env: Env, timeout: float, out: Path) -> dict[str, Any]:
     """pytest over the GPU lanes in a subprocess, cut at ``timeout`` seconds: the summary line, or the
     outcomes counted from the progress dots of a run that was cut."""
     tests = DRY_TESTS if env.dry else TESTS
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", "--no-header", *tests]
+    # pytest-benchmark, where installed, turns its "disabled under xdist" notice into an error under the
+    # suite's filterwarnings = error: it is not used here
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-rf", "--no-header",
+           *tests]
     if not env.dry and importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", str(min(8, max(2, (os.cpu_count() or 4) // 2)))]
     envvars = dict(os.environ, POSENC_BACKENDS=LANES, XLA_PYTHON_CLIENT_PREALLOCATE="false")
