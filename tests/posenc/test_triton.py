@@ -533,6 +533,22 @@ def test_compiled_form_compiles_for_cuda():
         assert not re.search(r"(sin|cos)\.approx|\.ftz", ptx), name
         if "rotate" in name:
             assert "fma." not in ptx, name
+    # the range table's interleaved layouts, with the arguments a launch specializes (16-byte aligned pointers,
+    # sizes divisible by 16), as the tile of a CUDA launch: each thread's stores are vectors of four (the pairs
+    # are written as one contiguous run, not as two runs of stride 2, which cost twice the memory traffic)
+    fn = forms["_table_kernel"]
+    aligned = ("o_ptr", "v1_ptr", "v2_ptr", "m", "width", "plane")
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+    br, bm, warps = kt._table_tile(256, torch.device("cuda"))
+    for layout in (2, 3):
+        signature = {a: "constexpr" if p.is_constexpr else {"o_ptr": "*fp32", "lo": "i64", "plane": "i64",
+                                                              "scale": "fp32"}.get(a, "*fp64" if a[0] == "v" else "i32")
+                     for a, p in zip(fn.arg_names, fn.params, strict=True)}
+        constexprs = {"LAYOUT": layout, "INTERP": False, "BLOCK_R": br, "BLOCK_M": bm}
+        ptx = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
+                             options=dict(options, num_warps=warps)).asm["ptx"]
+        stores = re.findall(r"st\.global(\.v\d)?\.b32", ptx)
+        assert stores.count(".v4") >= 8 and len(stores) - stores.count(".v4") <= 1, (layout, stores)
 
 
 # --------------------------------------------------------------------------
