@@ -206,12 +206,12 @@ def rope_cos_sin(
         _checks.check_finite(positions, "positions", plan.ctx.xp)
     if plan.small is not None and plan.angles.guard(positions):  # small integer tables in one pass (a decode step)
         lane, turns = plan.small
-        if lane.fused:  # one launch, the positions checked in it
-            s, c = lane.turns(positions, turns, plan.attention, False, plan.layout, plan.angles.mask)
+        ctx = plan.ctx
+        if lane.fused:  # one launch, the positions checked in it, half precision written by it
+            s, c = lane.turns(positions, turns, plan.attention, False, plan.layout, plan.angles.mask, ctx.dtype)
         else:
             s, c = lane.turns(positions, turns, plan.attention, False, plan.layout)
-        ctx = plan.ctx
-        if ctx.dtype == ctx.work:  # the kernel's float32
+        if ctx.dtype == ctx.work or s.dtype == ctx.dtype:  # the kernel's float32, or the dtype it wrote
             return c, s
         return _angles.cast(c, ctx.dtype, ctx.xp), _angles.cast(s, ctx.dtype, ctx.xp)
     return _rope.tables(plan, positions, offset)

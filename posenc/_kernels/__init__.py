@@ -280,7 +280,9 @@ class Lane:
         out as a fourth entry) or as float64 arrays ``(v1, v2)`` on the
         positions' device.
     turns : callable
-        ``(p, turns, scale, clip, layout) -> (sin, cos)`` in float32.
+        ``(p, turns, scale, clip, layout) -> (sin, cos)`` in float32 (a
+        ``fused`` lane takes ``limit`` and the output ``dtype`` too: see
+        :func:`posenc._kernels.triton.turns_triton`).
     rotate : callable
         ``(x, cos, sin, layout) -> rotated x``, full tables.
     rope : callable

@@ -220,8 +220,8 @@ def _turns_kernel(
     v1 = tl.load(v1_ptr + cols, mask=cm, other=0.0)
     v2 = tl.load(v2_ptr + cols, mask=cm, other=0.0)
     s, c = _sincos(p[:, None], v1[None, :], v2[None, :], INTERP)
-    s = tl.where(bad, float("nan"), s * scale)
-    c = tl.where(bad, float("nan"), c * scale)
+    s = _cast_out(tl.where(bad, float("nan"), s * scale), s_ptr.dtype.element_ty, INTERP)
+    c = _cast_out(tl.where(bad, float("nan"), c * scale), c_ptr.dtype.element_ty, INTERP)
     mask = rm[:, None] & cm[None, :]
     r64 = rows.to(tl.int64)[:, None]
     if LAYOUT == 0:
@@ -679,7 +679,7 @@ def _lead4(lead: tuple[int, ...], *views: Any) -> tuple[list[int], list[list[int
 # --------------------------------------------------------------------------
 def turns_triton(
     p: Array, turns: tuple[Array, ...], scale: float = 1.0, clip: bool = False, layout: str | None = None,
-    limit: float | None = None,
+    limit: float | None = None, dtype: Any = None,
 ) -> tuple[Array, Array]:
     """float32 ``(sin, cos)`` of ``p[..., None] * v`` turns, times ``scale``,
     laid out as a RoPE table for ``layout`` (``(..., 2m)``): the contract of
@@ -691,7 +691,10 @@ def turns_triton(
     that are not contiguous are copied first (a second launch).  ``limit``:
     positions with ``|p| >= limit`` give NaN rows, checked in the kernel (no
     value read back, no other launch; ``inf`` for real positions: an infinite
-    one is a NaN row); None: no check (the caller checked)."""
+    one is a NaN row); None: no check (the caller checked).  ``dtype``:
+    bfloat16 or float16 tables written by the kernel, each value the float32
+    one rounded to nearest even (``.to(dtype)`` of the float32 tables, bit
+    for bit, without two more launches); else float32."""
     import torch
 
     from .angles import turns_torch
@@ -702,8 +705,9 @@ def turns_triton(
     m = int(v1.shape[-1])
     width = m if layout is None else 2 * m
     shape = tuple(p.shape) + (width,)
-    s = torch.empty(shape, dtype=torch.float32, device=p.device)
-    c = torch.empty(shape, dtype=torch.float32, device=p.device)
+    out = dtype if dtype in (torch.bfloat16, torch.float16) else torch.float32
+    s = torch.empty(shape, dtype=out, device=p.device)
+    c = torch.empty(shape, dtype=out, device=p.device)
     n = p.numel()
     if n == 0 or m == 0:
         return s, c

@@ -218,6 +218,24 @@ def test_turns_small_dtypes(dtype):
     assert ulps(s, ts) <= ULP_TORCH and ulps(c, tc) <= ULP_TORCH
 
 
+@pytest.mark.parametrize("layout", [None, "half", "interleaved"])
+def test_turns_written_in_half_precision(layout, interpreter):
+    """Half-precision tables written by the kernel (a decode step's
+    ``rope_cos_sin(..., dtype=torch.bfloat16)``, one launch): the float32
+    tables rounded to nearest even, bit for bit, NaN rows kept."""
+    v = _turns(_freqs(8))
+    p = torch.tensor([[0, 3, -100], [4096, 2**31 - 1, 2**40]])
+    s32, c32 = kt.turns_triton(p, v, 0.75, False, layout, 2.0**32)
+    for dtype in (torch.bfloat16, torch.float16):
+        interpreter.clear()
+        s, c = kt.turns_triton(p, v, 0.75, False, layout, 2.0**32, dtype)
+        assert interpreter == ["_turns_kernel"]
+        assert s.dtype == c.dtype == dtype
+        for got, ref in ((s, s32), (c, c32)):
+            assert torch.equal(got[:, :2], ref[:, :2].to(dtype)) and got[1, 2].isnan().all()
+    assert kt.turns_triton(p, v, 0.75, False, layout, 2.0**32, torch.float64)[0].dtype == torch.float32
+
+
 def test_turns_non_contiguous_scalar_and_empty():
     v1, v2 = _turns(_freqs(5))
     p = torch.arange(-42, 42, 3).reshape(-1, 2).T  # transposed: copied first
