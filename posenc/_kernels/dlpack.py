@@ -204,9 +204,12 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
         clip: bool = False,
         layout: str | None = None,
         limit: float | None = None,
+        dtype: Any = None,
     ) -> tuple[Array, Array]:
+        half = dtype is not None and str(dtype) in ("bfloat16", "float16")
         with scope(p):
-            s, c = tk.turns_triton(view(p), turn_views(turns), scale, clip, layout, limit)
+            s, c = tk.turns_triton(view(p), turn_views(turns), scale, clip, layout, limit,
+                                   _torch_dtype(dtype) if half else None)
             return back(s), back(c)
 
     def rotate(x: Array, c: Array, s: Array, layout: str) -> Array:

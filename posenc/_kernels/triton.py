@@ -47,8 +47,9 @@ import math
 import os
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
+from posenc import _cache
 from posenc._compat import Array
 
 __all__ = [
@@ -697,10 +698,10 @@ def turns_triton(
     for bit, without two more launches); else float32."""
     import torch
 
-    from .angles import turns_torch
-
     v1, v2 = turns[0], turns[1]
     if _needs_autograd(p) or not _kernel_device(p, v1, v2):
+        from .angles import turns_torch
+
         return _masked(p, turns_torch(p, turns, scale, clip, layout), limit)
     m = int(v1.shape[-1])
     width = m if layout is None else 2 * m
@@ -844,29 +845,63 @@ def rotate_large_triton(
     ``wt`` other than float32 (float64 for float64 ``x``), more than four
     leading axes of size > 1, and in place: ``x`` broadcast or overlapping
     itself."""
-    if not _rotation_ok(x, c, s, wt):
+    key = (
+        type(x), type(c), type(s), x.shape, x.stride(), c.shape, c.stride(), s.shape, s.stride(), x.dtype, c.dtype,
+        s.dtype, x.device, c.device, s.device, layout, rotary_dim, lead, compact, wt, inplace, interpreting(),
+    )
+    spec = _ROTATIONS.get(key)
+    if spec is None:
+        spec = _rotation_spec(x, c, s, layout, rotary_dim, lead, compact, wt, inplace)
+        _ROTATIONS.put(key, spec)
+    if spec is False or _needs_autograd(x, c, s):
         return None
     import torch
 
+    shape, meta, grid, scalars = spec
+    out = x if inplace else torch.empty(shape, dtype=x.dtype, device=x.device)
+    if grid is None:  # nothing to compute
+        return out
+    # the arrays themselves: the kernel reads their memory by the strides of their broadcast views (a broadcast
+    # view starts where its array starts)
+    _launch("_rotate_kernel", x.device, grid, x, c, s, out, *scalars, **meta)
+    return out
+
+
+#: :func:`rotate_large_triton`'s launches by the arrays' types, shapes, strides, dtypes and devices and the
+#: options: the output's shape, the kernel's constants, its grid and scalar arguments, or False where the kernel
+#: does not apply.  A decode step's rotation then costs a lookup, an allocation and the launch.
+_ROTATIONS = _cache.Memo("triton.rotations", 256)
+
+
+def _rotation_spec(
+    x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lead: tuple[int, ...], compact: bool, wt: Any,
+    inplace: bool,
+) -> tuple[tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any]] | Literal[False]:
+    """The launch of :func:`rotate_large_triton` for arrays like these (see :data:`_ROTATIONS`)."""
+    if not _kernel_device(x, c, s) or any(str(a.dtype).removeprefix("torch.") not in _FLOATS for a in (x, c, s)):
+        return False
+    import torch
+
+    if wt is not None and wt != (torch.float64 if x.dtype == torch.float64 else torch.float32):
+        return False
     lead = tuple(int(b) for b in lead)
     head_dim = int(x.shape[-1])
+    shape = lead + (head_dim,)
     if inplace:
         if not _inplace_ok(x, lead):
-            return None
+            return False
         out = x
     else:
-        out = torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device)
-    if out.numel() == 0:
-        return out
+        out = torch.empty(shape, dtype=x.dtype, device=x.device)  # (its strides: those of every call's output)
     rest = rotary_dim < head_dim and not inplace
     args = _rotate_into("_rotate_kernel", x, c, s, out, lead, layout, rotary_dim, compact, rest)
     if args is None:
-        return None
+        return False
     rows = math.prod(lead)
     meta = _rotation_meta(x, layout, rotary_dim, compact, rest, rows)
-    _launch("_rotate_kernel", x.device, (-(-rows // meta["BLOCK_R"]),), *args, rotary_dim // 2, rotary_dim, head_dim,
-            **meta)
-    return out
+    if out.numel() == 0:
+        return shape, meta, None, []
+    return shape, meta, (-(-rows // meta["BLOCK_R"]),), [*args[4:], rotary_dim // 2, rotary_dim, head_dim]
 
 
 def rotate_pair_triton(
