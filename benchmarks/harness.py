@@ -183,6 +183,9 @@ def header(argv: list[str]) -> dict[str, Any]:
         "memory_gib": _mem_total_gib(),
         "versions": versions,
     }
+    commit = _commit()
+    if commit is not None:
+        info["commit"] = commit
     if "torch" in sys.modules or versions.get("torch"):
         import torch
 
@@ -193,6 +196,23 @@ def header(argv: list[str]) -> dict[str, Any]:
     with contextlib.suppress(OSError):
         info["load_average_start"] = [round(x, 2) for x in os.getloadavg()]
     return info
+
+
+def _commit() -> str | None:
+    """The checkout's commit (``git rev-parse --short HEAD``), with ``+``
+    where tracked files differ from it; None without git or a repository
+    (a copy of the working tree on another machine)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+" if dirty else "") if head else None
 
 
 def _transparent_huge_pages() -> str | None:

@@ -97,8 +97,12 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
         f"- machine: {info['machine']}, {info['cpu']}, {info['cpu_count']} cores, {info['memory_gib']} GiB",
         f"- versions: {v}",
     ]
+    if "commit" in info:
+        out.append(f"- commit: {info['commit']}")
     if "gpu_device" in info:
         gpu = f"{info['gpu_device']}, {info.get('gpu_date', '')}"
+        if info.get("gpu_commit"):
+            gpu += f", at commit {info['gpu_commit']}"
         out.append(f"- GPU section: {gpu} (`python -m benchmarks --gpu-check`)")
     if "torch_threads" in info:
         out.append(f"- torch threads: {info['torch_threads']}")
