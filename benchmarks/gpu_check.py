@@ -48,6 +48,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -884,7 +885,7 @@ def lanes(env: Env, timeout: float, out: Path) -> dict[str, Any]:
     # pytest-benchmark, where installed, turns its "disabled under xdist" notice into an error under the
     # suite's filterwarnings = error: it is not used here
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-rf", "--no-header",
-           *tests]
+           "--tb=line", *tests]
     if not env.dry and importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", str(min(8, max(2, (os.cpu_count() or 4) // 2)))]
     envvars = dict(os.environ, POSENC_BACKENDS=LANES, XLA_PYTHON_CLIENT_PREALLOCATE="false")
@@ -895,15 +896,33 @@ def lanes(env: Env, timeout: float, out: Path) -> dict[str, Any]:
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            # an interrupt first: pytest then reports the failures so far and their summary
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             rc = None
     text = log.read_text(errors="replace")
     res: dict[str, Any] = {"command": f"POSENC_BACKENDS={LANES} " + " ".join(["python", *cmd[1:]]),
                            "seconds": round(time.perf_counter() - t0, 1), "returncode": rc, "log": str(log)}
     res.update(summarize(text, cut=rc is None))
     res["failed"] = re.findall(r"^FAILED (\S+)", text, re.M)[:100]
+    res["causes"] = causes(text)
     return res
+
+
+def causes(text: str, top: int = 25) -> list[tuple[int, str]]:
+    """The failures' one-line tracebacks (``--tb=line``: ``path:line: error``)
+    counted by error, the most frequent first: a run with hundreds of
+    failures usually has a handful of causes."""
+    lines = re.findall(r"^\S+:\d+: (\w[\w.]*(?:Error|Exception|Warning|Exit)\b.*)$", text, re.M)
+    counts: dict[str, int] = {}
+    for line in lines:
+        k = re.sub(r"0x[0-9a-f]+", "0x...", line)[:160]
+        counts[k] = counts.get(k, 0) + 1
+    return sorted(((v, k) for k, v in counts.items()), reverse=True)[:top]
 
 
 def summarize(text: str, *, cut: bool = False) -> dict[str, Any]:
@@ -1019,6 +1038,8 @@ def run_check(
         res = part("lanes", lambda: lanes(env, lanes_timeout, out))
         if res is not None:
             print(f"{res['summary']}  [{res['seconds']} s, exit {res['returncode']}]")
+            for n, cause in res["causes"]:
+                print(f"  {n:>4} x {cause}")
             for name in res["failed"][:40]:
                 print(f"  FAILED {name}")
         report["lanes"] = res

@@ -172,3 +172,24 @@ def test_peer_formulas_equal_diffusers():
     assert all(torch.equal(g, w) for g, w in zip(got, want))
     control = peers.flux_rope(ids.flip(-1), axes)
     assert not torch.allclose(control[0], want[0], atol=1e-3)
+
+
+def test_gpu_check_reads_a_cut_lanes_log():
+    """The lanes' log of a run interrupted at its time cap: pytest's own
+    summary line, and the failures counted by cause (``--tb=line``)."""
+    from benchmarks import gpu_check
+
+    log = "\n".join([
+        "..F.Fs [ 40%]",
+        "/repo/posenc/_compat.py:725: RuntimeError: called a synchronizing CUDA operation",
+        "/repo/tests/a.py:9: AssertionError: assert 1 == 2",
+        "/repo/posenc/_compat.py:725: RuntimeError: called a synchronizing CUDA operation",
+        "FAILED tests/a.py::test_x[torch-cuda] - RuntimeError: called a synchronizing CUDA operation",
+        "!!!!!!!!!!!!!!!!!!!! KeyboardInterrupt !!!!!!!!!!!!!!!!!!!!",
+        "3 failed, 2 passed, 1 skipped in 150.00s (0:02:30)",
+    ])
+    got = gpu_check.summarize(log, cut=True)
+    assert got["counts"] == {"failed": 3, "passed": 2, "skipped": 1}
+    assert gpu_check.causes(log) == [
+        (2, "RuntimeError: called a synchronizing CUDA operation"), (1, "AssertionError: assert 1 == 2")
+    ]
