@@ -660,7 +660,7 @@ def _sincos_fixed(p: Array, a: Angles) -> tuple[Array, Array]:
     if sign is not None:  # the angles of -p are those of p negated
         sn = sn * sign
     if overflow is not None:
-        nan = xp.asarray(float("nan"), dtype=xp.float32, device=ctx.device)
+        nan = xp.full((), float("nan"), dtype=xp.float32, device=ctx.device)
         sn = xp.where(overflow[:, None], nan, sn)
         cs = xp.where(overflow[:, None], nan, cs)
     sn = xp.reshape(sn, shape + (a.freqs.m,))
@@ -816,7 +816,7 @@ def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
     s, c = finish_pair_f32(*turns_to_angle_f32(sh, sl, xp), xp)
     s = xp.where(neg[:, None], -s, s)
     if overflow is not None:
-        nan = xp.asarray(float("nan"), dtype=f32, device=ctx.device)
+        nan = xp.full((), float("nan"), dtype=f32, device=ctx.device)
         s = xp.where(overflow[:, None], nan, s)
         c = xp.where(overflow[:, None], nan, c)
     s = xp.reshape(s, shape + (m,))

@@ -265,7 +265,7 @@ def _as_array(x: Any, name: str, ctx: _compat.Context) -> Array:
         return x
     if isinstance(x, (list, tuple)) or isinstance(x, numbers.Real) and not isinstance(x, bool):
         try:
-            return ctx.xp.asarray(x, device=ctx.device)
+            return ctx.asarray(x)
         except Exception as exc:
             msg = f"`{name}` must be an array or a (nested) list of numbers, got {show(x)}"
             raise TypeError(msg) from exc

@@ -63,6 +63,7 @@ __all__ = [
     "numpy_dtype",
     "resolve",
     "show",
+    "torch_upload",
 ]
 
 
@@ -721,9 +722,65 @@ class Context:
             host = np.array(array, copy=True)
             if kept and torch.is_inference_mode_enabled():
                 with torch.inference_mode(False):
-                    return torch.as_tensor(host, dtype=dtype, device=self.device)
-            return torch.as_tensor(host, dtype=dtype, device=self.device)
+                    return torch_upload(torch.as_tensor(host, dtype=dtype, device="cpu"), self.device)
+            return torch_upload(torch.as_tensor(host, dtype=dtype, device="cpu"), self.device)
         return self.xp.asarray(array, dtype=dtype, device=self.device)
+
+    def asarray(self, obj: Any, dtype: Any = None) -> Array:
+        """Host data (a Python number, a (nested) list or tuple of them) as
+        an array of this context's namespace, on its device:
+        ``xp.asarray(obj, dtype=dtype, device=device)`` (``dtype=None``: the
+        namespace infers it), except that a torch tensor is made on the
+        host and moved with :func:`torch_upload`, which does not
+        synchronise a CUDA device.  While torch's compiler traces, the
+        namespace's own ``asarray`` (a constant of the graph).  Errors are
+        the namespace's (a ragged list: its ``ValueError``)."""
+        if self.backend is Backend.TORCH and not self.traced:
+            import torch
+
+            if not torch.compiler.is_dynamo_compiling():
+                return torch_upload(torch.asarray(obj, dtype=dtype, device="cpu"), self.device)
+        return self.xp.asarray(obj, dtype=dtype, device=self.device)
+
+
+def torch_upload(host: Array, device: Any) -> Array:
+    """A torch CPU tensor that nothing else holds (posenc's own copy of host
+    data) on ``device`` (``None``: torch's default device), without
+    synchronising a CUDA device.
+
+    torch's default copy to a CUDA device (``non_blocking=False``) waits for
+    the copy, and so for every kernel queued before it on the stream: a
+    synchronisation (``torch.cuda.set_sync_debug_mode`` reports it).  Here the
+    data is staged in page-locked (pinned) memory and copied with
+    ``non_blocking=True``: an asynchronous copy, queued on the current stream
+    like a kernel, which the kernels that read the result follow in stream
+    order.  The pinned buffer comes from torch's caching host allocator,
+    which records the copy on the stream and reuses the buffer only once the
+    copy has run, so it may be dropped at once.  From pinned memory the copy
+    is asynchronous (CUDA's "API synchronization behavior" notes); a copy
+    from pageable memory, even a ``non_blocking`` one, may wait for the
+    stream while the driver stages it.  Where no pinned memory can be had,
+    the pageable copy is still ``non_blocking``: torch issues no
+    synchronisation, and a copy from pageable memory to a CUDA device is the
+    one asynchronous copy that is safe without one (torch's guide on
+    ``non_blocking`` and ``pin_memory``: the data is staged before the call
+    returns), so the temporary may be freed.
+
+    A result kept across calls (a constant of :data:`posenc._trace.CONSTANTS`)
+    is, like a table a kernel computed and posenc cached, ready in the order
+    of the stream it was made on.  Other devices (the CPU, ``meta``) take
+    torch's plain ``to``.
+    """
+    import torch
+
+    target = torch.get_default_device() if device is None else torch.device(device)
+    if target.type != "cuda":
+        return host.to(target)
+    try:
+        staged = host.pin_memory()
+    except RuntimeError:  # no page-locked memory to be had: the pageable copy
+        staged = host
+    return staged.to(target, non_blocking=True)
 
 
 def _leaves(out: Any) -> tuple[Any, ...]:

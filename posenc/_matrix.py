@@ -117,7 +117,7 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     # rounding the angle (the float32 finish of the other paths)
     if not turns:  # radians to turns: times 1 / (2 pi), as a double-length product
         inv_hi, inv_lo = (INV_HI, INV_LO) if wide else (_INV32_HI, _INV32_LO)
-        h, e = _two_prod(s_hi, xp.asarray(inv_hi, dtype=dt, device=ctx.device), splitter)
+        h, e = _two_prod(s_hi, xp.full((), inv_hi, dtype=dt, device=ctx.device), splitter)
         s_hi, lo = h, e + (s_hi * inv_lo + lo * inv_hi)
     r = s_hi - xp.round(s_hi)  # exact
     if wide:

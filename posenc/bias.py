@@ -204,14 +204,14 @@ def _t5_args(num_buckets: Any, max_distance: Any, bidirectional: Any) -> tuple[i
     bidirectional = _checks.check_bool(bidirectional, "bidirectional")
     nb = _checks.check_int(num_buckets, "num_buckets")
     if bidirectional and (nb < 4 or nb % 2):
-        msg = f"`num_buckets` must be an even integer >= 4 when bidirectional=True, got {nb!r}"
+        msg = f"`num_buckets` must be an even integer >= 4 when `bidirectional` is True, got {nb!r}"
         raise ValueError(msg)
     if nb < 2:
         msg = f"`num_buckets` must be an integer >= 2, got {nb!r}"
         raise ValueError(msg)
     md = _checks.check_int(max_distance, "max_distance")
     if md <= nb // 2:
-        msg = f"`max_distance` must be greater than num_buckets // 2 = {nb // 2}, got {md!r}"
+        msg = f"`max_distance` must be greater than `num_buckets` // 2 = {nb // 2}, got {md!r}"
         raise ValueError(msg)
     return nb, md, bidirectional
 

@@ -205,7 +205,7 @@ def fourier_features(
             # angles no float resolves anyway, are clipped there first
             lim = float(xp_.finfo(coords.dtype).max) / (2.0 * f.top)
             x = xp_.clip(coords, -lim, lim)
-            w = xp_.asarray(values, dtype=ctx.work, device=ctx.device)
+            w = ctx.asarray(values, ctx.work)
             a = x[..., None, :] * w[:, None]  # (..., nb, d)
             sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
         else:

@@ -124,8 +124,8 @@ def _resample_axis(
     trailing = (1,) * (-axis - 1)
     out = None
     for idx, w in plan:
-        g = xp.take(x, xp.asarray(idx, dtype=idx_t, device=ctx.device), axis=x.ndim + axis)
-        term = g * xp.reshape(xp.asarray(w, dtype=dtype, device=ctx.device), (-1,) + trailing)
+        g = xp.take(x, ctx.asarray(idx, idx_t), axis=x.ndim + axis)
+        term = g * xp.reshape(ctx.asarray(w, dtype), (-1,) + trailing)
         out = term if out is None else out + term
     return out  # not None: every row's weights sum to 1
 

@@ -59,7 +59,7 @@ def grid_layout(
     if grid_shape is None:
         side = math.isqrt(n)
         if side * side != n:
-            msg = f"{gname} is required: {n} patch rows ({rows} rows, {prefix} prefix) are not a square grid"
+            msg = f"{gname} is required: {n} patch rows ({rows} rows less {pname} = {prefix}) are not a square grid"
             one = math.isqrt(n - 1) if n > 1 else 0
             if prefix == 0 and n > 1 and one * one == n - 1:
                 msg += f"; with a cls token first, set {pname} to 1 ({one}x{one} patches)"
@@ -75,7 +75,7 @@ def grid_layout(
     if h < 1 or w < 1 or h * w != n:
         msg = (
             f"{gname} must be a pair of positive integers with height * width = {n} "
-            f"(the {rows} rows less {prefix} prefix), got ({h}, {w})"
+            f"(the {rows} rows less {pname} = {prefix}), got ({h}, {w})"
         )
         raise ValueError(msg)
     return prefix, h, w

@@ -46,6 +46,7 @@ import functools
 import importlib
 import importlib.util
 import os
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -159,12 +160,27 @@ def _forbid_compute(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError("the Dask graph was computed while it was being built")
 
 
+def set_sync_debug_mode(torch: Any, mode: int | str) -> None:
+    """``torch.cuda.set_sync_debug_mode(mode)`` without the notice torch
+    gives on its first call in a process ("Synchronization debug mode is a
+    prototype feature and does not yet detect all synchronizing
+    operations", a UserWarning): under the suite's warning filter it is an
+    error, raised after the mode is set, which would leave the mode set for
+    every later test of the worker."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Synchronization debug mode is a prototype feature", category=UserWarning
+        )
+        torch.cuda.set_sync_debug_mode(mode)
+
+
 @contextlib.contextmanager
 def syncs_allowed() -> Any:
     """The test's own host transfers (putting data on a CUDA device, reading a
     result back) inside the ``torch-cuda`` lane, which otherwise runs with
     ``torch.cuda.set_sync_debug_mode("error")``: any synchronising CUDA
-    operation posenc performs is an error there."""
+    operation posenc performs is an error there.  Outside that lane (the
+    mode is off) nothing is changed."""
     import sys
 
     torch = sys.modules.get("torch")
@@ -172,11 +188,14 @@ def syncs_allowed() -> Any:
         yield
         return
     old = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode(0)
+    if old == 0:
+        yield
+        return
+    set_sync_debug_mode(torch, 0)
     try:
         yield
     finally:
-        torch.cuda.set_sync_debug_mode(old)
+        set_sync_debug_mode(torch, old)
 
 
 def _torch_to_numpy(x: Any) -> np.ndarray:
@@ -220,8 +239,10 @@ class Backend:
     def host(self) -> bool:
         """Whether posenc reads the values of this backend's arrays (host
         memory, eager): checks refuse there; traced, lazy, ``meta`` and
-        device arrays give NaN rows instead."""
-        return self.has_values and not (self.jit or self.lazy or self.device_path)
+        device arrays (the GPU lanes, and the CPU tensors of the
+        ``torch-device`` lane, which take a device's decisions) give NaN rows
+        instead."""
+        return self.has_values and not (self.jit or self.lazy or self.device_path or self.kind.gpu)
 
     @property
     def name(self) -> str:
@@ -438,8 +459,8 @@ def xp(request: pytest.FixtureRequest) -> Iterator[Backend]:
     import torch
 
     old = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("error")
     try:
+        set_sync_debug_mode(torch, "error")
         yield backend
     finally:
-        torch.cuda.set_sync_debug_mode(old)
+        set_sync_debug_mode(torch, old)

@@ -169,6 +169,7 @@ def test_valid(name):
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         be = data.draw(st.sampled_from(bes), label="backend")
+        _no_open_figures(spec)
         case: Case = spec.valid(data.draw, be)
         what = f"{name}{_describe(case.args, case.kwargs)} on {be.name}"
         try:
@@ -208,10 +209,61 @@ def _sane(case: Case, result: Any, what: str, *, allow_inf: bool = False) -> Non
         assert not bad.any(), f"{what}: accepted, but {int(bad.sum())} of {a.size} values are NaN/inf"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_hostile(name):
+def _no_open_figures(spec: R.Spec) -> None:
+    """A viz example starts with no open figure: figures left by an example
+    that stopped early (hypothesis ending a draw midway) would add up to
+    matplotlib's warning about many open figures, an error here, raised
+    while the next example draws its data (which hypothesis then reports as
+    a flaky strategy)."""
+    if spec.viz:
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+
+
+def _hostile_example(
+    data: st.DataObject, fn: Any, spec: R.Spec, case: Case, params: list, pool: list, name: str
+) -> Any:
+    """One example of :func:`test_hostile`: one parameter of the valid
+    ``case`` replaced by a hostile value; returns the hostile value's
+    :class:`Hostile`."""
     from posenc._compat import is_array
 
+    be = case.be
+    p = data.draw(st.sampled_from(params), label="parameter")
+    h = data.draw(st.sampled_from(pool), label="hostile value")
+    if hostile_skip(name, p.name, h.label) is not None:
+        reject()  # an open finding (findings.py) has its own regression test
+    value = h.make(be)
+    args, kwargs = substitute(fn, case, p.name, value)
+    what = f"{name}{_describe(args, kwargs)} on {be.name} ({p.name}={h.label})"
+    try:
+        # a hostile string in place of an output folder is a relative path:
+        # each example writes into a fresh working directory, never the checkout
+        with _scratch_cwd() if spec.viz else contextlib.nullcontext():
+            result = _call(fn, args, kwargs, what)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        also = ("xp", "device", "dtype") if is_array(value) else ()
+        assert names_param(msg, p.name, (*spec.aliases.get(p.name, ()), *also)), (
+            f"{what}: {type(exc).__name__} does not name `{p.name}`: {msg}"
+        )
+        assert len(msg) <= 2000, f"{what}: error message is not short: {msg[:600]!r}..."
+    except Hang as exc:
+        raise AssertionError(f"{what}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the finding itself
+        raise AssertionError(f"{what}: raised {type(exc).__name__}: {exc}") from exc
+    else:
+        why = must_refuse(p.annotation, value, p.default)
+        assert why is None, f"{what}: accepted {why}"
+        if h.finite:
+            # a causal mask asked for by the hostile value is -inf by design
+            _sane(case, result, what, allow_inf=p.name == "causal")
+    return h
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hostile(name):
     spec = R.REGISTRY[name]
     fn = R.resolve_name(name)
     params = [p for p in parameters(fn) if spec.hostile is None or p.name in spec.hostile]
@@ -226,39 +278,13 @@ def test_hostile(name):
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         be = data.draw(st.sampled_from(bes), label="backend")
+        _no_open_figures(spec)
         case: Case = spec.valid(data.draw, be)
-        p = data.draw(st.sampled_from(params), label="parameter")
-        h = data.draw(st.sampled_from(pool), label="hostile value")
-        if hostile_skip(name, p.name, h.label) is not None:
-            if case.cleanup is not None:
-                case.cleanup()
-            reject()  # an open finding (findings.py) has its own regression test
-        value = h.make(be)
-        args, kwargs = substitute(fn, case, p.name, value)
-        what = f"{name}{_describe(args, kwargs)} on {be.name} ({p.name}={h.label})"
         try:
-            # a hostile string in place of an output folder is a relative path:
-            # each example writes into a fresh working directory, never the checkout
-            with _scratch_cwd() if spec.viz else contextlib.nullcontext():
-                result = _call(fn, args, kwargs, what)
-        except (ValueError, TypeError) as exc:
-            msg = str(exc)
-            also = ("xp", "device", "dtype") if is_array(value) else ()
-            assert names_param(msg, p.name, (*spec.aliases.get(p.name, ()), *also)), (
-                f"{what}: {type(exc).__name__} does not name `{p.name}`: {msg}"
-            )
-            assert len(msg) <= 2000, f"{what}: error message is not short: {msg[:600]!r}..."
-        except Hang as exc:
-            raise AssertionError(f"{what}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - the finding itself
-            raise AssertionError(f"{what}: raised {type(exc).__name__}: {exc}") from exc
-        else:
-            why = must_refuse(p.annotation, value, p.default)
-            assert why is None, f"{what}: accepted {why}"
-            if h.finite:
-                # a causal mask asked for by the hostile value is -inf by design
-                _sane(case, result, what, allow_inf=p.name == "causal")
+            h = _hostile_example(data, fn, spec, case, params, pool, name)
         finally:
+            # also where the example stops before the call (a rejection, a
+            # failure to build the hostile value): a viz case's figures are closed
             if case.cleanup is not None:
                 case.cleanup()
         COUNTS[f"fuzz-hostile:{name}"] += 1

@@ -99,3 +99,28 @@ def test_remember_drops_the_oldest_entry(monkeypatch):
     assert len(_rope.APPLY_PLANS) == 4
     key = _compat.call_key((np.ones((7, 8), np.float32), c, c), ("half", None, False, None))
     assert key in _rope.APPLY_PLANS
+
+
+def test_host_data_moves_to_the_device_unsynchronised(xp):
+    """``Context.from_host`` (posenc's constants) and ``Context.asarray``
+    (Python numbers and lists) put host data on the backend's device; a
+    torch tensor is a copy (a later change of the host array does not reach
+    it).  On the ``torch-cuda`` lane, which runs under
+    ``torch.cuda.set_sync_debug_mode("error")``, neither synchronises
+    (:func:`posenc._compat.torch_upload`: asynchronous copies from pinned
+    memory)."""
+    ctx = _compat.resolve(xp=xp.ns, device=xp.device)
+    want = np.array([[0.5, -1.25, 3.0], [2.0**-20, 7.0, 1e3]])
+    host = want.copy()
+    got = ctx.from_host(host)
+    kept = ctx.from_host(host, ctx.xp.float32, kept=True)
+    if xp.family == "torch":
+        host[:] = 0.0
+    xp.assert_close(got, want, dtype=ctx.work)
+    xp.assert_close(kept, want.astype(np.float32), dtype=ctx.xp.float32)
+    xp.assert_close(ctx.asarray((0.5, 1.5), ctx.work), np.array([0.5, 1.5]), dtype=ctx.work)
+    ints = ctx.asarray([[1, 2], [3, 4]])
+    xp.assert_close(ints, np.array([[1, 2], [3, 4]]))
+    assert _compat.is_integer_dtype(ctx.xp, ints.dtype)  # the namespace infers the dtype
+    with pytest.raises(ValueError):  # a ragged list: the namespace's own error
+        ctx.asarray([[1, 2], [3]])

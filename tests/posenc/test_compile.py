@@ -328,8 +328,6 @@ INDUCTOR = {
 }
 
 
-# torch's own deprecation, raised while inductor compiles (nothing of posenc's)
-@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("name", sorted(INDUCTOR))
 def test_fullgraph_inductor(name):
     fn, make = INDUCTOR[name]

@@ -38,6 +38,7 @@ from posenc._compat import Backend, Context  # noqa: E402
 from posenc._kernels import dlpack  # noqa: E402
 from posenc._kernels import triton as tk  # noqa: E402
 from posenc._kernels.probes import count_launches, no_reads, warm_launches  # noqa: E402
+from tests.conftest import set_sync_debug_mode  # noqa: E402
 
 #: posenc's documented accuracy of float32 tables
 BOUND = 2.5e-7
@@ -216,14 +217,16 @@ def _cupy_ctx():
 
 def test_cupy_arrays_take_the_route_where_triton_runs_on_cuda(monkeypatch):
     """The CuPy branch of the chooser, with the one answer a CPU machine
-    cannot give faked: Triton available on CUDA."""
+    cannot give faked: Triton available on CUDA (on a GPU machine that
+    answer is already the real one)."""
     monkeypatch.setattr(_kernels, "_ROUTES", {})
     ctx, x = _cupy_ctx(), _CudaArray()
     assert Backend.CUPY in _kernels.DLPACK
-    # here (no CUDA device): CuPy keeps the portable path
-    assert _kernels.dlpack_route(ctx, x) is None
-    assert _kernels.turns(x, ctx) is None and _kernels.rotation(x, x, x, ctx, size=10**6, small=False) == (None, None)
     real = tk.available
+    if not real("cuda"):  # here (no CUDA device): CuPy keeps the portable path
+        assert _kernels.dlpack_route(ctx, x) is None
+        assert _kernels.turns(x, ctx) is None
+        assert _kernels.rotation(x, x, x, ctx, size=10**6, small=False) == (None, None)
     monkeypatch.setattr(tk, "available", lambda kind: kind == "cuda" or real(kind))
     route = _kernels.dlpack_route(ctx, x)
     assert route is not None and route.xp is ctx.xp and route.lane.fused and route.lane.name == "dlpack"
@@ -354,13 +357,13 @@ def test_cupy_on_a_device_runs_on_cupys_current_stream(stream):
         sn = cp.asarray(np.concatenate([_S, _S], -1).astype(np.float32))
         posenc.apply_rope(x, c, sn)  # (compiles the kernels, makes the plans)
         posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")
-        torch.cuda.set_sync_debug_mode("error")
+        set_sync_debug_mode(torch, "error")
         try:
             with count_launches() as launches:
                 got = posenc.apply_rope(x, c, sn)
                 table = posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")
         finally:
-            torch.cuda.set_sync_debug_mode(0)
+            set_sync_debug_mode(torch, 0)
         with _kernels.disabled():
             want = posenc.apply_rope(x, c, sn)
             want_table = posenc.rope_cos_sin(cp.asarray(_P)[None], 64, dtype="float32")

@@ -334,10 +334,6 @@ def test_compose_adds_the_biases():
 
 
 # ----------------------------------------------------------------- compiled
-#: inductor's CPU backend still calls a deprecated torch.jit helper (torch 2.13)
-INDUCTOR = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
-
-
 @pytest.fixture(scope="module")
 def compiled_flex():
     torch._dynamo.reset()
@@ -345,7 +341,6 @@ def compiled_flex():
     torch._dynamo.reset()
 
 
-@INDUCTOR
 def test_compiled_decode_chunk_every_score_function(compiled_flex):
     """One compiled kernel (float32: what the CPU compiles) with every score
     function composed, queries 8 .. 12 of 13 keys, under a causal block mask."""
@@ -378,7 +373,6 @@ def test_compiled_decode_chunk_every_score_function(compiled_flex):
     _check(got, _sdpa(q, k, v, bias))
 
 
-@INDUCTOR
 def test_compiled_packed_documents(compiled_flex):
     """ALiBi at 12 heads and T5 on packed documents, positions restarting, compiled."""
     heads, n = 12, 24

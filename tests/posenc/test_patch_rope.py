@@ -165,7 +165,14 @@ def test_bfloat16_cast_model_closer_to_float64(family):
     """``.to(torch.bfloat16)`` rounds ``inv_freq``: attention sees the error of
     the relative angles ``(m - n) w``, so a long sequence shows it (1024 tokens).
     The other families' tiny models (smaller frequencies, a sliding window,
-    8 rotary features) show no difference above bfloat16's own noise there."""
+    8 rotary features) show no difference above bfloat16's own noise there.
+
+    Where the model's forward does not use the rounded buffer, there is no
+    error to remove: transformers before the in-place update of LongRoPE's
+    buffer (5.24 has it) swaps in the long factor's frequencies, computed in
+    float32 at the forward (``register_buffer("inv_freq", long_inv_freq)``),
+    for sequences beyond the original length.  The patched model is then
+    held to be no worse than the model's own."""
     build = FAMILIES[family]
     ids = (torch.arange(1024) * 7919 % 97)[None]
     cls, cfg = build()
@@ -175,9 +182,16 @@ def test_bfloat16_cast_model_closer_to_float64(family):
             ref = _unlifted(model.double())(input_ids=ids).logits
         model.to(torch.bfloat16)
         own = model(input_ids=ids).logits
+        # the frequencies the forward just used, as the rotary module holds them after it
+        rounded = model.model.rotary_emb.inv_freq.dtype == torch.bfloat16
         with patch_rope(model):
             ours = model(input_ids=ids).logits
-    assert _norm_rel(ours, ref) < 0.9 * _norm_rel(own, ref), (_norm_rel(ours, ref), _norm_rel(own, ref))
+    errors = (_norm_rel(ours, ref), _norm_rel(own, ref))
+    if rounded:
+        assert errors[0] < 0.9 * errors[1], errors
+    else:
+        assert family == "phi3-longrope", f"{family}: the model's forward did not use its bfloat16 inv_freq"
+        assert errors[0] <= 1.01 * errors[1], errors
 
 
 def test_qwen2_vl_text_mrope():

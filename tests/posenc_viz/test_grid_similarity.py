@@ -82,11 +82,17 @@ def test_square_grid_is_inferred_and_refused_naming_grid_shape():
     with pytest.raises(ValueError) as info:
         plot_grid_similarity(vit)
     msg = str(info.value)
-    assert msg.startswith("`grid_shape` is required: 197 patch rows (197 rows, 0 prefix) are not a square grid")
+    assert msg.startswith(
+        "`grid_shape` is required: 197 patch rows (197 rows less `num_prefix_tokens` = 0) are not a square grid"
+    )
     assert "set `num_prefix_tokens` to 1 (14x14 patches)" in msg
     fig = plot_grid_similarity(vit, num_prefix_tokens=1)
     assert len(_maps(fig)) == 196
-    pattern = r"`grid_shape` must be a pair of positive integers with height \* width = 196"
+    # both arguments named: the grid or the prefix may be the wrong one
+    pattern = (
+        r"`grid_shape` must be a pair of positive integers with height \* width = 196 "
+        r"\(the 197 rows less `num_prefix_tokens` = 1\)"
+    )
     with pytest.raises(ValueError, match=pattern):
         plot_grid_similarity(vit, (14, 15), num_prefix_tokens=1)
 
