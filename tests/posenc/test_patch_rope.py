@@ -175,6 +175,10 @@ def test_bfloat16_cast_model_closer_to_float64(family):
             ref = _unlifted(model.double())(input_ids=ids).logits
         model.to(torch.bfloat16)
         own = model(input_ids=ids).logits
+        used = model.model.rotary_emb.inv_freq.dtype
+        if used != torch.bfloat16:
+            # before 5.23 LongRoPE's long frequencies are computed at the first long forward, after the cast
+            pytest.skip(f"transformers {transformers.__version__}'s {family} model used {used} frequencies")
         with patch_rope(model):
             ours = model(input_ids=ids).logits
     assert _norm_rel(ours, ref) < 0.9 * _norm_rel(own, ref), (_norm_rel(ours, ref), _norm_rel(own, ref))
