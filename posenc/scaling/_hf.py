@@ -4,7 +4,10 @@ the model tables it knows (the part of :mod:`posenc.scaling` that grows with
 
 from __future__ import annotations
 
+import importlib.metadata
 import numbers
+import re
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +21,7 @@ from ._models import (
     AXIAL,
     AXIAL_HEAD,
     AXIAL_REFUSED,
+    CHANGED_IN,
     COMMON_KEYS,
     DEFAULT_THETA,
     FIXED_TABLE,
@@ -48,6 +52,33 @@ def _differ(a: Any, b: Any) -> bool:
         return bool(a != b)
     except Exception:  # values without a plain comparison (arrays)
         return True
+
+
+def _transformers_version() -> tuple[str, tuple[int, int]] | None:
+    """The version of the transformers that runs the models, and its ``(major,
+    minor)``: the imported module's, else the installed distribution's (read
+    from its metadata, not imported); None without one."""
+    version = getattr(sys.modules.get("transformers"), "__version__", None)
+    if not isinstance(version, str):
+        try:
+            version = importlib.metadata.version("transformers")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return None if m is None else (version, (int(m[1]), int(m[2])))
+
+
+def _check_changed_in(name: str, what: str) -> None:
+    """Refuse a reading that changed in a transformers release (``CHANGED_IN``)
+    while an older transformers runs the models: its module gives another table."""
+    (major, minor), older = CHANGED_IN[name]
+    found = _transformers_version()
+    if found is not None and found[1] < (major, minor):
+        msg = (
+            f"{what} is not supported with transformers {found[0]}: releases before {major}.{minor} {older}; "
+            f"posenc reads it as transformers >= {major}.{minor} does"
+        )
+        raise ValueError(msg)
 
 
 class _HFConfig:
@@ -335,6 +366,10 @@ def _check_keys(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where:
             raise ValueError(msg)
 
 
+#: model types whose default base for a RoPE entry without one changed (``CHANGED_IN``)
+_DEFAULT_THETA_CHANGED = ("pe_audio_encoder", "pe_audio_video_encoder", "pe_video_encoder")
+
+
 def _base(cfg: _HFConfig, entry: Mapping[str, Any]) -> float:
     """``rope_theta``: the entry's, else the top level's (GPT-NeoX
     ``rotary_emb_base``, DBRX ``attn_config``), else the model's default."""
@@ -348,6 +383,15 @@ def _base(cfg: _HFConfig, entry: Mapping[str, Any]) -> float:
         attn = cfg.get("attn_config")
         if isinstance(attn, Mapping) and attn.get("rope_theta") is not None:
             theta = attn["rope_theta"]
+    mt = cfg.model_type or ""
+    entries = ("rope_parameters", "rope_scaling")
+    if (
+        theta is None
+        and not cfg.is_object
+        and mt in _DEFAULT_THETA_CHANGED
+        and any(cfg.get(k) is not None for k in entries)
+    ):
+        _check_changed_in(mt, f"a RoPE entry without `rope_theta` of model_type {mt!r}")
     if theta is None:
         default = cfg.get("default_theta") if cfg.is_object else DEFAULT_THETA.get(cfg.model_type or "")
         theta = default if isinstance(default, numbers.Real) else 10000.0
@@ -497,6 +541,8 @@ def _rotary_dim(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, layer_
     if factor > 1.0:
         msg = f"`{key}` must be in (0, 1] (a rotary width above the head size), got {factor!r}"
         raise ValueError(msg)
+    if mt == "gpt_neox_japanese" and int(head * factor) < head:
+        _check_changed_in(mt, f"`{key}` = {factor!r} of model_type {mt!r}")
     return int(head * factor)
 
 
@@ -619,6 +665,7 @@ def _read_dynamic(r: _Read) -> tuple[Scaling, int]:
     if head == 2:
         msg = "`alpha` needs a head size above 2 (its exponent is d / (d - 2))"
         raise ValueError(msg)
+    _check_changed_in("alpha", f"`alpha` of rope_type 'dynamic' (model_type {r.cfg.model_type!r})")
     return NTK(alpha), head
 
 
@@ -800,7 +847,16 @@ def _axial_freqs(pattern: str, f: Any) -> Any:
 
 def _axial(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str) -> dict[str, Any]:
     """The keyword arguments of :func:`posenc.rope_axes_cos_sin` for a
-    vision tower's RoPE over several axes."""
+    vision tower's RoPE over several axes (refused, once read, where an
+    older installed transformers reads it otherwise)."""
+    out = _axial_kw(cfg, entry, rope_type, where)
+    mt = cfg.model_type or ""
+    if mt in CHANGED_IN:
+        _check_changed_in(mt, f"`rope_type` {rope_type!r} of model_type {mt!r}")
+    return out
+
+
+def _axial_kw(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: str) -> dict[str, Any]:
     mt = cfg.model_type or ""
     if mt in AXIAL_REFUSED:
         msg = f"`rope_type` {rope_type!r} of model_type {mt!r} is not supported: {AXIAL_REFUSED[mt]}"
@@ -975,6 +1031,16 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     diffusers): none is read; pass ``scaling=[...]`` to
     :func:`posenc.rope_axes_cos_sin` yourself.
 
+    The models are read as transformers 5.24 runs them.  A few readings
+    changed in an earlier release; while an older transformers is imported
+    (or, not imported, installed), whose module computes another table,
+    they are refused with a message naming both versions: Hunyuan's
+    ``alpha`` before 5.20 (recomputed as a dynamic NTK of ``factor`` once a
+    position reaches ``max_position_embeddings``), a partial
+    GPT-NeoX-Japanese before 5.18, the vision towers of MiniMax-M3-VL (before
+    5.18) and Step3p7 (before 5.23), a top-level Fuyu config and a PE
+    encoder's RoPE entry without ``rope_theta`` before 5.20.
+
     For a language model the layout is not part of the result: most Hugging Face models rotate
     halves (``layout="half"``, the default of posenc); GPT-J and CodeGen, GLM,
     Helium, ERNIE 4.5 (and DeepSeek with ``rope_interleave``, Llama 4's
@@ -1013,8 +1079,9 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         multimodal recombination other than Qwen2-VL's or Qwen3-VL's),
         missing, contradictory (two spellings of one key that differ) or out
         of range (a rotary width above the head size, ``rope_theta <= 1``,
-        a non-positive attention factor).  posenc never returns a table that
-        differs from the model's.
+        a non-positive attention factor), or a reading that changed in a
+        transformers release newer than the one imported or installed (see
+        above).  posenc never returns a table that differs from the model's.
     TypeError
         Naming the key whose value has the wrong kind (a length that is not
         an integer, a flag that is not a bool, ...).
@@ -1091,4 +1158,6 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     if mrope is not None:
         out["mrope_section"] = _checks.check_sections(mrope[0], dim)
         out["mrope_interleaved"] = mrope[1]
+    if cfg.model_type == "fuyu":
+        _check_changed_in("fuyu", "`model_type` 'fuyu' (a top-level Fuyu config)")
     return out

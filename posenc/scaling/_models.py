@@ -26,6 +26,7 @@ __all__ = [
     "AXIAL_REFUSED",
     "AXIAL_HEAD",
     "TYPE_CONVERSIONS",
+    "CHANGED_IN",
 ]
 
 HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
@@ -254,4 +255,53 @@ TYPE_CONVERSIONS: dict[tuple[str, str], frozenset[str] | None] = {
     ("su", "longrope"): None,
     ("yarn", "longrope"): frozenset({"phi3", "phi4_multimodal"}),
     ("default", "axial"): frozenset(AXIAL),
+}
+
+#: readings that changed in a transformers release: posenc reads the module
+#: of that release and later, and ``from_hf`` refuses the reading while an
+#: older transformers is imported (or installed), whose module gives another
+#: table: name -> ((major, minor) of the first release posenc reads, what
+#: the older releases compute instead)
+CHANGED_IN: dict[str, tuple[tuple[int, int], str]] = {
+    # Hunyuan (dense, MoE, VL): the rope type stays "dynamic", so the forward recomputes the frequencies
+    "alpha": (
+        (5, 20),
+        (
+            "keep Hunyuan's rope type 'dynamic' and recompute its frequencies as a dynamic NTK of `factor` over "
+            "rope_theta (alpha dropped) once a position reaches max_position_embeddings; below that the table "
+            "is the fixed NTK-alpha posenc reads (rope_cos_sin(positions, head_dim, base=rope_theta, "
+            "scaling=posenc.scaling.NTK(alpha)))"
+        ),
+    ),
+    "gpt_neox_japanese": (
+        (5, 18),
+        (
+            "build GPT-NeoX-Japanese's table over the whole head whatever the partial factor (its attention "
+            "then fails on the narrower rotated part)"
+        ),
+    ),
+    "minimax_m3_vl_vision": (
+        (5, 18),
+        (
+            "rotate MiniMax-M3-VL's vision ids as two axes (h, w) over the whole head, not the three axes "
+            "(t, h, w) posenc reads"
+        ),
+    ),
+    "step3p5_vision": (
+        (5, 23),
+        "recompose Step3p7's vision angles as cat(h f, w f), not the cat(w f, h f) posenc reads",
+    ),
+    # a flat config.json (the keys of the language model at the top level)
+    "fuyu": (
+        (5, 20),
+        (
+            "build Fuyu's language model configuration from Persimmon's defaults, not from the top level's "
+            "rope_theta and partial_rotary_factor: read its text_config (FuyuConfig(...).text_config)"
+        ),
+    ),
+    # the default base of a config dictionary
+    **dict.fromkeys(
+        ("pe_audio_encoder", "pe_audio_video_encoder", "pe_video_encoder"),
+        ((5, 20), "take 10000 for a RoPE entry without rope_theta (20000 only without any RoPE entry)"),
+    ),
 }

@@ -58,6 +58,33 @@ def _sweep_module():
 
 SWEEP = _sweep_module()
 
+#: the transformers release the sweep was recorded with (data/hf_sweep.json),
+#: the release posenc's model tables are read from
+RECORDED = json.loads((DATA / "hf_sweep.json").read_text())["transformers"]
+
+
+def _release(version: str) -> tuple[int, int]:
+    major, minor = re.match(r"(\d+)\.(\d+)", version).groups()
+    return int(major), int(minor)
+
+
+#: whether the installed transformers is older than the recorded one (a
+#: model type of posenc's tables may be newer than it)
+OLDER = _release(transformers.__version__) < _release(RECORDED)
+
+
+def _installed(types) -> set[str]:
+    """The model types of ``types`` the installed transformers has: all of
+    them from the recorded release on (a name missing there is a typo of
+    posenc's tables); an older release lacks the newer models."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    have = {mt for mt in types if mt in CONFIG_MAPPING}
+    if not OLDER:
+        assert have == set(types), sorted(set(types) - have)
+    return have
+
+
 #: model directories whose every scaling variant the test runs: one per cause
 #: the sweep has found (the script runs them all)
 SWEEP_MODELS = frozenset(
@@ -96,7 +123,10 @@ def test_sweep_matches_or_refuses(sweep):
     counts = SWEEP.counts(sweep)
     assert counts["mismatch"] == 0
     assert counts["match"] >= 300  # the transformers 5.x zoo, and the variants of SWEEP_MODELS
-    assert {k.split(".")[0] for k in res} >= SWEEP_MODELS
+    # every model of SWEEP_MODELS that has a rotary class (an older release lacks some: GPT-J's before 5.24)
+    present = {model for model, _, _ in SWEEP.discover()}
+    assert OLDER or present >= SWEEP_MODELS
+    assert {k.split(".")[0] for k in res} >= SWEEP_MODELS & present
     for k, v in res.items():
         if v["status"] == "refused":  # a refusal names the key it refuses
             assert re.search(r"`\w+`", v["reason"]), (k, v)
@@ -168,7 +198,8 @@ def test_attribute_aliases_are_transformers():
         amap = {k: v for k, v in (getattr(CONFIG_MAPPING[mt], "attribute_map", {}) or {}).items() if k in read}
         if amap:  # (the vision towers' too: from_hf reads their axial RoPE)
             found[mt] = amap
-    assert found == scaling._models.ATTRIBUTE_MAP
+    have = _installed(scaling._models.ATTRIBUTE_MAP)
+    assert found == {mt: v for mt, v in scaling._models.ATTRIBUTE_MAP.items() if mt in have}
 
 
 def test_default_thetas_are_transformers():
@@ -176,8 +207,16 @@ def test_default_thetas_are_transformers():
     ``rope_theta`` are transformers' ``default_theta``."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+    have = _installed(scaling._models.DEFAULT_THETA)
+    changed = scaling._models.CHANGED_IN
     for mt, theta in scaling._models.DEFAULT_THETA.items():
-        assert CONFIG_MAPPING[mt].default_theta == theta, mt
+        if mt in changed and _release(transformers.__version__) < changed[mt][0]:
+            # an older reading (PE's default, Fuyu's flat keys): from_hf refuses the dictionaries that would read it
+            older = rf"transformers {re.escape(transformers.__version__)}: releases before"
+            with pytest.raises(ValueError, match=older):
+                scaling.from_hf({"model_type": mt, "head_dim": 16, "rope_parameters": {"rope_type": "default"}})
+        elif mt in have:
+            assert CONFIG_MAPPING[mt].default_theta == theta, mt
     recorded = json.loads((DATA / "hf_sweep.json").read_text())
     for mt in {v["model_type"] for v in recorded["results"].values() if v.get("model_type")}:
         try:
@@ -206,7 +245,10 @@ def test_axial_tables_are_transformers():
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     models = scaling._models
+    have = _installed(models.AXIAL)
     for mt, kind in models.AXIAL.items():
+        if mt not in have:
+            continue
         want = "default" if kind in ("llama4", "dinov3") else "axial"
         assert getattr(CONFIG_MAPPING[mt], "default_rope_type", "default") == want, mt
     assert getattr(CONFIG_MAPPING["gemma4_vision"], "default_rope_type", None) == "axial"
@@ -521,7 +563,10 @@ def test_phimoe_mscale_forward():
 
 def test_hunyuan_ntk_alpha_forward():
     """Hunyuan's dynamic + alpha: a fixed NTK-alpha; the control is the old
-    reading, a dynamic scaling of factor 1 (no scaling at all)."""
+    reading, a dynamic scaling of factor 1 (no scaling at all).  Before
+    transformers 5.20 the module recomputes the table once a position reaches
+    max_position_embeddings (a dynamic NTK of ``factor``, alpha dropped):
+    refused, and the module's table is NTK-alpha below that length only."""
     from transformers.models.hunyuan_v1_dense import modeling_hunyuan_v1_dense as m
 
     cfg = transformers.HunYuanDenseV1Config(
@@ -530,6 +575,20 @@ def test_hunyuan_ntk_alpha_forward():
         max_position_embeddings=64,
         rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0, "rope_theta": 10000.0},
     )
+    first = scaling._models.CHANGED_IN["alpha"][0]
+    if _release(transformers.__version__) < first:
+        since = rf"{first[0]}\.{first[1]}"
+        with pytest.raises(ValueError, match=rf"`alpha`.*transformers {re.escape(transformers.__version__)}.*{since}"):
+            scaling.from_hf(cfg)
+        x = torch.zeros(1)
+        for n, differs in ((64, False), (70, True)):
+            pid = torch.arange(n)[None]
+            with torch.no_grad():
+                cos, _ = m.HunYuanDenseV1RotaryEmbedding(cfg)(x, pid)
+            want, _ = posenc.rope_cos_sin(pid, 16, base=10000.0, scaling=scaling.NTK(1000.0), dtype=torch.float32)
+            err = float((cos - want).abs().max())
+            assert err > 0.1 if differs else err <= 1e-5, (n, err)
+        return
     assert scaling.from_hf(cfg)["scaling"] == scaling.NTK(1000.0)
 
     def old(config, layer_type=None):

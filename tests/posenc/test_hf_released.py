@@ -54,6 +54,9 @@ def _rotary_class(model_type: str, config):
 
     name = model_type_to_module_name(model_type)
     module = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+    if not any("RotaryEmbedding" in clsname for clsname in vars(module)):
+        # GPT-J's attention builds its own table before transformers 5.24 (test_hf_models runs the model)
+        pytest.skip(f"transformers {transformers.__version__}'s modeling_{name} has no rotary module")
     for clsname, cls in sorted(vars(module).items()):
         if not (inspect.isclass(cls) and "RotaryEmbedding" in clsname and cls.__module__ == module.__name__):
             continue

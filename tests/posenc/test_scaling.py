@@ -585,6 +585,14 @@ class DbrxLike(HFObject):
     aliases = {"max_position_embeddings": "max_seq_len", "hidden_size": "d_model", "num_attention_heads": "n_heads"}
 
 
+@pytest.fixture
+def newest_transformers(monkeypatch):
+    """posenc's reading whatever transformers is installed (as without one):
+    an older release refuses some readings (``test_from_hf_changed_in``)."""
+    monkeypatch.setattr(scaling._hf, "_transformers_version", lambda: None)
+
+
+@pytest.mark.usefixtures("newest_transformers")
 def test_from_hf_hunyuan_ntk_alpha():
     # transformers' HunYuanDenseV1RotaryEmbedding: dynamic + alpha is a fixed NTK-alpha over the head,
     # base * alpha ** (d / (d - 2)), whatever the length ("factor" unused)
@@ -957,6 +965,7 @@ AXES_IDS = np.array([[0, 0], [1, 2], [3, 1], [7, 11], [250, 31]])
         ({"model_type": "lfm3_vl_vision", "hidden_size": 32, "num_attention_heads": 2}, [(0, 8), (1, 8)], "half"),
     ],
 )  # fmt: skip
+@pytest.mark.usefixtures("newest_transformers")
 def test_from_hf_axial_tables(config, blocks, layout):
     kw = scaling.from_hf(config)
     assert kw["layout"] == layout
@@ -970,6 +979,7 @@ def test_from_hf_axial_tables(config, blocks, layout):
         assert np.any(scaling.from_hf(config)["freqs"] != 0.0)
 
 
+@pytest.mark.usefixtures("newest_transformers")
 def test_from_hf_axial_pixtral_minimax_kimi():
     ids = AXES_IDS
     # Pixtral: one RoPE of the head (16), h the even and w the odd frequencies
@@ -1027,6 +1037,83 @@ def test_from_hf_axial_llama4_dinov3():
 def test_from_hf_axial_refusals(config, match):
     with pytest.raises(ValueError, match=match):
         scaling.from_hf(config)
+
+
+HUNYUAN = {"model_type": "hunyuan_v1_dense", "head_dim": 16, "max_position_embeddings": 64}
+#: a configuration of each reading of ``CHANGED_IN``, and one of the same
+#: model that an older release reads as posenc does
+CHANGED = {
+    "alpha": (
+        {**HUNYUAN, "rope_scaling": {"type": "dynamic", "alpha": 10.0}},
+        {**HUNYUAN, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+    ),
+    "gpt_neox_japanese": (
+        {"model_type": "gpt_neox_japanese", "hidden_size": 64, "num_attention_heads": 2, "rotary_pct": 0.5},
+        {"model_type": "gpt_neox_japanese", "hidden_size": 64, "num_attention_heads": 2, "rotary_pct": 1.0},
+    ),
+    "minimax_m3_vl_vision": ({"model_type": "minimax_m3_vl_vision", "hidden_size": 64, "num_attention_heads": 2}, None),
+    "step3p5_vision": ({"model_type": "step3p5_vision", "hidden_size": 32, "num_attention_heads": 2}, None),
+    "fuyu": ({"model_type": "fuyu", "hidden_size": 64, "num_attention_heads": 2, "rope_theta": 25000.0}, None),
+    **{
+        mt: (
+            {"model_type": mt, "head_dim": 16, "rope_parameters": {"rope_type": "default"}},
+            {"model_type": mt, "head_dim": 16},  # 20000 in every release
+        )
+        for mt in ("pe_audio_encoder", "pe_audio_video_encoder", "pe_video_encoder")
+    },
+}
+
+
+def test_from_hf_changed_in_cases():
+    assert set(CHANGED) == set(scaling._models.CHANGED_IN)
+
+
+def _read_with(monkeypatch, version, config):
+    """``from_hf(config)`` with ``version`` as the installed transformers
+    (``(text, (major, minor))``, or None: no transformers)."""
+    monkeypatch.setattr(scaling._hf, "_transformers_version", lambda: version)
+    return scaling.from_hf(config)
+
+
+def _same(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_from_hf_changed_in(monkeypatch, name):
+    """A reading that changed in a transformers release is refused while an
+    older transformers runs the models (its module gives another table),
+    naming the key, the installed version and the release; that release and
+    later, or no transformers at all, read it; the model's other
+    configurations read the same with the older release."""
+    changed, unchanged = CHANGED[name]
+    (major, minor) = first = scaling._models.CHANGED_IN[name][0]
+    older = ("5.17.0rc1", (major, minor - 1))
+    want = _read_with(monkeypatch, None, changed)
+    assert _same(_read_with(monkeypatch, (f"{major}.{minor}.0", first), changed), want)
+    with pytest.raises(ValueError, match=rf"`\w+`.* with transformers 5\.17\.0rc1: releases before {major}\.{minor} "):
+        _read_with(monkeypatch, older, changed)
+    if unchanged is not None:
+        assert _same(_read_with(monkeypatch, older, unchanged), _read_with(monkeypatch, None, unchanged))
+
+
+def test_transformers_version(monkeypatch):
+    """The imported transformers' version first, else the installed
+    distribution's, else None."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "transformers", types.SimpleNamespace(__version__="5.20.0.dev0"))
+    assert scaling._hf._transformers_version() == ("5.20.0.dev0", (5, 20))
+    monkeypatch.delitem(sys.modules, "transformers")
+    monkeypatch.setattr(scaling._hf.importlib.metadata, "version", lambda name: "5.17.0")
+    assert scaling._hf._transformers_version() == ("5.17.0", (5, 17))
+
+    def missing(name):
+        raise scaling._hf.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(scaling._hf.importlib.metadata, "version", missing)
+    assert scaling._hf._transformers_version() is None
 
 
 def test_from_hf_axial_result_is_not_for_rope_cos_sin():

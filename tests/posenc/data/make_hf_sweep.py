@@ -363,7 +363,14 @@ def _pid(pos: list[int], rows: int) -> Any:
 
 def _module_out(rot: Any, pid: Any, layer_type: str | None, dtype: Any) -> tuple[Any, Any]:
     """The module's two outputs as float64 NumPy, rows flattened; a complex
-    output (Llama 4, DeepSeek-V2: ``cos + i sin`` per pair) is split."""
+    output (Llama 4, DeepSeek-V2: ``cos + i sin`` per pair) is split.
+
+    Rows of position ids (``pid`` of shape ``(rows, 1, n)``) must come out as
+    one table per row (``(rows, 1, n, width)``) or combined (``(1, n,
+    width)``, multimodal RoPE); anything else raises ``ValueError``: the
+    module does not take such rows (the modules of transformers 5.18 and
+    earlier take ids of shape ``(batch, n)`` through a batched matmul, which
+    broadcasts three rows into a table of another shape without an error)."""
     import torch
 
     x = torch.zeros(1, 1, 1, dtype=dtype)
@@ -373,6 +380,8 @@ def _module_out(rot: Any, pid: Any, layer_type: str | None, dtype: Any) -> tuple
         a, b = out.real, out.imag
     else:
         a, b = out
+    if pid.ndim == 3 and tuple(a.shape[:-1]) not in (tuple(pid.shape), tuple(pid.shape[1:])):
+        raise ValueError(f"position ids of shape {tuple(pid.shape)} give a table of shape {tuple(a.shape)}")
     a = a.detach().to(torch.float64).numpy()
     b = b.detach().to(torch.float64).numpy()
     return a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
