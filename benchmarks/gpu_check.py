@@ -645,6 +645,26 @@ def llama(env: Env, sz: Sizes) -> tuple[Any, Any]:
     return model, modeling_llama
 
 
+def _table_errors(model: Any, n: int, device: Any) -> str:
+    """How far the model's own cos table (its rotary module as the model's dtype left it: ``.to(bfloat16)``
+    casts the ``inv_freq`` buffer too) and posenc's float32 one are from the float64 table of the config, over
+    the ``n`` positions of a generation: why the two generations part."""
+    import torch
+
+    import posenc
+    from posenc.scaling import from_hf
+
+    kw = from_hf(model.config)
+    pos = torch.arange(n, device=device)[None]
+    own, _ = model.model.rotary_emb(torch.zeros(1, dtype=torch.float32, device=device), pos)
+    ours, _ = posenc.rope_cos_sin(pos, **kw, dtype=torch.float32)
+    exact, _ = posenc.rope_cos_sin(pos, **kw, dtype=torch.float64)
+    e_own = float((own.double() - exact).abs().max())
+    e_ours = float((ours.double() - exact).abs().max())
+    return (f"cos tables against float64: its own (inv_freq {model.model.rotary_emb.inv_freq.dtype}) "
+            f"{e_own:.2g}, posenc's float32 {e_ours:.2g}")
+
+
 def rows_model(env: Env, sz: Sizes) -> list[Any]:
     """The Llama-shaped model's eager generate: its own RoPE against posenc's patched in (tokens/s)."""
     torch = env.torch
@@ -671,6 +691,7 @@ def rows_model(env: Env, sz: Sizes) -> list[Any]:
             raise RuntimeError(msg)
         same = int((a[0, sz.prompt:] == b[0, sz.prompt:]).sum())
         diff = float((logits - logits2).abs().max())
+        tables = _table_errors(model, sz.prompt + sz.new, env.device)
         t = time_calls(env, {"ours": ours, "own": own}, max(3, sz.rounds // 5), host=True)
     m = sz.model
     case = (f"Llama-shaped model ({m['layers']} layers, hidden {m['hidden']}, {m['heads']} heads, {m['kv']} KV, "
@@ -679,7 +700,7 @@ def rows_model(env: Env, sz: Sizes) -> list[Any]:
     t = {ours_name: t.pop("ours"), own_name: t.pop("own")}
     tps = {k: sz.new / statistics.median(v) for k, v in t.items()}
     note = (f"tokens/s {tps[ours_name]:.1f} vs {tps[own_name]:.1f}; {same}/{sz.new} tokens equal; "
-            f"last-token logits differ by {diff:.2g}; patched into {sz.model['layers']} layers")
+            f"last-token logits differ by {diff:.2g}; patched into {sz.model['layers']} layers; {tables}")
     return _row(env, case, "torch-cuda", ours_name, t, own_name, 1.0, note=note, higher=True)
 
 
