@@ -119,6 +119,29 @@ def _markdown(info: dict, sections: dict[str, list[Row]], counts: dict[str, int]
     return "\n".join(out) + "\n"
 
 
+def _keep_device_section(json_path: Path, payload: dict) -> bool:
+    """Where this run had no device (its GPU section all SKIP) and the report
+    it replaces holds a device check's rows (``--merge-gpu``), those rows and
+    the device's header lines are kept in ``payload``; whether they were."""
+    rows = payload["sections"].get("gpu")
+    if rows is None or any(r["status"] != "SKIP" for r in rows) or not json_path.exists():
+        return False
+    old = json.loads(json_path.read_text())
+    if "gpu_device" not in old.get("header", {}) or "gpu" not in old.get("sections", {}):
+        return False
+    payload["sections"]["gpu"] = old["sections"]["gpu"]
+    for k, v in old["header"].items():
+        if k.startswith("gpu_"):
+            payload["header"][k] = v
+    counts: dict[str, int] = {}
+    for sec in payload["sections"].values():
+        for r in sec:
+            if r["status"] in ("PASS", "FAIL", "SKIP"):
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+    payload["counts"] = counts
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
@@ -177,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             "counts": counts,
             "sections": {k: [r.as_dict() for r in v] for k, v in results.items()},
         }
-        json_path.write_text(json.dumps(payload, indent=1) + "\n")
-        md_path.write_text(_markdown(info, results, counts))
+        if _keep_device_section(json_path, payload):
+            json_path.write_text(json.dumps(payload, indent=1) + "\n")
+            _render(json_path, md_path)
+        else:
+            json_path.write_text(json.dumps(payload, indent=1) + "\n")
+            md_path.write_text(_markdown(info, results, counts))
         print(f"wrote {json_path.name} and {md_path.name}")
     return 1 if args.strict and counts.get("FAIL") else 0

@@ -193,3 +193,24 @@ def test_gpu_check_reads_a_cut_lanes_log():
     assert gpu_check.causes(log) == [
         (2, "RuntimeError: called a synchronizing CUDA operation"), (1, "AssertionError: assert 1 == 2")
     ]
+
+
+def test_a_run_without_a_device_keeps_the_merged_device_rows(tmp_path):
+    """``make bench`` on a machine without a GPU (its GPU section all SKIP)
+    keeps the device check's rows merged into the report it replaces; a run
+    with device rows of its own replaces them."""
+    import json
+
+    from benchmarks.run import _keep_device_section
+
+    path = tmp_path / "results.json"
+    device_rows = [{"status": "PASS", "case": "on the device"}, {"status": "FAIL", "case": "on the device"}]
+    path.write_text(json.dumps({"header": {"gpu_device": "NVIDIA H200", "gpu_date": "d", "date": "old"},
+                                "sections": {"gpu": device_rows}}))
+    payload = {"header": {"date": "new"}, "sections": {"cpu": [{"status": "PASS"}], "gpu": [{"status": "SKIP"}]}}
+    assert _keep_device_section(path, payload)
+    assert payload["sections"]["gpu"] == device_rows
+    assert payload["header"] == {"date": "new", "gpu_device": "NVIDIA H200", "gpu_date": "d"}
+    assert payload["counts"] == {"PASS": 2, "FAIL": 1}
+    measured = {"header": {}, "sections": {"gpu": [{"status": "PASS"}]}}
+    assert not _keep_device_section(path, measured) and measured["sections"]["gpu"] == [{"status": "PASS"}]
