@@ -1078,7 +1078,7 @@ def run_check(
 
 def merge(check_json: Path, results_json: Path) -> dict[str, Any]:
     """The results payload with its GPU section replaced by the device check's rows (device named)."""
-    from .harness import Row
+    from .harness import Row, verdict_counts
 
     check = json.loads(check_json.read_text())
     if check.get("dry_run"):
@@ -1100,10 +1100,5 @@ def merge(check_json: Path, results_json: Path) -> dict[str, Any]:
     payload["header"]["gpu_versions"] = check["header"]["versions"]
     payload["header"]["gpu_date"] = check["header"]["date"]
     payload["header"]["gpu_commit"] = check["header"].get("commit")
-    counts: dict[str, int] = {}
-    for sec in payload["sections"].values():
-        for r in sec:
-            if r["status"] in ("PASS", "FAIL", "SKIP"):
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-    payload["counts"] = counts
+    payload["counts"] = verdict_counts(payload["sections"])
     return payload

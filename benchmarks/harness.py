@@ -158,6 +158,16 @@ def _version(mod: str) -> str | None:
     return str(getattr(m, "__version__", "?"))
 
 
+def verdict_counts(sections: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """How many rows of a report's sections (rows as dicts) PASS, FAIL and SKIP."""
+    counts: dict[str, int] = {}
+    for rows in sections.values():
+        for r in rows:
+            if r["status"] in ("PASS", "FAIL", "SKIP"):
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return counts
+
+
 def header(argv: list[str]) -> dict[str, Any]:
     import numpy as np
 

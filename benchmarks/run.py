@@ -21,7 +21,7 @@ from . import (
     bench_scale,
     bench_sinusoidal,
 )
-from .harness import Config, Row, header, markdown_table, text_table
+from .harness import Config, Row, header, markdown_table, text_table, verdict_counts
 
 SECTIONS = {
     "sinusoidal": (bench_sinusoidal, "Sinusoidal table, float32: posenc against the seeds' code and peers"),
@@ -133,12 +133,7 @@ def _keep_device_section(json_path: Path, payload: dict) -> bool:
     for k, v in old["header"].items():
         if k.startswith("gpu_"):
             payload["header"][k] = v
-    counts: dict[str, int] = {}
-    for sec in payload["sections"].values():
-        for r in sec:
-            if r["status"] in ("PASS", "FAIL", "SKIP"):
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-    payload["counts"] = counts
+    payload["counts"] = verdict_counts(payload["sections"])
     return True
 
 
