@@ -25,6 +25,8 @@ from ._models import (
     COMMON_KEYS,
     DEFAULT_THETA,
     FIXED_TABLE,
+    FUYU_TEXT_DEFAULTS,
+    FUYU_TEXT_KEYS,
     HEAD_DIMS,
     HEADS,
     HF_TYPES,
@@ -918,6 +920,30 @@ def _axial_kw(cfg: _HFConfig, entry: Mapping[str, Any], rope_type: str, where: s
     return {"freqs": _axial_freqs(kind, f), "layout": layout}
 
 
+def _fuyu_text(cfg: _HFConfig) -> Any:
+    """Fuyu's language model configuration, the one its rotary module reads:
+    ``text_config`` (a dictionary without ``model_type`` is Persimmon's);
+    without one, the keys ``FUYU_TEXT_KEYS`` of the top level with
+    ``partial_rotary_factor`` 0.5, or ``FUYU_TEXT_DEFAULTS`` without any of
+    them, as transformers' configuration class builds it.  Every other
+    top-level key is not the language model's and is not read."""
+    text = cfg.get("text_config")
+    if text is not None:
+        if isinstance(text, Mapping):
+            return {**text, "model_type": text.get("model_type") or "persimmon"}
+        if not callable(getattr(text, "to_dict", None)):
+            msg = f"`text_config` of `config` must be a dict or have a to_dict() method, got {type(text).__name__}"
+            raise TypeError(msg)
+        return text
+    if cfg.is_object:  # transformers' configuration always builds one
+        msg = "`config` of model_type 'fuyu' has no text_config: pass its language model's configuration"
+        raise ValueError(msg)
+    moved = {k: cfg._dict[k] for k in FUYU_TEXT_KEYS if k in cfg._dict}
+    if not moved:
+        return {"model_type": "persimmon", **FUYU_TEXT_DEFAULTS}
+    return {**moved, "model_type": "persimmon", "partial_rotary_factor": 0.5}
+
+
 def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -> dict[str, Any]:
     """Keyword arguments ``{"dim", "base", "scaling"}`` from a Hugging Face config.
 
@@ -972,6 +998,15 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
       uses ``short_factor`` at every length and multiplies cos and sin by
       ``short_mscale`` / ``long_mscale`` (:class:`LongRoPE`); GPT-J, CodeGen
       and ESM read no RoPE entry (a scaling is refused).
+    * Fuyu (a config object or dictionary of model type ``"fuyu"``): its
+      language model's configuration is read, as transformers builds it:
+      ``text_config`` (Persimmon's when it names no ``model_type``), else
+      the language-model keys of the top level transformers moves into it
+      (``hidden_size``, ``num_attention_heads``, ``rope_theta``,
+      ``rope_scaling``, ...) with ``partial_rotary_factor`` 0.5 and
+      Persimmon's base 10000; the other top-level keys
+      (``partial_rotary_factor``, ``rope_parameters``, ``head_dim``) are not
+      the language model's and are not read.
 
     * vision towers (transformers' ``rope_type`` ``"axial"``, also the
       ``"default"`` their configurations turn into it; Llama 4's vision
@@ -1122,6 +1157,10 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
         msg = f"`layer_type` must be a str or None, got {_checks.show(layer_type)}"
         raise TypeError(msg)
     cfg = _HFConfig(config)
+    if cfg.model_type == "fuyu":  # the language model's configuration (Persimmon), not the top level's keys
+        if not cfg.is_object:
+            _check_changed_in("fuyu", "`model_type` 'fuyu' (a top-level Fuyu config)")
+        return from_hf(_fuyu_text(cfg), layer_type=layer_type)
     entry, where, truncate = _rope_entry(cfg, layer_type)
     rope_type = _rope_type(entry, where, cfg.model_type)
     if rope_type == "axial" or cfg.model_type in AXIAL or cfg.model_type in AXIAL_REFUSED:
@@ -1158,6 +1197,4 @@ def from_hf(config: Mapping[str, Any] | Any, *, layer_type: str | None = None) -
     if mrope is not None:
         out["mrope_section"] = _checks.check_sections(mrope[0], dim)
         out["mrope_interleaved"] = mrope[1]
-    if cfg.model_type == "fuyu":
-        _check_changed_in("fuyu", "`model_type` 'fuyu' (a top-level Fuyu config)")
     return out

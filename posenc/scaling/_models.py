@@ -27,6 +27,8 @@ __all__ = [
     "AXIAL_HEAD",
     "TYPE_CONVERSIONS",
     "CHANGED_IN",
+    "FUYU_TEXT_KEYS",
+    "FUYU_TEXT_DEFAULTS",
 ]
 
 HF_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "proportional")
@@ -118,6 +120,19 @@ DEFAULT_THETA: dict[str, float] = {
     "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
     "solar_open": 1e6,
 }  # fmt: skip
+
+#: Fuyu (a configuration without ``text_config``): the keys its configuration
+#: class moves from the top level into its language model's (Persimmon)
+#: configuration, which then also gets ``partial_rotary_factor`` 0.5; every
+#: other top-level key (``partial_rotary_factor``, ``rope_parameters``,
+#: ``head_dim``, ...) is left out of it.  Without any of them the language
+#: model is built from ``FUYU_TEXT_DEFAULTS`` (the keys of them posenc reads)
+FUYU_TEXT_KEYS = (
+    "vocab_size", "max_position_embeddings", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "hidden_act", "initializer_range", "layer_norm_eps", "use_cache", "qk_layernorm",
+    "hidden_dropout", "attention_dropout", "eos_token_id", "rope_scaling", "rope_theta",
+)  # fmt: skip
+FUYU_TEXT_DEFAULTS = {"hidden_size": 4096, "num_attention_heads": 64, "max_position_embeddings": 16384}
 
 #: transformers' per-model defaults for keys older ``config.json`` files omit
 PARTIAL_DEFAULTS = {"gpt_neox": 0.25, "stablelm": 0.25, "persimmon": 0.5}

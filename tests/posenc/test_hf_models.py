@@ -262,6 +262,92 @@ def test_axial_tables_are_transformers():
             assert rotation[k] == "?" or rotation[k] in v["read"], (k, rotation[k])
 
 
+#: Fuyu configuration dictionaries, each with the reading posenc gave before
+#: it read the language model's configuration (None: refused), the control
+FUYU_TEXT = {"hidden_size": 256, "num_attention_heads": 4}
+FUYU_DICTS = {
+    "flat": ({"model_type": "fuyu", **FUYU_TEXT}, {"dim": 64, "base": 25000.0}),
+    "flat partial 1": ({"model_type": "fuyu", **FUYU_TEXT, "partial_rotary_factor": 1.0}, {"dim": 64, "base": 25000.0}),
+    "flat rope_theta": ({"model_type": "fuyu", **FUYU_TEXT, "rope_theta": 5000.0}, {"dim": 64, "base": 5000.0}),
+    "flat head_dim": ({"model_type": "fuyu", **FUYU_TEXT, "head_dim": 32}, {"dim": 32, "base": 25000.0}),
+    "flat rope_scaling": (
+        {"model_type": "fuyu", **FUYU_TEXT, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+        {"dim": 32, "base": 10000.0, "scaling": scaling.Linear(3.0)},  # (read right before; a wrong control)
+    ),
+    "rope_parameters only": (
+        {"model_type": "fuyu", **FUYU_TEXT, "rope_parameters": {"rope_type": "default", "rope_theta": 25000.0}},
+        {"dim": 64, "base": 25000.0},
+    ),
+    "rope_parameters, partial 0.25": (
+        {"model_type": "fuyu", **FUYU_TEXT,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 500.0, "partial_rotary_factor": 0.25}},
+        {"dim": 16, "base": 500.0},
+    ),
+    "no language model keys": (
+        {"model_type": "fuyu", "image_size": 300, "partial_rotary_factor": 1.0, "rope_parameters": {"rope_theta": 5e5}},
+        None,
+    ),
+    "text_config": ({"model_type": "fuyu", "text_config": {"model_type": "persimmon", **FUYU_TEXT}}, None),
+    "text_config without model_type": ({"model_type": "fuyu", "text_config": dict(FUYU_TEXT)}, None),
+    "text_config and top-level keys": (
+        {"model_type": "fuyu", "hidden_size": 512, "num_attention_heads": 4, "rope_theta": 5e5,
+         "partial_rotary_factor": 1.0, "text_config": {**FUYU_TEXT, "rope_theta": 7000.0}},
+        {"dim": 128, "base": 5e5},
+    ),
+    "text_config, partial and scaling": (
+        {"model_type": "fuyu", "text_config": {**FUYU_TEXT, "partial_rotary_factor": 0.25,
+                                               "rope_parameters": {"rope_type": "linear", "factor": 4.0}}},
+        None,
+    ),
+}  # fmt: skip
+
+
+def _persimmon_table(config, n=40):
+    """The cos table of the rotary module of Fuyu's language model (Persimmon)."""
+    from transformers.models.persimmon.modeling_persimmon import PersimmonRotaryEmbedding
+
+    module = PersimmonRotaryEmbedding(config.get_text_config())
+    with torch.no_grad():
+        cos, _ = module(torch.zeros(1, dtype=torch.float64), torch.arange(n)[None])
+    return cos[0].double()
+
+
+def _same_table(kw, want):
+    cos, _ = posenc.rope_cos_sin(torch.arange(want.shape[0]), **kw, dtype=torch.float64)
+    return cos.shape == want.shape and float((cos - want).abs().max()) <= 1e-6
+
+
+@pytest.mark.skipif(
+    _release(transformers.__version__) < scaling._models.CHANGED_IN["fuyu"][0], reason="refused before 5.20"
+)
+@pytest.mark.parametrize("name", sorted(FUYU_DICTS))
+def test_fuyu_dicts_read_the_language_model(name):
+    """A Fuyu configuration dictionary reads as its language model's
+    configuration (Persimmon) that transformers builds from it: the
+    ``text_config``, else the top-level keys the configuration class moves
+    into it (``partial_rotary_factor`` 0.5, Persimmon's default base 10000:
+    not Fuyu's ``default_theta``, not the top level's partial factor or
+    ``rope_parameters``); the same from the config object and its
+    ``to_dict()``.  The control, the reading of the top level, differs."""
+    d, old = FUYU_DICTS[name]
+    built = transformers.FuyuConfig.from_dict(json.loads(json.dumps(d)))
+    want = _persimmon_table(built)
+    assert torch.equal(want, _persimmon_table(transformers.FuyuConfig(**json.loads(json.dumps(d)))))
+    for config in (d, built, built.to_dict(), built.get_text_config()):
+        assert _same_table(scaling.from_hf(config), want), config
+    if old is not None:
+        assert not _same_table({"scaling": None, **old}, want)
+
+
+def test_fuyu_text_keys_are_transformers():
+    """The keys posenc takes Fuyu's language model configuration from (and
+    its defaults) are those of transformers' configuration class."""
+    spec = transformers.FuyuConfig.sub_configs_defaults["text_config"]
+    assert set(scaling._models.FUYU_TEXT_KEYS) == set(spec.init_kwargs) | {"rope_scaling", "rope_theta"}
+    for k, v in scaling._models.FUYU_TEXT_DEFAULTS.items():
+        assert spec.init_kwargs[k] == v, k
+
+
 # ---------------------------------------------------------------- full forward
 @contextlib.contextmanager
 def precision(dtype):

@@ -1064,6 +1064,38 @@ CHANGED = {
 }
 
 
+FUYU = {"hidden_size": 64, "num_attention_heads": 2}
+
+
+@pytest.mark.parametrize(
+    "config, want",
+    [
+        # the top-level keys transformers moves into Persimmon's configuration, partial factor 0.5, base 10000
+        ({"model_type": "fuyu", **FUYU}, (16, 10000.0)),
+        ({"model_type": "fuyu", **FUYU, "partial_rotary_factor": 1.0, "head_dim": 8}, (16, 10000.0)),
+        ({"model_type": "fuyu", **FUYU, "rope_parameters": {"rope_theta": 25000.0}}, (16, 10000.0)),
+        ({"model_type": "fuyu", **FUYU, "rope_theta": 25000.0}, (16, 25000.0)),
+        ({"model_type": "fuyu", "text_config": None, **FUYU}, (16, 10000.0)),
+        # none of them: Fuyu-8B's language model (head 4096 / 64)
+        ({"model_type": "fuyu", "partial_rotary_factor": 1.0}, (32, 10000.0)),
+        # a text_config: read alone (Persimmon's without model_type)
+        ({"model_type": "fuyu", "rope_theta": 5e5, **FUYU,
+          "text_config": {"hidden_size": 32, "num_attention_heads": 2}}, (8, 10000.0)),
+        ({"model_type": "fuyu", "text_config": {"model_type": "llama", **FUYU, "rope_theta": 500.0}}, (32, 500.0)),
+    ],
+)  # fmt: skip
+def test_from_hf_fuyu_reads_its_language_model(monkeypatch, config, want):
+    """A Fuyu dictionary reads as the language model configuration
+    transformers (5.20 and later) builds from it, not its top level."""
+    kw = _read_with(monkeypatch, None, config)
+    assert (kw["dim"], kw["base"]) == want
+
+
+def test_from_hf_fuyu_text_config_kind():
+    with pytest.raises(TypeError, match="`text_config` of `config` must be a dict"):
+        scaling.from_hf({"model_type": "fuyu", "text_config": "persimmon"})
+
+
 def test_from_hf_changed_in_cases():
     assert set(CHANGED) == set(scaling._models.CHANGED_IN)
 
