@@ -785,9 +785,16 @@ def _rotation_meta(x: Array, layout: str, rotary_dim: int, compact: bool, rest: 
 
 
 def _rotation_ok(x: Array, c: Array, s: Array, wt: Any = None) -> bool:
+    return _rotation_kinds_ok(x, c, s, wt) and not _needs_autograd(x, c, s)
+
+
+def _rotation_kinds_ok(x: Array, c: Array, s: Array, wt: Any = None) -> bool:
+    """What a rotation kernel needs of the arrays' kinds (plain tensors on
+    one device it runs on, float dtypes, the working dtype ``wt`` its own),
+    the same for every call with these types, dtypes and devices."""
     import torch
 
-    if not _kernel_device(x, c, s) or _needs_autograd(x, c, s):
+    if not _kernel_device(x, c, s):
         return False
     if any(str(a.dtype).removeprefix("torch.") not in _FLOATS for a in (x, c, s)):
         return False
@@ -878,12 +885,10 @@ def _rotation_spec(
     inplace: bool,
 ) -> tuple[tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any]] | Literal[False]:
     """The launch of :func:`rotate_large_triton` for arrays like these (see :data:`_ROTATIONS`)."""
-    if not _kernel_device(x, c, s) or any(str(a.dtype).removeprefix("torch.") not in _FLOATS for a in (x, c, s)):
+    if not _rotation_kinds_ok(x, c, s, wt):
         return False
     import torch
 
-    if wt is not None and wt != (torch.float64 if x.dtype == torch.float64 else torch.float32):
-        return False
     lead = tuple(int(b) for b in lead)
     head_dim = int(x.shape[-1])
     shape = lead + (head_dim,)
