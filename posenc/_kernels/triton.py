@@ -587,9 +587,108 @@ def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: A
             kernel[grid](*args, **meta)
     elif device.index is not None and device.index != torch.cuda.current_device():
         with torch.cuda.device(device):
-            kernel[grid](*args, **meta)
+            _run_compiled(kernel, name, grid, args, meta)
     else:
+        _run_compiled(kernel, name, grid, args, meta)
+
+
+#: the compiled kernels that :func:`_run_compiled` launches directly: by the
+#: kernel's name, the current device and every argument's specialization
+#: (a tensor's dtype and 16-byte alignment, any other argument's type and
+#: value, the constants and options), the Triton ``CompiledKernel`` that
+#: ``JITFunction.run`` chose for such arguments and the values of the
+#: kernel's remaining parameters; cleared when full
+_COMPILED: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
+_COMPILED_MAX = 512
+#: [whether launches may skip ``JITFunction.run``, the current-stream function]
+#: once asked (:func:`_direct`); POSENC_TRITON_DIRECT=0 turns it off
+_DIRECT: list[Any] = []
+
+
+def _direct() -> Any:
+    """The function giving CUDA's current stream where a launch may call a
+    compiled kernel's launcher itself, else None: a Triton whose
+    ``JITFunction.run`` ends in ``kernel.run(grid..., stream, function,
+    packed_metadata, launch_metadata, enter_hook, exit_hook, *bound_args)``
+    (3.4 on, with ``triton.knobs``), and POSENC_TRITON_DIRECT not ``0``."""
+    if not _DIRECT:
+        got = None
+        if os.environ.get("POSENC_TRITON_DIRECT", "1").strip() != "0":
+            try:
+                from triton import knobs
+                from triton.runtime.driver import driver
+
+                if hasattr(knobs, "runtime"):
+                    got = driver.active.get_current_stream
+            except Exception:  # another Triton: JITFunction.run every time
+                got = None
+        _DIRECT.append(got)
+    return _DIRECT[0]
+
+
+def _hooked(hook: Any) -> bool:
+    """Whether a Triton launch hook is set: not None, and (a ``HookChain``) not empty."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def _run_compiled(kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any, ...], meta: dict[str, Any]) -> None:
+    """Launch the compiled ``kernel`` on the current CUDA device.
+
+    ``kernel[grid](*args, **meta)`` binds and specializes every argument in
+    Python on each launch (tens of microseconds of host time, a decode step's
+    largest cost).  Its answer, the compiled kernel, depends only on the
+    specialization: each tensor's dtype and whether its address is a multiple
+    of 16 (keyed here by the address modulo 256), each other argument's value, the constants and options.  Here a
+    launch whose specialization was seen before calls that compiled kernel's
+    launcher directly with the arguments ``JITFunction.run`` would pass; the
+    first of each goes through ``JITFunction.run``, as do all where Triton's
+    launch hooks are set (a profiler) or :func:`_direct` declines."""
+    stream_of = _direct()
+    if stream_of is None:
         kernel[grid](*args, **meta)
+        return
+    from triton import knobs
+
+    rt = knobs.runtime
+    if _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug:
+        kernel[grid](*args, **meta)
+        return
+    import torch
+
+    dev = torch.cuda.current_device()
+    key: list[Any] = [name, dev]
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key.append(a.dtype)
+            key.append(a.data_ptr() & 255)  # (Triton's rule: a multiple of 16; any rule up to 256 holds)
+        else:
+            key.append(type(a))
+            key.append(a)
+    key.extend(meta.items())
+    k = tuple(key)
+    hit = _COMPILED.get(k)
+    if hit is not None:
+        compiled, tail = hit
+        g = grid + (1, 1)
+        compiled.run(g[0], g[1], g[2], stream_of(dev), compiled.function, compiled.packed_metadata, None, None,
+                     None, *args, *tail)
+        return
+    compiled = kernel[grid](*args, **meta)
+    names = getattr(kernel, "arg_names", None)
+    params = getattr(getattr(kernel, "signature", None), "parameters", None)
+    if compiled is None or names is None or params is None or getattr(compiled, "function", None) is None:
+        return
+    tail = []
+    for n in names[len(args):]:
+        if n in meta:
+            tail.append(meta[n])
+        elif params[n].default is not params[n].empty:
+            tail.append(params[n].default)
+        else:
+            return
+    if len(_COMPILED) >= _COMPILED_MAX:
+        _COMPILED.clear()
+    _COMPILED[k] = (compiled, tuple(tail))
 
 
 def _no_dispatch_modes() -> Any:

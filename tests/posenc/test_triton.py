@@ -644,3 +644,102 @@ def test_several_programs_and_loops(interpreter):
     s, c = kt.turns_triton(pos, wide, 1.0, False, "half")
     assert torch.equal(got[0], rotate_small_torch(q, c, s, "half"))
     assert torch.equal(got[1], rotate_small_torch(k, c, s, "half"))
+
+
+class _Compiled:
+    """A stand-in for Triton's ``CompiledKernel``: records its launcher's calls."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.function = object()
+        self.packed_metadata = ("meta",)
+
+    def run(self, *args):
+        self.calls.append(("direct", args))
+
+
+class _JIT:
+    """A stand-in for Triton's ``JITFunction`` of ``f(x, n, out, A: constexpr, B: constexpr = 7)``."""
+
+    def __init__(self):
+        import inspect
+
+        def f(x, n, out, A, B=7):
+            pass
+
+        self.signature = inspect.signature(f)
+        self.arg_names = list(self.signature.parameters)
+        self.calls: list = []
+        self.compiled: list = []
+
+    def __getitem__(self, grid):
+        def run(*args, **meta):
+            self.calls.append(("run", grid, args, meta))
+            c = _Compiled(self.calls)
+            self.compiled.append(c)
+            return c
+
+        return run
+
+
+def test_launches_skip_jit_run_once_specialized(monkeypatch):
+    """A launch whose specialization (dtypes, alignments modulo 256, other
+    arguments' values, constants) was seen calls the compiled kernel's
+    launcher with every parameter's value, in the signature's order; anything
+    new, and every launch while Triton's hooks are set, goes through
+    ``JITFunction.run``."""
+    from triton import knobs
+
+    monkeypatch.setattr(kt, "_DIRECT", [lambda dev: 1234])
+    monkeypatch.setattr(kt, "_COMPILED", {})
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    jit = _JIT()
+    buf = torch.zeros(1024)
+    x, y, out = buf[:64], buf[256:320], buf[512:576]  # 1 KiB apart: one address modulo 256
+    kinds = lambda: [c[0] for c in jit.calls]  # noqa: E731
+
+    kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    assert kinds() == ["run"] and jit.calls[0][1:] == ((3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    kt._run_compiled(jit, "k", (5, 2), (y, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    assert kinds() == ["run", "direct"]
+    g0, g1, g2, stream, fn, packed, md, enter, leave, *rest = jit.calls[1][1]
+    assert (g0, g1, g2, stream, md, enter, leave) == (5, 2, 1, 1234, None, None, None)
+    assert fn is jit.compiled[0].function and packed == ("meta",)
+    assert rest[0] is y and rest[1:] == [5, out, 2, 7]  # the constant A, then B's default
+
+    # each of these is a specialization not seen before
+    kt._run_compiled(jit, "k", (3,), (x, 6, out), {"A": 2, "INTERP": False, "num_warps": 4})  # an int's value
+    kt._run_compiled(jit, "k", (3,), (x[1:], 5, out), {"A": 2, "INTERP": False, "num_warps": 4})  # alignment
+    kt._run_compiled(jit, "k", (3,), (x.double(), 5, out), {"A": 2, "INTERP": False, "num_warps": 4})  # dtype
+    kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 3, "INTERP": False, "num_warps": 4})  # a constant
+    kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 8})  # an option
+    kt._run_compiled(jit, "k2", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})  # another kernel
+    kt._run_compiled(jit, "k", (3,), (x, True, out), {"A": 2, "INTERP": False, "num_warps": 4})  # a bool, not 1
+    assert kinds() == ["run", "direct"] + ["run"] * 7
+    kt._run_compiled(jit, "k", (3,), (x[1:], 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    assert kinds()[-1] == "direct"
+
+    kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    assert kinds()[-1] == "direct"
+    hook = lambda *a: None  # noqa: E731
+    chain = knobs.runtime.launch_enter_hook
+    if hasattr(chain, "add"):  # a HookChain (Triton 3.5 on): set once it holds a hook
+        chain.add(hook)
+        try:
+            kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+        finally:
+            chain.remove(hook)
+        assert kinds()[-1] == "run"
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", hook)
+    kt._run_compiled(jit, "k", (3,), (x, 5, out), {"A": 2, "INTERP": False, "num_warps": 4})
+    assert kinds()[-1] == "run"
+
+
+def test_direct_launches_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(kt, "_DIRECT", [])
+    monkeypatch.setenv("POSENC_TRITON_DIRECT", "0")
+    assert kt._direct() is None
+    jit = _JIT()
+    for _ in range(2):
+        kt._run_compiled(jit, "k", (1,), (torch.zeros(4), 5, torch.zeros(4)), {"A": 2})
+    assert [c[0] for c in jit.calls] == ["run", "run"]
