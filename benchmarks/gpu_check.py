@@ -909,7 +909,10 @@ def lanes(env: Env, timeout: float, out: Path) -> dict[str, Any]:
            "--tb=line", *tests]
     if not env.dry and importlib.util.find_spec("xdist") is not None:
         cmd[3:3] = ["-n", str(min(8, max(2, (os.cpu_count() or 4) // 2)))]
-    envvars = dict(os.environ, POSENC_BACKENDS=LANES, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    # the tests run `python -m posenc_viz` in subprocesses: the checkout importable there too where posenc is not
+    # installed (a GPU machine runs the working tree)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    envvars = dict(os.environ, POSENC_BACKENDS=LANES, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONPATH=path)
     log = out / "gpu_lanes.log"
     t0 = time.perf_counter()
     with open(log, "w") as f:

@@ -721,15 +721,16 @@ def _tile(cols: int, device: Any) -> tuple[int, int]:
 
 def _table_tile(cols: int, device: Any) -> tuple[int, int, int]:
     """``(BLOCK_R, BLOCK_M, num_warps)`` of the range-table kernel: on CUDA
-    tiles of 1024 pairs (up to 256 columns) in two warps.  Measured on one
-    H200 for ``sinusoidal(2**20, 512)``, the kernel alone: 1.43 ms in tiles
-    of 4 x 256 in two warps against 3.06 ms in :func:`_tile`'s 16 x 128 in
-    four (the stores then of stride 2; a copy of the table's bytes took
-    1.03 ms).  Under the interpreter :func:`_tile`'s larger tiles."""
+    tiles of 512 pairs (up to 256 columns) in two warps.  Measured on one
+    H200 for ``sinusoidal(2**20, 512)``, the kernel alone (a copy of the
+    table's bytes 1.05 ms): 0.82 ms in tiles of 2 x 256 in two warps, 0.86 in
+    1 x 256 in one, 1.08 in 4 x 256 in two, 1.19 in 16 x 256 in eight, and
+    3.06 in :func:`_tile`'s 16 x 128 in four with the earlier stores of
+    stride 2.  Under the interpreter :func:`_tile`'s larger tiles."""
     if device.type != "cuda" or interpreting():
         return (*_tile(cols, device), 4)
     bm = min(_pow2(max(cols, 1)), 256)
-    return max(1, 1024 // bm), bm, 2
+    return max(1, 512 // bm), bm, 2
 
 
 # --------------------------------------------------------------------------
