@@ -324,7 +324,7 @@ def rows_decode(env: Env, sz: Sizes) -> list[Any]:
 
     def pe(q: Any, k: Any, pid: Any) -> Any:
         c, s = posenc.rope_cos_sin(pid, d, dtype=q.dtype)
-        return posenc.apply_rope(q, c, s, heads_axis=1), posenc.apply_rope(k, c, s, heads_axis=1)
+        return posenc.apply_rope((q, k), c, s, heads_axis=1)
 
     diff = max(float((a.float() - b.float()).abs().max()) for a, b in zip(hf(q, k, pid), pe(q, k, pid)))
     case = f"decode step bf16, q (1,{h},1,{d}) k (1,{kv},1,{d}) at {p}"
@@ -410,8 +410,7 @@ def _apply_rows(env: Env, sz: Sizes, dt: Any, g: Any) -> list[Any]:
                        sz.rounds)
         rows += _row(env, f"apply_rope ({b},{h},{n},{d}) {name}", "torch-cuda", "posenc.apply_rope", t,
                      "copy of x", 1.3, note=f"HF formula {ratio(t['HF formula'], t['copy of x']):.2f}x copy")
-        t = time_calls(env, {"posenc.apply_rope q, k": lambda: (posenc.apply_rope(x, cos, sin),
-                                                                posenc.apply_rope(kx, cos, sin)),
+        t = time_calls(env, {"posenc.apply_rope q, k": lambda: posenc.apply_rope((x, kx), cos, sin),
                              "copy of q and k": lambda: (x.clone(), kx.clone())}, sz.rounds)
         rows += _row(env, f"apply_rope q ({b},{h},{n},{d}) and k ({b},{kx.shape[1]},{n},{d}) {name}",
                      "torch-cuda", "posenc.apply_rope q, k", t, "copy of q and k", 1.3)
@@ -598,7 +597,7 @@ def rows_jax(env: Env, sz: Sizes) -> list[Any]:
 def posenc_rope_in(model: Any, modeling: Any):
     """The model's RoPE replaced by posenc's: its rotary module's forward by
     ``rope_cos_sin`` (the model's config read by ``from_hf``), and the
-    module's ``apply_rotary_pos_emb`` by ``apply_rope`` of q and k."""
+    module's ``apply_rotary_pos_emb`` by ``apply_rope`` of ``(q, k)`` (one launch for both)."""
     import posenc
     from posenc.scaling import from_hf
 
@@ -613,8 +612,7 @@ def posenc_rope_in(model: Any, modeling: Any):
 
     def apply(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: int = 1) -> Any:
         calls["apply_rope"] += 2
-        return (posenc.apply_rope(q, cos, sin, heads_axis=unsqueeze_dim),
-                posenc.apply_rope(k, cos, sin, heads_axis=unsqueeze_dim))
+        return posenc.apply_rope((q, k), cos, sin, heads_axis=unsqueeze_dim)
 
     rot.forward = forward
     modeling.apply_rotary_pos_emb = apply
@@ -819,8 +817,7 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
 
     calls = {
         "decode step": (
-            lambda: (lambda c, s: (posenc.apply_rope(q, c, s, heads_axis=1), posenc.apply_rope(k, c, s, heads_axis=1)))(
-                *posenc.rope_cos_sin(pid, d, dtype=q.dtype)),
+            lambda: posenc.apply_rope((q, k), *posenc.rope_cos_sin(pid, d, dtype=q.dtype), heads_axis=1),
             lambda: peers.hf_apply(q, k, *peers.hf_rotary(inv, pid, q.dtype)),
         ),
         "rope_cos_sin(position_ids)": (lambda: posenc.rope_cos_sin(ids, d),

@@ -451,6 +451,49 @@ def apply_plan(
     )
 
 
+def apply_many(
+    xs: tuple[Array, ...], cos: Array, sin: Array, layout: Any, rotary_dim: Any, compact: Any, heads_axis: Any
+) -> tuple[Array, ...]:
+    """``apply_rope`` of each of ``xs`` by the same tables: a pair whose
+    plans both take the Triton rotation, with the same tables, in one launch
+    (:func:`posenc._kernels.triton.rotate_pair_triton`); else one call each."""
+    if not xs:
+        msg = "`x` must be an array or a non-empty tuple of arrays (q, k), got an empty tuple"
+        raise ValueError(msg)
+    plans = []
+    for i, x in enumerate(xs):
+        if isinstance(x, (tuple, list)):
+            msg = f"`x[{i}]` must be an array, got a {type(x).__name__}: pass a flat tuple (q, k)"
+            raise TypeError(msg)
+        key = _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis))
+        plans.append(APPLY_PLANS.get_or_make(key, apply_plan, x, cos, sin, layout, rotary_dim, compact, heads_axis))
+    if len(xs) == 2:
+        got = _apply_pair(plans[0], plans[1], xs[0], xs[1], cos, sin)
+        if got is not None:
+            return got
+    return tuple(
+        p.small(x, cos, sin, p.layout) if p.small is not None and p.table_shape is None else apply(p, x, cos, sin)
+        for p, x in zip(plans, xs, strict=True)
+    )
+
+
+def _apply_pair(pq: ApplyPlan, pk: ApplyPlan, q: Array, k: Array, c: Array, s: Array) -> tuple[Array, Array] | None:
+    """``(q, k)`` rotated in one launch where both plans take the Triton
+    rotation with one table shape and working dtype, else None."""
+    large = pq.large
+    if large is None or pk.large is not large or pq.table_shape != pk.table_shape or pq.wt != pk.wt:
+        return None
+    from posenc._kernels.triton import rotate_large_triton, rotate_pair_triton
+
+    if large is not rotate_large_triton:
+        return None
+
+    if pq.table_shape is not None:
+        xp = pq.xp
+        c, s = xp.reshape(c, pq.table_shape), xp.reshape(s, pq.table_shape)
+    return rotate_pair_triton(q, k, c, s, pq.layout, pq.rotary_dim, pq.compact)
+
+
 def apply(plan: ApplyPlan, x: Array, c: Array, s: Array) -> Array:
     """Rotate ``x`` by the tables ``c``, ``s`` as ``plan`` says."""
     if plan.table_shape is not None:

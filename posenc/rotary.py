@@ -221,7 +221,7 @@ def rope_cos_sin(
 # applying the rotation
 # --------------------------------------------------------------------------
 def apply_rope(
-    x: Array,
+    x: Array | tuple[Array, ...],
     cos: Array,
     sin: Array,
     *,
@@ -247,9 +247,12 @@ def apply_rope(
 
     Parameters
     ----------
-    x : array
+    x : array, or tuple of arrays
         Queries or keys, shape ``(..., seq, head_dim)``: ``(batch, heads,
-        seq, head_dim)``, or any layout with ``heads_axis``.
+        seq, head_dim)``, or any layout with ``heads_axis``.  A tuple ``(q,
+        k)`` rotates each by the same tables (Hugging Face's
+        ``apply_rotary_pos_emb(q, k, cos, sin)``; any head counts): one
+        launch for both on a GPU.
     cos, sin : array
         Tables from :func:`rope_cos_sin` (with the same ``layout``), shape
         ``(..., rotary_dim)``.  Their width is the rotary width, as in
@@ -278,10 +281,11 @@ def apply_rope(
 
     Returns
     -------
-    array
+    array, or tuple of arrays
         The rotated ``x``: same dtype (bfloat16 / float16 inputs are computed
         in float32 and rounded once), same device, shape ``x.shape``
-        broadcast with the tables' leading axes.
+        broadcast with the tables' leading axes; for a tuple, a tuple of
+        each one rotated.
 
     Notes
     -----
@@ -316,7 +320,16 @@ def apply_rope(
     >>> cos, sin = posenc.rope_cos_sin(np.array([[0, 1, 2], [5, 6, 7]]), 8)
     >>> posenc.apply_rope(q, cos, sin, heads_axis=1).shape
     (2, 4, 3, 8)
+
+    Queries and keys (two key heads) by the same tables:
+
+    >>> k = np.ones((2, 2, 3, 8))
+    >>> q_rot, k_rot = posenc.apply_rope((q, k), cos, sin, heads_axis=1)
+    >>> bool((k_rot == posenc.apply_rope(k, cos, sin, heads_axis=1)).all()), k_rot.shape
+    (True, (2, 2, 3, 8))
     """
+    if isinstance(x, (tuple, list)):
+        return _rope.apply_many(tuple(x), cos, sin, layout, rotary_dim, compact, heads_axis)
     key = _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis))
     plan = _rope.APPLY_PLANS.get_or_make(key, _rope.apply_plan, x, cos, sin, layout, rotary_dim, compact, heads_axis)
     if plan.small is not None and plan.table_shape is None:  # a decode step

@@ -396,8 +396,7 @@ class RotaryEmbedding(_FromConfig):
         seq = q.shape[-2]
         cos, sin = self.cos_sin(seq, position_ids=position_ids, offset=offset, seq_len=seq_len)
         heads_axis = 1 if cos.ndim == 3 and q.ndim == 4 else None
-        q_rot = posenc.apply_rope(q, cos, sin, layout=self.layout, heads_axis=heads_axis)
-        k_rot = posenc.apply_rope(k, cos, sin, layout=self.layout, heads_axis=heads_axis)
+        q_rot, k_rot = posenc.apply_rope((q, k), cos, sin, layout=self.layout, heads_axis=heads_axis)
         return q_rot, k_rot
 
     def extra_repr(self) -> str:

@@ -111,6 +111,14 @@ def test_decode_step():
     want = qd * c[:, None] + np.concatenate([-qd[..., 64:], qd[..., :64]], -1) * s[:, None]
     _close(qo, want, atol=0.02)  # bfloat16 output: the tables' and the product's rounding
 
+    def paired():  # q and k as one call, Hugging Face's tables (batch, seq, dim) and unsqueeze_dim
+        c, s = posenc.rope_cos_sin(pid, dim, base=base, dtype=torch.bfloat16)
+        return posenc.apply_rope((q, k), c, s, heads_axis=1)
+
+    (qp, kp), two = warm_launches(paired)
+    assert two.total() == 2, str(two)  # the tables, then q and k in one launch
+    assert torch.equal(qp, qo) and torch.equal(kp, ko)
+
 
 def test_rope_cos_sin_of_position_ids():
     dim, base = 128, 10000.0

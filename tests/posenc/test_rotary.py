@@ -195,6 +195,40 @@ def test_apply_rope_broadcasts_tables(xp):
     xp.check_array(got, shape=(2, 1, 4, 6))
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("rotary_dim", [None, 4])
+def test_apply_rope_of_q_and_k(xp, layout, rotary_dim):
+    """A tuple (q, k) of different head counts: each rotated by the same
+    tables (Hugging Face's tables (batch, seq, d) with heads_axis=1), equal
+    to one call each."""
+    q = rng(7).standard_normal((2, 4, 5, 8))
+    k = rng(8).standard_normal((2, 1, 5, 8))
+    r = 8 if rotary_dim is None else rotary_dim
+    pos = np.array([[0, 1, 2, 3, 4], [30, 31, 32, 33, 90]])
+    cos, sin = ref_cos_sin(pos, r, layout=layout)
+    kw = {"layout": layout, "rotary_dim": rotary_dim, "heads_axis": 1}
+    qr, kr = xp.call(posenc.apply_rope, (xp.asarray(q), xp.asarray(k)), xp.asarray(cos), xp.asarray(sin), **kw)
+    for x, got in ((q, qr), (k, kr)):
+        want = ref_apply(x, cos[:, None], sin[:, None], layout, r)
+        xp.assert_close(got, want, atol=8 * xp.tol(), dtype=xp.asarray(x).dtype)
+        one = xp.call(posenc.apply_rope, xp.asarray(x), xp.asarray(cos), xp.asarray(sin), **kw)
+        xp.assert_close(got, xp.to_numpy(one) if xp.has_values else want, atol=0 if xp.has_values else 8 * xp.tol())
+
+
+def test_apply_rope_tuple_errors():
+    cos, sin = ref_cos_sin(np.arange(3), 4)
+    q = np.ones((2, 3, 4))
+    with pytest.raises(ValueError, match="non-empty tuple"):
+        posenc.apply_rope((), cos, sin)
+    with pytest.raises(TypeError, match=r"`x\[1\]` must be an array, got a tuple"):
+        posenc.apply_rope((q, (q,)), cos, sin)
+    with pytest.raises(ValueError, match="head dimension 2"):
+        posenc.apply_rope((q, np.ones((2, 3, 2))), cos, sin)
+    out = posenc.apply_rope([q], cos, sin)  # a list, one array
+    assert isinstance(out, tuple) and len(out) == 1
+    np.testing.assert_array_equal(out[0], posenc.apply_rope(q, cos, sin))
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_apply_rope_half_precision(xp, dtype):
     dt = getattr(xp.module, dtype, None) if xp.name.startswith("torch") else getattr(xp.ns, dtype, None)
