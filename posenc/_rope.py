@@ -460,13 +460,13 @@ def apply_many(
     if not xs:
         msg = "`x` must be an array or a non-empty tuple of arrays (q, k), got an empty tuple"
         raise ValueError(msg)
-    plans = []
     for i, x in enumerate(xs):
         if isinstance(x, (tuple, list)):
             msg = f"`x[{i}]` must be an array, got a {type(x).__name__}: pass a flat tuple (q, k)"
             raise TypeError(msg)
-        key = _compat.call_key((x, cos, sin), (layout, rotary_dim, compact, heads_axis))
-        plans.append(APPLY_PLANS.get_or_make(key, apply_plan, x, cos, sin, layout, rotary_dim, compact, heads_axis))
+    opts = (layout, rotary_dim, compact, heads_axis)
+    key = _compat.call_key((*xs, cos, sin), (*opts, "tuple"))  # (never a single array's key)
+    plans = APPLY_PLANS.get_or_make(key, _plans, xs, cos, sin, opts)
     if len(xs) == 2:
         got = _apply_pair(plans[0], plans[1], xs[0], xs[1], cos, sin)
         if got is not None:
@@ -475,6 +475,15 @@ def apply_many(
         p.small(x, cos, sin, p.layout) if p.small is not None and p.table_shape is None else apply(p, x, cos, sin)
         for p, x in zip(plans, xs, strict=True)
     )
+
+
+def _plans(xs: tuple[Array, ...], cos: Array, sin: Array, opts: tuple[Any, ...]) -> tuple[ApplyPlan, ...]:
+    """The plan of each of ``xs`` (a tuple's plans are kept together: one lookup per call)."""
+    plans = []
+    for x in xs:
+        key = _compat.call_key((x, cos, sin), opts)
+        plans.append(APPLY_PLANS.get_or_make(key, apply_plan, x, cos, sin, *opts))
+    return tuple(plans)
 
 
 def _apply_pair(pq: ApplyPlan, pk: ApplyPlan, q: Array, k: Array, c: Array, s: Array) -> tuple[Array, Array] | None:

@@ -1022,46 +1022,81 @@ def rotate_pair_triton(
     (twice that for ``compact`` tables).  ``(q_out, k_out)``, or None where
     :func:`rotate_large_triton` would answer None for either, or where they
     differ in dtype or head dimension, or the tables do not broadcast."""
+    key = (
+        type(q), type(k), type(c), type(s), q.shape, q.stride(), k.shape, k.stride(), c.shape, c.stride(), s.shape,
+        s.stride(), q.dtype, k.dtype, c.dtype, s.dtype, q.device, k.device, c.device, s.device, layout, rotary_dim,
+        compact, inplace, interpreting(),
+    )
+    spec = _PAIRS.get(key)
+    if spec is None:
+        spec = _pair_spec(q, k, c, s, layout, rotary_dim, compact, inplace)
+        _PAIRS.put(key, spec)
+    if spec is False or _needs_autograd(q, k, c, s):
+        return None
     import torch
 
-    if q.dtype != k.dtype or q.shape[-1] != k.shape[-1] or not _rotation_ok(q, c, s) or not _rotation_ok(k, c, s):
-        return None
+    q_shape, k_shape, meta, grid, q_args, k_args = spec
+    if inplace:
+        oq, ok = q, k
+    else:
+        oq = torch.empty(q_shape, dtype=q.dtype, device=q.device)
+        ok = torch.empty(k_shape, dtype=k.dtype, device=k.device)
+    if grid is not None:
+        # the arrays themselves, as in rotate_large_triton: a broadcast view starts where its array starts
+        _launch("_rotate_pair_kernel", q.device, grid, q, c, s, oq, *q_args, k, c, s, ok, *k_args, **meta)
+    return oq, ok
+
+
+#: :func:`rotate_pair_triton`'s launches, kept as :data:`_ROTATIONS` keeps
+#: :func:`rotate_large_triton`'s: both outputs' shapes, the kernel's
+#: constants, its grid and the scalar arguments of q and of k (the tables'
+#: width and the head dimension last), or False where it does not apply.
+_PAIRS = _cache.Memo("triton.rotation_pairs", 256)
+
+
+def _pair_spec(
+    q: Array, k: Array, c: Array, s: Array, layout: str, rotary_dim: int | None, compact: bool, inplace: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any], list[Any]] | Literal[False]:
+    """The launch of :func:`rotate_pair_triton` for arrays like these (see :data:`_PAIRS`)."""
+    import torch
+
+    if q.dtype != k.dtype or q.shape[-1] != k.shape[-1]:
+        return False
+    if not _rotation_kinds_ok(q, c, s) or not _rotation_kinds_ok(k, c, s):
+        return False
     head_dim = int(q.shape[-1])
     width = int(c.shape[-1])
     rd = (2 * width if compact else width) if rotary_dim is None else int(rotary_dim)
     if rd % 2 or rd > head_dim or rd != (2 * width if compact else width) or tuple(c.shape) != tuple(s.shape):
-        return None
+        return False
     leads = []
     for x in (q, k):
         try:
-            leads.append(tuple(torch.broadcast_shapes(tuple(x.shape[:-1]), tuple(c.shape[:-1]))))
+            leads.append(tuple(int(b) for b in torch.broadcast_shapes(tuple(x.shape[:-1]), tuple(c.shape[:-1]))))
         except RuntimeError:
-            return None
+            return False
     outs = []
     for x, lead in zip((q, k), leads, strict=True):
         if inplace:
             if not _inplace_ok(x, lead):
-                return None
+                return False
             outs.append(x)
-        else:
+        else:  # (their strides: those of every call's outputs)
             outs.append(torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device))
     rest = rd < head_dim and not inplace
     qa = _rotate_into("_rotate_pair_kernel", q, c, s, outs[0], leads[0], layout, rd, compact, rest)
     ka = _rotate_into("_rotate_pair_kernel", k, c, s, outs[1], leads[1], layout, rd, compact, rest)
     if qa is None or ka is None:
-        return None
+        return False
+    shapes = leads[0] + (head_dim,), leads[1] + (head_dim,)
     nq, nk = math.prod(leads[0]), math.prod(leads[1])
-    if nq + nk == 0 or head_dim == 0:
-        return outs[0], outs[1]
     meta = _rotation_meta(q, layout, rd, compact, rest, max(nq, nk))
+    if nq + nk == 0 or head_dim == 0:
+        return shapes[0], shapes[1], meta, None, [], []
     br = meta["BLOCK_R"]
     progs_q = -(-nq // br)
     grid = (progs_q + -(-nk // br),)
-    _launch(
-        "_rotate_pair_kernel", q.device, grid,
-        *qa[:5], progs_q, *qa[5:], *ka, rd // 2, rd, head_dim, **meta,
-    )
-    return outs[0], outs[1]
+    return shapes[0], shapes[1], meta, grid, [qa[4], progs_q, *qa[5:]], [*ka[4:], rd // 2, rd, head_dim]
 
 
 # --------------------------------------------------------------------------
