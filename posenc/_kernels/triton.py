@@ -102,7 +102,8 @@ def interpreting() -> bool:
     """Whether Triton's interpreter is on for every tensor (``TRITON_INTERPRET``
     set to a true value, read now): CUDA tensors are then interpreted too, as
     ``triton.jit`` would have them."""
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
+    v = os.environ.get("TRITON_INTERPRET")
+    return v is not None and v.strip().lower() in ("1", "true", "yes", "on")
 
 
 def available(device_type: str) -> bool:
@@ -566,10 +567,11 @@ def _options(interp: bool) -> dict[str, Any]:
     return got
 
 
-def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> None:
+def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: Any) -> Any:
     """Launch kernel ``name`` on ``grid`` for tensors on ``device``: the
     compiled form on CUDA (on that device), the interpreted one on the CPU;
-    :data:`on_launch` hears of it first."""
+    :data:`on_launch` hears of it first.  What :func:`_run_compiled` answers
+    (the compiled kernel kept for direct launches), or None."""
     hook = on_launch
     if hook is not None:
         hook(name)
@@ -585,11 +587,50 @@ def _launch(name: str, device: Any, grid: tuple[int, ...], *args: Any, **meta: A
         # hidden from dispatch modes (launch counters, checks for value reads)
         with _no_dispatch_modes():
             kernel[grid](*args, **meta)
-    elif device.index is not None and device.index != torch.cuda.current_device():
+        return None
+    if device.index is not None and device.index != torch.cuda.current_device():
         with torch.cuda.device(device):
-            _run_compiled(kernel, name, grid, args, meta)
-    else:
-        _run_compiled(kernel, name, grid, args, meta)
+            return _run_compiled(kernel, name, grid, args, meta)
+    return _run_compiled(kernel, name, grid, args, meta)
+
+
+def _launch_kept(
+    kept: dict[Any, Any], tensors: tuple[Any, ...], name: str, device: Any, grid: tuple[int, ...], *args: Any,
+    **meta: Any,
+) -> None:
+    """:func:`_launch` of a launch kept by its caller (:data:`_ROTATIONS`,
+    :data:`_PAIRS`), whose arguments other than ``tensors`` are fixed for the
+    kept entry: ``kept`` (the entry's own dict) holds the compiled kernel by
+    the current device and the tensors' addresses modulo 256, so a repeated
+    launch (every decode step) skips building :func:`_run_compiled`'s key of
+    every argument."""
+    direct = _direct() if device.type == "cuda" and not interpreting() else None
+    if direct is not None:
+        import torch
+
+        stream_of, rt = direct
+        dev = torch.cuda.current_device()
+        if (device.index is None or device.index == dev) and not (
+            _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug
+        ):
+            key = (dev, *[t.data_ptr() & 255 for t in tensors])
+            hit = kept.get(key)
+            if hit is not None:
+                hook = on_launch
+                if hook is not None:
+                    hook(name)
+                compiled, tail = hit
+                g = grid + (1, 1)
+                compiled.run(g[0], g[1], g[2], stream_of(dev), compiled.function, compiled.packed_metadata, None,
+                             None, None, *args, *tail)
+                return
+            got = _launch(name, device, grid, *args, **meta)
+            if got is not None:
+                if len(kept) >= 16:
+                    kept.clear()
+                kept[key] = got
+            return
+    _launch(name, device, grid, *args, **meta)
 
 
 #: the compiled kernels that :func:`_run_compiled` launches directly: by the
@@ -606,8 +647,9 @@ _DIRECT: list[Any] = []
 
 
 def _direct() -> Any:
-    """The function giving CUDA's current stream where a launch may call a
-    compiled kernel's launcher itself, else None: a Triton whose
+    """``(the function giving CUDA's current stream, triton.knobs.runtime)``
+    where a launch may call a compiled kernel's launcher itself, else None:
+    a Triton whose
     ``JITFunction.run`` ends in ``kernel.run(grid..., stream, function,
     packed_metadata, launch_metadata, enter_hook, exit_hook, *bound_args)``
     (3.4 on, with ``triton.knobs``), and POSENC_TRITON_DIRECT not ``0``."""
@@ -619,7 +661,7 @@ def _direct() -> Any:
                 from triton.runtime.driver import driver
 
                 if hasattr(knobs, "runtime"):
-                    got = driver.active.get_current_stream
+                    got = (driver.active.get_current_stream, knobs.runtime)
             except Exception:  # another Triton: JITFunction.run every time
                 got = None
         _DIRECT.append(got)
@@ -631,7 +673,9 @@ def _hooked(hook: Any) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
-def _run_compiled(kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any, ...], meta: dict[str, Any]) -> None:
+def _run_compiled(
+    kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any, ...], meta: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...]] | None:
     """Launch the compiled ``kernel`` on the current CUDA device.
 
     ``kernel[grid](*args, **meta)`` binds and specializes every argument in
@@ -642,17 +686,16 @@ def _run_compiled(kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any
     launch whose specialization was seen before calls that compiled kernel's
     launcher directly with the arguments ``JITFunction.run`` would pass; the
     first of each goes through ``JITFunction.run``, as do all where Triton's
-    launch hooks are set (a profiler) or :func:`_direct` declines."""
-    stream_of = _direct()
-    if stream_of is None:
+    launch hooks are set (a profiler) or :func:`_direct` declines.  The kept
+    ``(compiled kernel, values of the remaining parameters)``, or None."""
+    direct = _direct()
+    if direct is None:
         kernel[grid](*args, **meta)
-        return
-    from triton import knobs
-
-    rt = knobs.runtime
+        return None
+    stream_of, rt = direct
     if _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug:
         kernel[grid](*args, **meta)
-        return
+        return None
     import torch
 
     dev = torch.cuda.current_device()
@@ -672,12 +715,12 @@ def _run_compiled(kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any
         g = grid + (1, 1)
         compiled.run(g[0], g[1], g[2], stream_of(dev), compiled.function, compiled.packed_metadata, None, None,
                      None, *args, *tail)
-        return
+        return hit
     compiled = kernel[grid](*args, **meta)
     names = getattr(kernel, "arg_names", None)
     params = getattr(getattr(kernel, "signature", None), "parameters", None)
     if compiled is None or names is None or params is None or getattr(compiled, "function", None) is None:
-        return
+        return None
     tail = []
     for n in names[len(args):]:
         if n in meta:
@@ -685,10 +728,11 @@ def _run_compiled(kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any
         elif params[n].default is not params[n].empty:
             tail.append(params[n].default)
         else:
-            return
+            return None
     if len(_COMPILED) >= _COMPILED_MAX:
         _COMPILED.clear()
-    _COMPILED[k] = (compiled, tuple(tail))
+    _COMPILED[k] = kept = (compiled, tuple(tail))
+    return kept
 
 
 def _no_dispatch_modes() -> Any:
@@ -964,26 +1008,27 @@ def rotate_large_triton(
         return None
     import torch
 
-    shape, meta, grid, scalars = spec
+    shape, meta, grid, scalars, kept = spec
     out = x if inplace else torch.empty(shape, dtype=x.dtype, device=x.device)
     if grid is None:  # nothing to compute
         return out
     # the arrays themselves: the kernel reads their memory by the strides of their broadcast views (a broadcast
     # view starts where its array starts)
-    _launch("_rotate_kernel", x.device, grid, x, c, s, out, *scalars, **meta)
+    _launch_kept(kept, (x, c, s, out), "_rotate_kernel", x.device, grid, x, c, s, out, *scalars, **meta)
     return out
 
 
 #: :func:`rotate_large_triton`'s launches by the arrays' types, shapes, strides, dtypes and devices and the
-#: options: the output's shape, the kernel's constants, its grid and scalar arguments, or False where the kernel
-#: does not apply.  A decode step's rotation then costs a lookup, an allocation and the launch.
+#: options: the output's shape, the kernel's constants, its grid and scalar arguments and the dict of
+#: :func:`_launch_kept`, or False where the kernel does not apply.  A decode step's rotation then costs a lookup,
+#: an allocation and the launch.
 _ROTATIONS = _cache.Memo("triton.rotations", 256)
 
 
 def _rotation_spec(
     x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lead: tuple[int, ...], compact: bool, wt: Any,
     inplace: bool,
-) -> tuple[tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any]] | Literal[False]:
+) -> tuple[tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any], dict[Any, Any]] | Literal[False]:
     """The launch of :func:`rotate_large_triton` for arrays like these (see :data:`_ROTATIONS`)."""
     if not _rotation_kinds_ok(x, c, s, wt):
         return False
@@ -1005,8 +1050,8 @@ def _rotation_spec(
     rows = math.prod(lead)
     meta = _rotation_meta(x, layout, rotary_dim, compact, rest, rows)
     if out.numel() == 0:
-        return shape, meta, None, []
-    return shape, meta, (-(-rows // meta["BLOCK_R"]),), [*args[4:], rotary_dim // 2, rotary_dim, head_dim]
+        return shape, meta, None, [], {}
+    return shape, meta, (-(-rows // meta["BLOCK_R"]),), [*args[4:], rotary_dim // 2, rotary_dim, head_dim], {}
 
 
 def rotate_pair_triton(
@@ -1035,7 +1080,7 @@ def rotate_pair_triton(
         return None
     import torch
 
-    q_shape, k_shape, meta, grid, q_args, k_args = spec
+    q_shape, k_shape, meta, grid, q_args, k_args, kept = spec
     if inplace:
         oq, ok = q, k
     else:
@@ -1043,20 +1088,25 @@ def rotate_pair_triton(
         ok = torch.empty(k_shape, dtype=k.dtype, device=k.device)
     if grid is not None:
         # the arrays themselves, as in rotate_large_triton: a broadcast view starts where its array starts
-        _launch("_rotate_pair_kernel", q.device, grid, q, c, s, oq, *q_args, k, c, s, ok, *k_args, **meta)
+        _launch_kept(kept, (q, c, s, oq, k, ok), "_rotate_pair_kernel", q.device, grid, q, c, s, oq, *q_args, k, c,
+                     s, ok, *k_args, **meta)
     return oq, ok
 
 
 #: :func:`rotate_pair_triton`'s launches, kept as :data:`_ROTATIONS` keeps
 #: :func:`rotate_large_triton`'s: both outputs' shapes, the kernel's
 #: constants, its grid and the scalar arguments of q and of k (the tables'
-#: width and the head dimension last), or False where it does not apply.
+#: width and the head dimension last) and the dict of :func:`_launch_kept`, or
+#: False where it does not apply.
 _PAIRS = _cache.Memo("triton.rotation_pairs", 256)
 
 
 def _pair_spec(
     q: Array, k: Array, c: Array, s: Array, layout: str, rotary_dim: int | None, compact: bool, inplace: bool,
-) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any], list[Any]] | Literal[False]:
+) -> (
+    tuple[tuple[int, ...], tuple[int, ...], dict[str, Any], tuple[int] | None, list[Any], list[Any], dict[Any, Any]]
+    | Literal[False]
+):
     """The launch of :func:`rotate_pair_triton` for arrays like these (see :data:`_PAIRS`)."""
     import torch
 
@@ -1092,11 +1142,11 @@ def _pair_spec(
     nq, nk = math.prod(leads[0]), math.prod(leads[1])
     meta = _rotation_meta(q, layout, rd, compact, rest, max(nq, nk))
     if nq + nk == 0 or head_dim == 0:
-        return shapes[0], shapes[1], meta, None, [], []
+        return shapes[0], shapes[1], meta, None, [], [], {}
     br = meta["BLOCK_R"]
     progs_q = -(-nq // br)
     grid = (progs_q + -(-nk // br),)
-    return shapes[0], shapes[1], meta, grid, [qa[4], progs_q, *qa[5:]], [*ka[4:], rd // 2, rd, head_dim]
+    return shapes[0], shapes[1], meta, grid, [qa[4], progs_q, *qa[5:]], [*ka[4:], rd // 2, rd, head_dim], {}
 
 
 # --------------------------------------------------------------------------

@@ -690,7 +690,7 @@ def test_launches_skip_jit_run_once_specialized(monkeypatch):
     ``JITFunction.run``."""
     from triton import knobs
 
-    monkeypatch.setattr(kt, "_DIRECT", [lambda dev: 1234])
+    monkeypatch.setattr(kt, "_DIRECT", [(lambda dev: 1234, knobs.runtime)])
     monkeypatch.setattr(kt, "_COMPILED", {})
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     jit = _JIT()
@@ -743,3 +743,38 @@ def test_direct_launches_can_be_turned_off(monkeypatch):
     for _ in range(2):
         kt._run_compiled(jit, "k", (1,), (torch.zeros(4), 5, torch.zeros(4)), {"A": 2})
     assert [c[0] for c in jit.calls] == ["run", "run"]
+
+
+def test_kept_launches_skip_the_argument_key(monkeypatch, interpreter):
+    """A launch kept by its caller (a rotation's kept spec) is keyed only by
+    the device and its tensors' addresses modulo 256: a repeat calls the
+    compiled kernel's launcher with the same argument values; the launch
+    counter hears of every launch."""
+    import types
+
+    monkeypatch.delenv("TRITON_INTERPRET")
+    jit = _JIT()
+    monkeypatch.setattr(kt, "_forms", lambda interp: {"k": jit})
+    from triton import knobs
+
+    monkeypatch.setattr(kt, "_DIRECT", [(lambda dev: 7, knobs.runtime)])
+    monkeypatch.setattr(kt, "_COMPILED", {})
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    dev = types.SimpleNamespace(type="cuda", index=None)
+    buf = torch.zeros(1024)
+    x, y, out = buf[:64], buf[256:320], buf[512:576]
+    kept: dict = {}
+    kinds = lambda: [c[0] for c in jit.calls]  # noqa: E731
+
+    kt._launch_kept(kept, (x, out), "k", dev, (3,), x, 5, out, A=2)
+    assert kinds() == ["run"] and len(kept) == 1
+    kt._launch_kept(kept, (y, out), "k", dev, (4,), y, 5, out, A=2)
+    assert kinds() == ["run", "direct"]
+    g0, g1, g2, stream, *_, rest = jit.calls[1][1][:9] + (list(jit.calls[1][1][9:]),)
+    assert (g0, g1, g2, stream) == (4, 1, 1, 7)
+    assert rest[0] is y and rest[1:] == [5, out, 2, 7]
+    kt._launch_kept(kept, (x[1:], out), "k", dev, (3,), x[1:], 5, out, A=2)  # another alignment
+    assert kinds()[-1] == "run" and len(kept) == 2
+    kt._launch_kept(kept, (x[1:], out), "k", dev, (3,), x[1:], 5, out, A=2)
+    assert kinds()[-1] == "direct"
+    assert interpreter == ["k"] * 4
