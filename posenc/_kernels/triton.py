@@ -79,6 +79,9 @@ _MAX_POSITION = 2.0**64
 _LAYOUTS = {None: 0, "half": 1, "interleaved": 2}
 #: leading axes of size > 1 a rotation kernel indexes (more: the portable path)
 _MAX_LEAD = 4
+#: a rotation's rows ordered with the axes its tables broadcast along (the
+#: heads) innermost (:func:`_lead4`)
+BROADCAST_INNER = True
 
 # --------------------------------------------------------------------------
 # triton, imported lazily
@@ -806,11 +809,18 @@ def _kernel_device(*arrays: Any) -> bool:
 _FLOATS = ("float32", "float64", "bfloat16", "float16")
 
 
-def _lead4(lead: tuple[int, ...], *views: Any) -> tuple[list[int], list[list[int]]] | None:
+def _lead4(
+    lead: tuple[int, ...], *views: Any, inner: tuple[Any, ...] = ()
+) -> tuple[list[int], list[list[int]]] | None:
     """The lead's axes of size > 1, front-padded to four: their sizes and
     each view's strides along them (views of shape ``lead + (d,)``), or None
-    for more than four."""
+    for more than four.  ``inner``: views whose axes of stride 0 (broadcast
+    along, such as a rotation's tables along the heads) go innermost, in
+    their order, when :data:`BROADCAST_INNER` is set: consecutive rows of a
+    tile then read the same table row."""
     axes = [i for i, b in enumerate(lead) if b != 1]
+    if inner and BROADCAST_INNER:
+        axes.sort(key=lambda i: all(v.stride(i) == 0 for v in inner))
     if len(axes) > _MAX_LEAD:
         return None
     pad = _MAX_LEAD - len(axes)
@@ -900,7 +910,7 @@ def _rotate_into(
     xb = x.expand(lead + (head_dim,))
     cb = c.expand(lead + (width,))
     sb = s.expand(lead + (width,))
-    got = _lead4(lead, xb, cb, sb, out)
+    got = _lead4(lead, xb, cb, sb, out, inner=(cb, sb))
     if got is None:
         return None
     sizes, (tx, tc, ts, to) = got
