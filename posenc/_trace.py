@@ -66,6 +66,13 @@ def host_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
     """
     fn._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
+    def unpacked(*args: Any, **kwargs: Any) -> Any:
+        # what the tracer calls, eagerly: ``fn`` of the arguments with
+        # posenc's frozen dataclasses rebuilt from their fields (see _plain)
+        return fn(*[_unpack(a) for a in args], **{k: _unpack(v) for k, v in kwargs.items()})
+
+    unpacked._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
     def call(*args: Any, **kwargs: Any) -> Any:
         # A float reaches the tracer as a lazily built variable under
         # torch.compile(dynamic=True), which it refuses as an argument of a
@@ -75,7 +82,7 @@ def host_constant(fn: Callable[..., Any]) -> Callable[..., Any]:
             plain = [_plain(a) for a in args]
             for k in kwargs:
                 kwargs[k] = _plain(kwargs[k])
-            return fn(*plain, **kwargs)
+            return unpacked(*plain, **kwargs)
         return fn(*args, **kwargs)
 
     # the wrapper itself is traced (only the wrapped function is constant)
@@ -93,6 +100,28 @@ def _plain(a: Any) -> Any:
         return float.fromhex(a.hex())
     if isinstance(a, int) and not isinstance(a, bool):
         return operator.index(a)
+    scaling = sys.modules.get("posenc.scaling._formulas")
+    if scaling is not None and isinstance(a, scaling.Scaling):
+        # a scaling (a frozen dataclass, often from the caller's closure):
+        # handed over as a tuple of its class and fields, constants of every
+        # torch release (torch 2.11 cannot pass the instance itself to a
+        # constant function), and rebuilt by _unpack
+        cls = type(a)
+        names = getattr(cls, "__match_args__", None)
+        if names is not None:
+            return (_PACKED, cls, *[_plain(getattr(a, n)) for n in names])
+    return a
+
+
+#: the mark of a frozen dataclass packed by :func:`_plain`
+_PACKED = "posenc: a frozen dataclass, packed"
+
+
+def _unpack(a: Any) -> Any:
+    """An argument of :func:`host_constant`'s function as it was: a frozen
+    dataclass packed by :func:`_plain` rebuilt from its fields."""
+    if type(a) is tuple and len(a) >= 2 and a[0] == _PACKED:
+        return a[1](*[_unpack(v) for v in a[2:]])
     return a
 
 

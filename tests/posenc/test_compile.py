@@ -286,6 +286,58 @@ def test_fullgraph_eager_backend(name, cache):
             raise AssertionError(f"under {mode}: {exc}") from None
 
 
+def _scalings():
+    from posenc import scaling
+
+    return [
+        scaling.Linear(2.0), scaling.NTK(4.0), scaling.DynamicNTK(2.0, 64), scaling.YaRN(4.0, 64),
+        scaling.Llama3(8.0, 64, 1.0, 4.0), scaling.LongRoPE((1.0,) * 4 + (1.5,) * 4, (1.0,) * 4 + (1.3,) * 4, 64, 4.0),
+        scaling.Proportional(0.5),
+    ]
+
+
+def test_scalings_travel_as_constants(monkeypatch):
+    """Scalings reach the tracer's constant functions as tuples of
+    constants, rebuilt equal: torch 2.11 passes only values that convert to
+    Python constants (its FrozenDataClassVariable does not, and
+    ``from_hf``'s scalings come from the caller's closure).  Emulated here by
+    checking that every argument converts, as torch 2.11 does."""
+    from posenc import _trace
+    from posenc.scaling._formulas import length_dependent
+
+    functions = pytest.importorskip("torch._dynamo.variables.functions")
+    original = getattr(functions, "invoke_and_store_as_constant", None)
+    if original is None:
+        pytest.skip("this torch has no invoke_and_store_as_constant")
+    seen: list[str] = []
+
+    def strict(tx, fn, name, args, kwargs):
+        for x in [*args, *kwargs.values()]:
+            if not x.is_tensor():
+                x.as_python_constant()  # raises for a frozen dataclass instance
+        seen.append(name)
+        return original(tx, fn, name, args, kwargs)
+
+    monkeypatch.setattr(functions, "invoke_and_store_as_constant", strict)
+    pos = torch.arange(12)[None]
+    for sc in _scalings():
+        packed = _trace._plain(sc)
+        assert packed[0] == _trace._PACKED and _trace._unpack(packed) == sc
+        kw = {"base": 500000.0, "scaling": sc}
+        if length_dependent(sc):
+            kw["seq_len"] = 100
+
+        def f(p, kw=kw):
+            return posenc.rope_cos_sin(p, 16, **kw)
+
+        _cache.clear()
+        torch._dynamo.reset()
+        got = torch.compile(f, fullgraph=True, backend="eager")(pos)
+        want = f(pos)
+        assert_same(got, want, per_row=True, ulps=LENGTH_ULPS)  # (rope_cos_sin is of NUMPY_EAGER)
+    assert seen
+
+
 def test_fullgraph_with_grad_flowing():
     """Trainable inputs keep their gradients through the compiled call."""
     x = _x(5).requires_grad_()
