@@ -925,16 +925,19 @@ def _rotation_meta(x: Array, layout: str, rotary_dim: int, compact: bool, rest: 
     head_dim = int(x.shape[-1])
     interp = x.device.type != "cuda" or interpreting()
     bh = min(_pow2(max(half, 1)), 64)
-    # float32 on CUDA: tiles of 32 rows of 64 pairs in eight warps.  Measured on one H200, apply_rope of
-    # (8, 32, 4096, 128), the kernel alone: 0.327 ms against 0.408 ms in tiles of 16 rows in four warps (a copy of
-    # x: 0.283 ms); bfloat16 was fastest in 16 rows and four warps (0.202 ms; 32 rows: 0.208 in four, 0.235 in eight)
-    wide = not interp and x.dtype.itemsize == 4
-    target = 1 << (14 if interp else (12 if wide else 11))
+    # on CUDA: tiles of 16 rows of 64 pairs, in four warps for float32 and two for 16-bit types.  Measured on one
+    # H200, apply_rope of (8, 32, 4096, 128), the kernel alone (CUDA graphs of ten launches), rows ordered with the
+    # heads innermost (BROADCAST_INNER): float32 0.275 ms in 16 rows and four warps or two, 0.287 in 32 and eight,
+    # 0.292 in 8 and four (a copy of x: 0.263 ms eager); bfloat16 0.157 ms in 16 rows and two warps, 0.172 in four,
+    # 0.170 in 32 and four, 0.225 in 8 (a copy: 0.128 ms).  The heads innermost: float32 0.275 against 0.285 at
+    # best in the plain order, bfloat16 0.157 against 0.156
+    narrow = not interp and x.dtype.itemsize == 2
+    target = 1 << (14 if interp else 11)
     br = max(1, min(target // (2 * bh), _pow2(max(rows, 1))))
     return {
         "LAYOUT": _LAYOUTS[layout], "COMPACT": bool(compact), "REST": bool(rest),
         "F64": x.dtype.itemsize == 8, "BLOCK_R": br, "BLOCK_H": bh,
-        "BLOCK_REST": min(_pow2(max(head_dim - rotary_dim, 1)), 64), "num_warps": 8 if wide else 4,
+        "BLOCK_REST": min(_pow2(max(head_dim - rotary_dim, 1)), 64), "num_warps": 2 if narrow else 4,
     }
 
 
