@@ -724,17 +724,17 @@ def _run_compiled(
     params = getattr(getattr(kernel, "signature", None), "parameters", None)
     if compiled is None or names is None or params is None or getattr(compiled, "function", None) is None:
         return None
-    tail = []
+    rest: list[Any] = []  # the values of the parameters after the positional arguments
     for n in names[len(args):]:
         if n in meta:
-            tail.append(meta[n])
+            rest.append(meta[n])
         elif params[n].default is not params[n].empty:
-            tail.append(params[n].default)
+            rest.append(params[n].default)
         else:
             return None
     if len(_COMPILED) >= _COMPILED_MAX:
         _COMPILED.clear()
-    _COMPILED[k] = kept = (compiled, tuple(tail))
+    _COMPILED[k] = kept = (compiled, tuple(rest))
     return kept
 
 
