@@ -168,6 +168,13 @@ def _two_pi_f32() -> tuple[float, float, float, float]:
 
 
 _PA32, _PB32, _PC32, _TWO_PI32 = _two_pi_f32()
+
+#: 2 pi as the traced arithmetic writes it: a literal equal to TWO_PI.  torch's
+#: compiler lifts a float it reads from a module (or a default, or a dict) into
+#: a graph input, a 0-d host tensor built on every call (about 10 us each on a
+#: CPU, and a host tensor among a CUDA graph's inputs); a literal in the code is
+#: a constant of the graph.  ``test_no_float_graph_inputs`` checks both.
+_TRACED_TWO_PI = 6.283185307179586
 #: float32 constants of the digit path: 2**12 and its inverse (splits by truncation)
 _SCALE12, _INV12 = 4096.0, 1.0 / 4096.0
 
@@ -525,7 +532,7 @@ def _sincos_f64(p: Array, a: Angles) -> tuple[Array, Array]:
     xp = ctx.xp
     vh, vl, vhh, vhl = a.dev
     f = reduce_turns(_clipped64(p, a)[..., None], vh, vl, vhh, vhl, xp)
-    angle = f * TWO_PI
+    angle = f * 6.283185307179586  # TWO_PI, a literal: see _TRACED_TWO_PI
     return cast(xp.sin(angle), ctx.work, xp), cast(xp.cos(angle), ctx.work, xp)
 
 
@@ -577,7 +584,7 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     f = p64 * v1
     f = (f - xp.round(f)) + p64 * v2
     f = f - xp.round(f)
-    s, c = finish_f32(f * TWO_PI, xp)
+    s, c = finish_f32(f * 6.283185307179586, xp)  # TWO_PI, a literal: see _TRACED_TWO_PI
     return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
 
 

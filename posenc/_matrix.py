@@ -21,7 +21,6 @@ from ._angles import (
     INV_HI,
     INV_LO,
     MAX_POSITION,
-    TWO_PI,
     cast,
     finish_f32,
     finish_pair_f32,
@@ -123,7 +122,7 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     if wide:
         f = r + lo
         f = f - xp.round(f)
-        a = f * TWO_PI
+        a = f * 6.283185307179586  # TWO_PI, a literal (see posenc._angles._TRACED_TWO_PI)
         if ctx.work == xp.float64:
             s, c = xp.sin(a), xp.cos(a)
         else:

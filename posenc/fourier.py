@@ -311,7 +311,8 @@ def gaussian_fourier_features(
         for j in range(1, d):
             t = t + x[..., j : j + 1] * b[:, j]
     t = t - xp_.round(t)  # sin(2 pi t) has period 1 in t: |t| <= 1/2 from here
-    a = _angles.cast((2.0 * math.pi) * t, ctx.work, xp_)  # |a| <= pi: one rounding
+    # |a| <= pi: one rounding; 2 pi as a literal (see posenc._angles._TRACED_TWO_PI)
+    a = _angles.cast(6.283185307179586 * t, ctx.work, xp_)
     out = xp_.concat([xp_.cos(a), xp_.sin(a)] if flip else [xp_.sin(a), xp_.cos(a)], axis=-1)
     return _angles.cast(out, ctx.dtype, xp_)
 

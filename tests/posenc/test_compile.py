@@ -338,6 +338,31 @@ def test_scalings_travel_as_constants(monkeypatch):
     assert seen
 
 
+def test_no_float_graph_inputs_from_posenc_modules():
+    """No float that posenc's own modules hold (2 pi, bounds) becomes a graph
+    input: torch's compiler lifts a float it reads from a module into a 0-d
+    host tensor built on every call (about 10 us each on a CPU, and a host
+    tensor among the inputs of a CUDA graph).  The traced arithmetic writes
+    such constants as literals (posenc._angles._TRACED_TWO_PI)."""
+    lifted: dict[str, list[str]] = {}
+    current = [""]
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            value = node.meta.get("example_value")
+            if (node.op == "placeholder" and node.name.startswith("g_import_posenc")
+                    and isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype.is_floating_point):
+                lifted.setdefault(current[0], []).append(node.name)
+        return gm.forward
+
+    for name, (fn, make) in sorted(CASES.items()):
+        current[0] = name
+        _cache.clear()
+        torch._dynamo.reset()
+        torch.compile(fn, fullgraph=True, dynamic=True, backend=backend)(*make(8))
+    assert not lifted, lifted
+
+
 def test_fullgraph_with_grad_flowing():
     """Trainable inputs keep their gradients through the compiled call."""
     x = _x(5).requires_grad_()
