@@ -471,10 +471,7 @@ def apply_many(
         got = _apply_pair(plans[0], plans[1], xs[0], xs[1], cos, sin)
         if got is not None:
             return got
-    return tuple(
-        p.small(x, cos, sin, p.layout) if p.small is not None and p.table_shape is None else apply(p, x, cos, sin)
-        for p, x in zip(plans, xs, strict=True)
-    )
+    return tuple(apply(p, x, cos, sin) for p, x in zip(plans, xs, strict=True))
 
 
 def _plans(xs: tuple[Array, ...], cos: Array, sin: Array, opts: tuple[Any, ...]) -> tuple[ApplyPlan, ...]:
@@ -496,7 +493,6 @@ def _apply_pair(pq: ApplyPlan, pk: ApplyPlan, q: Array, k: Array, c: Array, s: A
 
     if large is not rotate_large_triton:
         return None
-
     if pq.table_shape is not None:
         xp = pq.xp
         c, s = xp.reshape(c, pq.table_shape), xp.reshape(s, pq.table_shape)

@@ -607,25 +607,19 @@ def _launch_kept(
     the current device and the tensors' addresses modulo 256, so a repeated
     launch (every decode step) skips building :func:`_run_compiled`'s key of
     every argument."""
-    direct = _direct() if device.type == "cuda" and not interpreting() else None
-    if direct is not None:
+    stream_of = _direct_now() if device.type == "cuda" and not interpreting() else None
+    if stream_of is not None:
         import torch
 
-        stream_of, rt = direct
         dev = torch.cuda.current_device()
-        if (device.index is None or device.index == dev) and not (
-            _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug
-        ):
+        if device.index is None or device.index == dev:
             key = (dev, *[t.data_ptr() & 255 for t in tensors])
             hit = kept.get(key)
             if hit is not None:
                 hook = on_launch
                 if hook is not None:
                     hook(name)
-                compiled, tail = hit
-                g = grid + (1, 1)
-                compiled.run(g[0], g[1], g[2], stream_of(dev), compiled.function, compiled.packed_metadata, None,
-                             None, None, *args, *tail)
+                _call(hit, grid, stream_of(dev), args)
                 return
             got = _launch(name, device, grid, *args, **meta)
             if got is not None:
@@ -676,6 +670,29 @@ def _hooked(hook: Any) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+def _direct_now() -> Any:
+    """The current-stream function of :func:`_direct` where this launch may
+    call a compiled kernel's launcher itself (no launch hook set, a
+    profiler's, and Triton's debug mode off), else None."""
+    direct = _direct()
+    if direct is None:
+        return None
+    stream_of, rt = direct
+    if _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug:
+        return None
+    return stream_of
+
+
+def _call(kept: tuple[Any, tuple[Any, ...]], grid: tuple[int, ...], stream: Any, args: tuple[Any, ...]) -> None:
+    """Launch a kept ``(compiled kernel, values of the remaining
+    parameters)`` on ``grid`` with the arguments ``JITFunction.run`` would
+    pass its launcher (no launch metadata, no hooks)."""
+    compiled, rest = kept
+    g = grid + (1, 1)
+    compiled.run(g[0], g[1], g[2], stream, compiled.function, compiled.packed_metadata, None, None, None, *args,
+                 *rest)
+
+
 def _run_compiled(
     kernel: Any, name: str, grid: tuple[int, ...], args: tuple[Any, ...], meta: dict[str, Any]
 ) -> tuple[Any, tuple[Any, ...]] | None:
@@ -691,12 +708,8 @@ def _run_compiled(
     first of each goes through ``JITFunction.run``, as do all where Triton's
     launch hooks are set (a profiler) or :func:`_direct` declines.  The kept
     ``(compiled kernel, values of the remaining parameters)``, or None."""
-    direct = _direct()
-    if direct is None:
-        kernel[grid](*args, **meta)
-        return None
-    stream_of, rt = direct
-    if _hooked(rt.launch_enter_hook) or _hooked(rt.launch_exit_hook) or rt.debug:
+    stream_of = _direct_now()
+    if stream_of is None:
         kernel[grid](*args, **meta)
         return None
     import torch
@@ -714,10 +727,7 @@ def _run_compiled(
     k = tuple(key)
     hit = _COMPILED.get(k)
     if hit is not None:
-        compiled, tail = hit
-        g = grid + (1, 1)
-        compiled.run(g[0], g[1], g[2], stream_of(dev), compiled.function, compiled.packed_metadata, None, None,
-                     None, *args, *tail)
+        _call(hit, grid, stream_of(dev), args)
         return hit
     compiled = kernel[grid](*args, **meta)
     names = getattr(kernel, "arg_names", None)
