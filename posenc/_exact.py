@@ -186,7 +186,33 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
     """``n * 2**s`` for each ``(n, s)`` as float64 arrays ``hi + lo``: the
     leading 53 and the next 53 bits of ``n`` (truncated: ``0 <= lo <
     ulp(hi)`` in magnitude, not normalised; exact to 2**-105 relative; inf
-    or 0 beyond the float64 range, which :func:`evaluate` recomputes)."""
+    or 0 beyond the float64 range, which :func:`evaluate` recomputes).
+
+    Python floats scaled by :func:`math.ldexp` (exact, or rounded once
+    below the normal range, as NumPy's ``ldexp``), one array each at the
+    end; a value beyond the float64 range takes NumPy's ``ldexp`` (inf)."""
+    heads, tails = [], []
+    ldexp = math.ldexp
+    try:
+        for n, s in values:
+            m = -n if n < 0 else n
+            extra = m.bit_length() - 106
+            t = m >> extra if extra > 0 else m << -extra
+            e = s + extra
+            h, low = ldexp(float(t >> 53), e + 53), ldexp(float(t & _LOW53), e)
+            heads.append(-h if n < 0 else h)
+            tails.append(-low if n < 0 else low)
+    except OverflowError:
+        return _split_pairs_wide(values)
+    return np.array(heads), np.array(tails)
+
+
+#: the low 53 bits of an integer
+_LOW53 = (1 << 53) - 1
+
+
+def _split_pairs_wide(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_split_pairs` where some value overflows float64 (inf)."""
     heads, tails, exps = [], [], []
     for n, s in values:
         m = abs(n)
@@ -194,10 +220,11 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
         t = m >> extra if extra > 0 else m << -extra
         sign = -1.0 if n < 0 else 1.0
         heads.append(sign * float(t >> 53))
-        tails.append(sign * float(t & 0x1FFFFFFFFFFFFF))
+        tails.append(sign * float(t & _LOW53))
         exps.append(min(max(s + extra, -4000), 4000))  # beyond, the values are 0 or inf anyway
     e = np.array(exps, dtype=np.int64)
-    return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
 
 
 def _pair_of(q: Fraction) -> tuple[float, float]:
@@ -304,7 +331,9 @@ class DD:
         small = _powers(-c, b, cls.BITS)
         big = _powers(-c * b, rows, cls.BITS)
         # (both lists in one conversion: its NumPy calls cost more than its values)
-        h, lo = _split_pairs(small + [_times(ns, a) for ns in big])
+        if a != 1:
+            big = [_times(ns, a) for ns in big]
+        h, lo = _split_pairs(small + big)
         x = DD(h[:b], lo[:b])
         z = DD(h[b:, None], lo[b:, None]) * x
         return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
@@ -497,9 +526,10 @@ def evaluate(formula: Callable[..., Any], *args: Any) -> tuple[np.ndarray, np.nd
     with np.errstate(all="ignore"):
         y = formula(DD, *args)
         hi = np.array(y.hi, dtype=np.float64).reshape(-1)
-        lo = np.array(np.broadcast_to(y.lo, y.hi.shape), dtype=np.float64).reshape(-1)
-    lo[hi == 0.0] = 0.0
-    undecided = _undecided(hi, lo)
+        ylo = y.lo if y.lo.shape == y.hi.shape else np.broadcast_to(y.lo, y.hi.shape)
+        lo = np.array(ylo, dtype=np.float64).reshape(-1)
+        lo[hi == 0.0] = 0.0
+        undecided = _undecided(hi, lo)
     if undecided.any():
         with localcontext(Context(prec=_DIGITS, Emax=10**7, Emin=-(10**7))):
             z = np.broadcast_to(np.asarray(formula(Dec, *args).v, dtype=object), hi.shape)

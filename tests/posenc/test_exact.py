@@ -247,6 +247,31 @@ def test_extreme_bases_fall_back_and_stay_exact() -> None:
     assert hi[2] == math.inf
 
 
+def test_pairs_of_integers_keep_their_leading_106_bits() -> None:
+    """``n * 2**s`` as ``hi + lo``: the leading 53 and next 53 bits of ``n``
+    (truncated) in the normal range, inf beyond it (the wide path), 0 far
+    below it; one value beyond the range does not change the others."""
+    rng = np.random.default_rng(5)
+    values = []
+    for bits in (1, 2, 52, 53, 54, 105, 106, 107, 200, 400):
+        for _ in range(3):
+            n = int(rng.integers(1, 2**62)) | 1 << (bits - 1)
+            n &= (1 << bits) - 1
+            sign = -1 if rng.random() < 0.5 else 1
+            values.append((sign * n, int(rng.integers(-900, 900)) - bits))
+    hi, lo = _exact._split_pairs(values)
+    for (n, s), h, low in zip(values, hi.tolist(), lo.tolist()):
+        m = abs(n)
+        extra = max(m.bit_length() - 106, 0)
+        want = Fraction(m >> extra << extra) * Fraction(2) ** s * (1 if n > 0 else -1)
+        assert Fraction(h) + Fraction(low) == want
+        assert abs(low) < math.ulp(h)
+    wide = [*values, (1, 1100), (-3, 2000), (1, -1200)]
+    hi2, lo2 = _exact._split_pairs(wide)
+    assert hi2[:-3].tolist() == hi.tolist() and lo2[:-3].tolist() == lo.tolist()
+    assert hi2[-3:].tolist() == [math.inf, -math.inf, 0.0] and lo2[-1] == 0.0
+
+
 def test_intermediates_beyond_float64_do_not_matter() -> None:
     """NTK's base ``1 * (1e300) ** 2`` overflows a Python float, its frequencies do not."""
     assert posenc.rope_frequencies(4, base=1.0, scaling=S.NTK(1e300)).tolist() == [1.0, 1e-300]
