@@ -334,9 +334,15 @@ class DD:
         if a != 1:
             big = [_times(ns, a) for ns in big]
         h, lo = _split_pairs(small + big)
-        x = DD(h[:b], lo[:b])
-        z = DD(h[b:, None], lo[b:, None]) * x
-        return cls(z.hi.reshape(-1)[:m], z.lo.reshape(-1)[:m])
+        # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
+        # computes it (Dekker's product, the splits made once per factor)
+        yh, yl, xh, xl = h[b:, None], lo[b:, None], h[:b], lo[:b]
+        p = yh * xh
+        ah, al = _split(yh)
+        bh, bl = _split(xh)
+        e = (((ah * bh - p) + ah * bl + al * bh) + al * bl) + (yh * xl + yl * xh)
+        s = p + e
+        return cls(s.reshape(-1)[:m], (e - (s - p)).reshape(-1)[:m])
 
     @classmethod
     def two_pi(cls) -> DD:
@@ -548,6 +554,14 @@ def geometric(n: Any, base: Any, step: Any, m: int, a: Any = 1) -> Any:
 
 def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays)."""
+    # DD(hi, lo) * DD(*c), the constant's split made in Python floats (the same roundings)
+    c0, c1 = float(c[0]), float(c[1])
+    ch, cl = _split(c0)
+    hi = np.asarray(hi, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
     with np.errstate(all="ignore"):
-        y = DD(hi, lo) * DD(*c)
-    return y.hi, y.lo
+        p = hi * c0
+        ah, al = _split(hi)
+        e = (((ah * ch - p) + ah * cl + al * ch) + al * cl) + (hi * c1 + lo * c0)
+        s = p + e
+        return s, e - (s - p)
