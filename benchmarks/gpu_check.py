@@ -360,8 +360,33 @@ def _compiled_rows(env: Env, sz: Sizes, case: str, mode: str | None, hf: Callabl
             pe_c(q, k, x)
         contestants = {"posenc": lambda: pe_c(q, k, pids[1]), "HF rotary + formula": lambda: hf_c(q, k, pids[1])}
         t = time_calls(env, contestants, sz.rounds, host=True, inner=sz.inner)
+        guards = [_guard_us(fn, {"q": q, "k": k, "pid": pids[1]}) for fn in (pe, hf)]
     label = "compiled " + (mode or "default")
-    return _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0)
+    note = ""
+    if None not in guards:
+        note = f"dynamo's guard check alone {guards[0]:.1f} / {guards[1]:.1f} us (posenc / HF)"
+    return _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
+                note=note)
+
+
+def _guard_us(fn: Callable, f_locals: dict[str, Any], calls: int = 2000) -> float | None:
+    """Microseconds of one check of the guards of ``fn``'s first compiled
+    entry against ``f_locals`` (its arguments), or None where this torch
+    does not expose them (a private interface)."""
+    try:
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        check = _debug_get_cache_entry_list(fn.__code__)[0].guard_manager.check
+        cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+        f_locals = {**f_locals, **{name: cell.cell_contents for name, cell in cells}}  # (a closure's variables too)
+        if not check(f_locals):
+            return None
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            check(f_locals)
+        return (time.perf_counter() - t0) / calls * 1e6
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        return None
 
 
 def rows_ids(env: Env, sz: Sizes) -> list[Any]:
@@ -473,8 +498,25 @@ def rows_table(env: Env, sz: Sizes) -> list[Any]:
 
     t = time_calls(env, {"posenc.sinusoidal": ours, "copy": lambda: ref.clone(), "naive f32 formula": naive},
                    sz.rounds, setup={"posenc.sinusoidal": _cache.clear})
+    host = _host_ms(env, ours, sz.rounds, setup=_cache.clear)
     return _row(env, f"sinusoidal({n}, {d}) f32, cold", "torch-cuda", "posenc.sinusoidal", t, "copy", 2.0,
-                note=f"naive f32 formula {ratio(t['naive f32 formula'], t['copy']):.2f}x copy")
+                note=f"naive f32 formula {ratio(t['naive f32 formula'], t['copy']):.2f}x copy; "
+                f"host {host:.2f} ms per cold call (to the return, the device idle before it)")
+
+
+def _host_ms(env: Env, fn: Callable[[], Any], rounds: int, *, setup: Callable[[], Any] | None = None) -> float:
+    """Median host milliseconds of ``fn()`` up to its return (launches queued,
+    not waited for), the device idle before each call."""
+    times = []
+    for _ in range(max(rounds, 3)):
+        if setup is not None:
+            setup()
+        env.sync()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        env.sync()
+    return statistics.median(times) * 1e3
 
 
 def rows_diffusion(env: Env, sz: Sizes) -> list[Any]:
