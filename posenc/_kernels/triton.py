@@ -909,10 +909,7 @@ def _masked(p: Array, sc: tuple[Array, Array], limit: float | None) -> tuple[Arr
 # --------------------------------------------------------------------------
 # rotations
 # --------------------------------------------------------------------------
-def _rotate_into(
-    name: str, x: Array, c: Array, s: Array, out: Array, lead: tuple[int, ...], layout: str, rotary_dim: int,
-    compact: bool, rest: bool,
-) -> list[Any] | None:
+def _rotate_into(x: Array, c: Array, s: Array, out: Array, lead: tuple[int, ...]) -> list[Any] | None:
     """The kernel arguments rotating ``x`` into ``out`` (both broadcast to
     ``lead``), or None (too many leading axes)."""
     head_dim = int(x.shape[-1])
@@ -986,7 +983,7 @@ def rotate_small_triton(x: Array, c: Array, s: Array, layout: str) -> Array:
     out = torch.empty(lead + (d,), dtype=x.dtype, device=x.device)
     if out.numel() == 0:
         return out
-    args = _rotate_into("_rotate_kernel", x, c, s, out, lead, layout, d, False, False)
+    args = _rotate_into(x, c, s, out, lead)
     if args is None:
         return rotate_small_torch(x, c, s, layout)
     rows = math.prod(lead)
@@ -1067,7 +1064,7 @@ def _rotation_spec(
     else:
         out = torch.empty(shape, dtype=x.dtype, device=x.device)  # (its strides: those of every call's output)
     rest = rotary_dim < head_dim and not inplace
-    args = _rotate_into("_rotate_kernel", x, c, s, out, lead, layout, rotary_dim, compact, rest)
+    args = _rotate_into(x, c, s, out, lead)
     if args is None:
         return False
     rows = math.prod(lead)
@@ -1157,8 +1154,8 @@ def _pair_spec(
         else:  # (their strides: those of every call's outputs)
             outs.append(torch.empty(lead + (head_dim,), dtype=x.dtype, device=x.device))
     rest = rd < head_dim and not inplace
-    qa = _rotate_into("_rotate_pair_kernel", q, c, s, outs[0], leads[0], layout, rd, compact, rest)
-    ka = _rotate_into("_rotate_pair_kernel", k, c, s, outs[1], leads[1], layout, rd, compact, rest)
+    qa = _rotate_into(q, c, s, outs[0], leads[0])
+    ka = _rotate_into(k, c, s, outs[1], leads[1])
     if qa is None or ka is None:
         return False
     shapes = leads[0] + (head_dim,), leads[1] + (head_dim,)
