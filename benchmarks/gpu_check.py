@@ -350,6 +350,8 @@ def rows_decode(env: Env, sz: Sizes) -> list[Any]:
 
 def _compiled_rows(env: Env, sz: Sizes, case: str, mode: str | None, hf: Callable, pe: Callable, q: Any,
                    k: Any) -> list[Any]:
+    from .harness import guard_check_us
+
     torch = env.torch
     p = sz.decode[3]
     hf_c, pe_c = _compile(env, hf, mode), _compile(env, pe, mode)
@@ -360,33 +362,13 @@ def _compiled_rows(env: Env, sz: Sizes, case: str, mode: str | None, hf: Callabl
             pe_c(q, k, x)
         contestants = {"posenc": lambda: pe_c(q, k, pids[1]), "HF rotary + formula": lambda: hf_c(q, k, pids[1])}
         t = time_calls(env, contestants, sz.rounds, host=True, inner=sz.inner)
-        guards = [_guard_us(fn, {"q": q, "k": k, "pid": pids[1]}) for fn in (pe, hf)]
+        guards = [guard_check_us(fn, {"q": q, "k": k, "pid": pids[1]}) for fn in (pe, hf)]
     label = "compiled " + (mode or "default")
     note = ""
     if None not in guards:
         note = f"dynamo's guard check alone {guards[0]:.1f} / {guards[1]:.1f} us (posenc / HF)"
     return _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
                 note=note)
-
-
-def _guard_us(fn: Callable, f_locals: dict[str, Any], calls: int = 2000) -> float | None:
-    """Microseconds of one check of the guards of ``fn``'s first compiled
-    entry against ``f_locals`` (its arguments), or None where this torch
-    does not expose them (a private interface)."""
-    try:
-        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-
-        check = _debug_get_cache_entry_list(fn.__code__)[0].guard_manager.check
-        cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
-        f_locals = {**f_locals, **{name: cell.cell_contents for name, cell in cells}}  # (a closure's variables too)
-        if not check(f_locals):
-            return None
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            check(f_locals)
-        return (time.perf_counter() - t0) / calls * 1e6
-    except Exception:  # noqa: BLE001 - a diagnostic only
-        return None
 
 
 def rows_ids(env: Env, sz: Sizes) -> list[Any]:

@@ -288,3 +288,23 @@ def markdown_table(rows: list[Row]) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in b) + " |" for b in body]
     return "\n".join(out)
+
+
+def guard_check_us(fn: Callable, f_locals: dict[str, Any], calls: int = 2000) -> float | None:
+    """Microseconds of one check of the guards of ``fn``'s first compiled
+    entry against ``f_locals`` (its arguments), or None where this torch
+    does not expose them (a private interface)."""
+    try:
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        check = _debug_get_cache_entry_list(fn.__code__)[0].guard_manager.check
+        cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+        f_locals = {**f_locals, **{name: cell.cell_contents for name, cell in cells}}  # (a closure's variables too)
+        if not check(f_locals):
+            return None
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            check(f_locals)
+        return (time.perf_counter() - t0) / calls * 1e6
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        return None

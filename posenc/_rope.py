@@ -218,6 +218,50 @@ def table_plan(
     )
 
 
+@host_constant
+def traced_table_args(
+    dim: Any, base: Any, scaling: Any, layout: Any, seq_len: Any, work: Any, out: Any
+) -> tuple[str, int, _angles.Freqs, float] | None:
+    """``rope_cos_sin``'s Python arguments checked on the host for a call
+    torch's compiler traces (a constant of its graph: none of these checks
+    is traced, guarded or run again per call): ``(layout, dim, freqs,
+    attention)`` for tables in the working dtype ``work`` and the output
+    dtype ``out``, or None where the frequencies depend on the positions (a
+    length-dependent scaling without ``seq_len``: :func:`table_plan` decides)."""
+    layout = _checks.check_choice(layout, "layout", _checks.ROPE_LAYOUTS)
+    seq_len = check_seq_len(seq_len)
+    dim = _checks.check_dim(dim, even=True)
+    scaling = check_scaling(scaling)
+    if seq_len is None and length_dependent(scaling):
+        return None
+    top = _checks.largest(_compat.resolve(dtype=out), work, out)[0]  # (top_of's, on the host)
+    dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top)
+    _checks.check_table_frequency(freqs.top, lambda: freq_source(base, scaling))
+    return layout, dim, freqs, attention
+
+
+def traced_tables(
+    positions: Any, dim: Any, base: Any, scaling: Any, layout: Any, seq_len: Any, offset: Any, dtype: Any,
+    device: Any, xp: Any,
+) -> tuple[Array, Array] | None:
+    """``rope_cos_sin`` while torch's compiler traces it: the checks of the
+    Python arguments in one host constant (:func:`traced_table_args`), so
+    that the compiled call guards on little more than its tensors; None
+    where :func:`table_plan` must decide."""
+    ctx = _compat.resolve({"positions": positions, "offset": offset}, xp=xp, device=device, dtype=dtype)
+    args = traced_table_args(dim, base, scaling, layout, seq_len, ctx.work, ctx.dtype)
+    if args is None:
+        return None
+    layout, dim, freqs, attention = args
+    offset = _checks.check_offset(offset, "offset", ctx)
+    positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table", scan=False)
+    plan = TablePlan(
+        ctx=ctx, layout=layout, freqs=freqs, attention=attention, scan=False, small=None, angles=None,
+        positions=positions, offset=offset, keep=False,
+    )
+    return tables(plan, positions, offset)
+
+
 def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array, Array]:
     """``rope_cos_sin``'s tables of checked ``positions`` as ``plan`` says
     (the one-pass kernel of small integer tables aside): the compact tables
@@ -465,6 +509,8 @@ def apply_many(
             msg = f"`x[{i}]` must be an array, got a {type(x).__name__}: pass a flat tuple (q, k)"
             raise TypeError(msg)
     opts = (layout, rotary_dim, compact, heads_axis)
+    if _compat.tracing():  # no keys, no memos, no Triton pair: each rotated as its plan says
+        return tuple(apply(apply_plan(x, cos, sin, *opts), x, cos, sin) for x in xs)
     key = _compat.call_key((*xs, cos, sin), (*opts, "tuple"))  # (never a single array's key)
     plans = APPLY_PLANS.get_or_make(key, _plans, xs, cos, sin, opts)
     if len(xs) == 2:

@@ -190,6 +190,10 @@ def rope_cos_sin(
     >>> posenc.rope_cos_sin(3, 4, layout="interleaved")[1][2].round(4)
     array([0.9093, 0.9093, 0.02  , 0.02  ])
     """
+    if _compat.tracing():  # the Python arguments checked in one host constant
+        got = _rope.traced_tables(positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
+        if got is not None:
+            return got
     key = None
     if type(offset) is int and offset == 0:
         options = (dim, base, scaling, layout, seq_len, dtype, device, xp)
