@@ -21,6 +21,7 @@ eager result (equal, or within 1 ulp for floats):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -361,6 +362,45 @@ def test_no_float_graph_inputs_from_posenc_modules():
         torch._dynamo.reset()
         torch.compile(fn, fullgraph=True, dynamic=True, backend=backend)(*make(8))
     assert not lifted, lifted
+
+
+#: torch's tensor factories that take the default device where none is named
+_FACTORIES = frozenset({"tensor", "asarray", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+                        "scalar_tensor", "randn", "rand"})
+
+
+def _factories_without_device(fn: Any, *args: Any) -> list[str]:
+    """The tensor factories of ``fn``'s compiled graph that name no device."""
+    found: list[str] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            name = getattr(node.target, "__name__", "")
+            if node.op == "call_function" and name in _FACTORIES and node.kwargs.get("device") is None:
+                found.append(name)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, fullgraph=True, dynamic=True, backend=backend)(*args)
+    return found
+
+
+def test_compiled_graphs_make_tensors_on_the_inputs_device():
+    """Every tensor posenc's traced code makes (graph constants, zeros,
+    ranges) names its device: a factory without one makes a host tensor in
+    a CUDA graph (a copy per call, and CUDA graphs refused).  On this CPU the
+    default device is the right one, so the device must be named explicitly;
+    the control, a factory without a device, is found."""
+    assert _factories_without_device(lambda x: x + torch.zeros(3), torch.ones(3)) == ["zeros"]
+    missing = {}
+    for name, (fn, make) in sorted(CASES.items()):
+        if "xp=torch" in inspect.getsource(fn):  # lengths only: torch's default device, by design
+            continue
+        _cache.clear()
+        got = _factories_without_device(fn, *make(8))
+        if got:
+            missing[name] = got
+    assert not missing, missing
 
 
 def test_fullgraph_with_grad_flowing():
