@@ -89,14 +89,18 @@ def fill_rows(out: np.ndarray, lo: int, block: int, u: np.ndarray, v: np.ndarray
         g += step
 
 
-#: elements of one torch operation of :func:`fill_rows_complex`: below
-#: torch's grain size (``at::internal::GRAIN_SIZE``), where an operation runs
-#: in the calling thread and is never split over torch's threads.  A forked
-#: child that enters torch's OpenMP pool after its parent used it hangs
-#: there; and with products over whole tables, one run of the threads test
-#: (tests/hardening/test_concurrency.py) saw other bits than one thread's,
-#: which products that are never split cannot give.
+#: elements of one torch operation of :func:`fill_rows_complex` where it
+#: stays in the calling thread: below torch's grain size
+#: (``at::internal::GRAIN_SIZE``), where an operation is never split over
+#: torch's threads.  A forked child that enters torch's OpenMP pool after its
+#: parent used it hangs there; and with products over whole tables split
+#: anywhere, one run of the threads test (tests/hardening/test_concurrency.py)
+#: saw other bits than one thread's, which products that are never split
+#: cannot give.
 TORCH_INLINE = 30000
+#: torch's grain size: an operation of at least ``threads * TORCH_GRAIN``
+#: elements is split over all of torch's intra-op threads, in equal runs
+TORCH_GRAIN = 32768
 #: :func:`fill_rows_complex` takes rows of a multiple of this many columns:
 #: whole SIMD vectors of complex numbers (AVX2 and AVX-512, float32 and
 #: float64).  The scalar loop of a row's remainder may fuse a multiply-add,
@@ -137,12 +141,18 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
     # operation nor enters its pool, so whole blocks go in as few products as
     # their shapes allow (the calls cost more than the products: 0.8 ms of a
     # cold 4096x512 table's 2.4 ms in 64 products); at more, products stay
-    # below the grain size
-    per = rows if torch.get_num_threads() == 1 else max(1, TORCH_INLINE // m)
+    # below the grain size, except those that _pooled_blocks lets torch split
+    threads = torch.get_num_threads()
+    pool = _may_pool(threads)
+    per = rows if threads == 1 else max(1, TORCH_INLINE // m)
     i, g = 0, lo
     while i < rows:
         q, r = divmod(g, block)
-        if r == 0 and block <= per and rows - i >= block:
+        k = _pooled_blocks((rows - i) // block, block, m, threads) if pool and r == 0 else 0
+        if k:  # whole blocks in one product that torch splits over its threads at whole vectors
+            step = k * block
+            torch.mul(e[q : q + k].view(k, 1, m), f, out=o[i : i + step].view(k, block, m))
+        elif r == 0 and block <= per and rows - i >= block:
             # whole blocks, k per product: the views of all of them in two
             # calls (unbind) rather than three tensor indexings per product
             k = min(per // block, (rows - i) // block)
@@ -157,6 +167,33 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
             torch.mul(e[q], f[r : r + step], out=o[i : i + step])
         i += step
         g += step
+
+
+def _may_pool(threads: int) -> bool:
+    """Whether :func:`fill_rows_complex` may hand torch products it splits
+    over its intra-op threads: more than one, in the main thread (whose
+    operations get the whole pool: another Python thread's may get a
+    smaller team, split elsewhere), never in a forked child
+    (:data:`posenc._cache.FORKED`: it hangs in a pool its parent used)."""
+    import threading
+
+    from posenc import _cache
+
+    main = threading.current_thread() is threading.main_thread()
+    return threads > 1 and main and not _cache.FORKED and not _SPLIT
+
+
+def _pooled_blocks(blocks: int, block: int, m: int, threads: int) -> int:
+    """How many of ``blocks`` whole blocks (``block`` rows of ``m`` complex
+    numbers) one product may take so that torch splits it over all of its
+    ``threads`` threads (at least ``threads * TORCH_GRAIN`` numbers) in runs
+    of a multiple of :data:`COMPLEX_COLUMNS` numbers: whole SIMD vectors,
+    every number computed as a product of one thread computes it (the same
+    bits).  0 where no such product fits."""
+    k = blocks
+    while k > 0 and (k * block * m) % (COMPLEX_COLUMNS * threads):
+        k -= 1
+    return k if k * block * m >= threads * TORCH_GRAIN else 0
 
 
 def numpy_table(
@@ -332,7 +369,16 @@ def fill_parallel(fill: Any, out: np.ndarray, dtype: Any, threads: int) -> None:
         return
     fill(dtype, out[:0], 0)  # the host tables, once, before the threads read them
     bounds = [n * i // threads for i in range(threads + 1)]
-    in_threads(lambda a, b: fill(dtype, out[a:b], a), list(zip(bounds, bounds[1:])))
+    _SPLIT.append(threads)  # (the rows' threads are the parallelism: no torch pool under them)
+    try:
+        in_threads(lambda a, b: fill(dtype, out[a:b], a), list(zip(bounds, bounds[1:])))
+    finally:
+        _SPLIT.pop()
+
+
+#: the tables :func:`fill_parallel` is writing in several threads (no
+#: product of :func:`fill_rows_complex` enters torch's pool meanwhile)
+_SPLIT: list[int] = []
 
 
 def dask_rows(n: int, row_bytes: int, block: int) -> tuple[int, ...]:

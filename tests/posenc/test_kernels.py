@@ -491,7 +491,7 @@ def test_half_precision_torch_positions_take_torch_operations():
         np.testing.assert_allclose(got[:, 1::2].numpy(), c, atol=2.5e-7)
 
 
-@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+@pytest.fixture(params=[1, 2, 3], ids=["1-thread", "2-threads", "3-threads"])
 def torch_threads(request):
     """torch's intra-op threads set for one test (restored after)."""
     before = torch.get_num_threads()
@@ -505,12 +505,15 @@ def test_complex_rows_equal_the_real_products(dtype, monkeypatch, torch_threads)
     """A torch CPU ``"interleaved"`` table written as one complex product
     per row (``fill_rows_complex``) equals the portable path's two products
     and one sum bit for bit, on widths of whole SIMD vectors; other widths
-    take ``fill_rows``.  At one thread the products span whole tables, at
-    more they stay below torch's grain size: the same bits."""
-    calls = []
-    real = _kernels.tables.fill_rows_complex
+    take ``fill_rows``.  At one thread the products span whole tables; at
+    more, products of whole blocks that torch splits over all its threads
+    at whole SIMD vectors (``_pooled_blocks``), the rest below torch's grain
+    size: the same bits at every thread count."""
+    calls, pooled = [], []
+    real, blocks = _kernels.tables.fill_rows_complex, _kernels.tables._pooled_blocks
     monkeypatch.setattr(_kernels.tables, "fill_rows_complex", lambda *a: calls.append(a[0].shape) or real(*a))
-    for n, dim in [(4096, 512), (777, 64), (3001, 96), (130, 32), (5, 1024), (777, 20)]:
+    monkeypatch.setattr(_kernels.tables, "_pooled_blocks", lambda *a: pooled.append(blocks(*a)) or pooled[-1])
+    for n, dim in [(4096, 512), (777, 64), (3001, 96), (130, 32), (5, 1024), (777, 20), (2**14 + 5, 256)]:
         _cache.clear()
         calls.clear()
         got = posenc.sinusoidal(n, dim, xp=torch, dtype=dtype)
@@ -526,6 +529,28 @@ def test_complex_rows_equal_the_real_products(dtype, monkeypatch, torch_threads)
         part = np.empty((k, dim), dtype=dt)
         _tables._numpy_table(0, n, key, dim, "interleaved", dt, lo=lo, rows=k, out=part, complex_rows=True)
         np.testing.assert_array_equal(part, full[lo : lo + k])
+    # products split over the threads were made (the tests run in the main thread)
+    assert any(pooled) == (torch_threads > 1), pooled
+
+
+def test_pooled_products_split_at_whole_vectors():
+    """The products ``fill_rows_complex`` lets torch split: every thread's run
+    is a whole number of SIMD vector pairs (:data:`COMPLEX_COLUMNS` complex
+    numbers), and there are enough numbers for all the threads."""
+    T = _kernels.tables
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        blocks, block = int(rng.integers(0, 200)), int(rng.integers(1, 300))
+        m, threads = T.COMPLEX_COLUMNS * int(rng.integers(1, 40)), int(rng.integers(2, 17))
+        k = T._pooled_blocks(blocks, block, m, threads)
+        if k:
+            n = k * block * m
+            assert k <= blocks and n % (T.COMPLEX_COLUMNS * threads) == 0 and n >= threads * T.TORCH_GRAIN
+        else:  # none fits: too few numbers, or no run of whole vectors
+            assert all(
+                (j * block * m) % (T.COMPLEX_COLUMNS * threads) or j * block * m < threads * T.TORCH_GRAIN
+                for j in range(1, blocks + 1)
+            )
 
 
 def test_f64_angles_kernel_against_the_exact_values(monkeypatch):
