@@ -30,8 +30,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import array_api_compat.torch  # noqa: E402
+
 import posenc  # noqa: E402
-from posenc import _cache  # noqa: E402
+from posenc import _angles, _cache  # noqa: E402
 
 F32 = torch.float32
 
@@ -339,45 +341,26 @@ def test_scalings_travel_as_constants(monkeypatch):
     assert seen
 
 
-def test_no_float_graph_inputs_from_posenc_modules():
-    """No float that posenc's own modules hold (2 pi, bounds) becomes a graph
-    input: torch's compiler lifts a float it reads from a module into a 0-d
-    host tensor built on every call (about 10 us each on a CPU, and a host
-    tensor among the inputs of a CUDA graph).  The traced arithmetic writes
-    such constants as literals (posenc._angles._TRACED_TWO_PI)."""
-    lifted: dict[str, list[str]] = {}
-    current = [""]
+#: torch's tensor factories that take the default device where none is named
+_FACTORIES = frozenset({"tensor", "asarray", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
+                        "scalar_tensor", "randn", "rand"})
+
+
+def _graph_faults(fn: Any, *args: Any) -> dict[str, list[str]]:
+    """What ``fn``'s compiled graph (``dynamic=True``) should not have:
+    ``"lifted"``, floats of posenc's modules made graph inputs; ``"host"``,
+    tensor factories that name no device."""
+    found: dict[str, list[str]] = {"lifted": [], "host": []}
 
     def backend(gm: Any, example_inputs: Any) -> Any:
         for node in gm.graph.nodes:
             value = node.meta.get("example_value")
             if (node.op == "placeholder" and node.name.startswith("g_import_posenc")
                     and isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype.is_floating_point):
-                lifted.setdefault(current[0], []).append(node.name)
-        return gm.forward
-
-    for name, (fn, make) in sorted(CASES.items()):
-        current[0] = name
-        _cache.clear()
-        torch._dynamo.reset()
-        torch.compile(fn, fullgraph=True, dynamic=True, backend=backend)(*make(8))
-    assert not lifted, lifted
-
-
-#: torch's tensor factories that take the default device where none is named
-_FACTORIES = frozenset({"tensor", "asarray", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
-                        "scalar_tensor", "randn", "rand"})
-
-
-def _factories_without_device(fn: Any, *args: Any) -> list[str]:
-    """The tensor factories of ``fn``'s compiled graph that name no device."""
-    found: list[str] = []
-
-    def backend(gm: Any, example_inputs: Any) -> Any:
-        for node in gm.graph.nodes:
+                found["lifted"].append(node.name)
             name = getattr(node.target, "__name__", "")
             if node.op == "call_function" and name in _FACTORIES and node.kwargs.get("device") is None:
-                found.append(name)
+                found["host"].append(name)
         return gm.forward
 
     torch._dynamo.reset()
@@ -385,22 +368,36 @@ def _factories_without_device(fn: Any, *args: Any) -> list[str]:
     return found
 
 
-def test_compiled_graphs_make_tensors_on_the_inputs_device():
-    """Every tensor posenc's traced code makes (graph constants, zeros,
-    ranges) names its device: a factory without one makes a host tensor in
-    a CUDA graph (a copy per call, and CUDA graphs refused).  On this CPU the
-    default device is the right one, so the device must be named explicitly;
-    the control, a factory without a device, is found."""
-    assert _factories_without_device(lambda x: x + torch.zeros(3), torch.ones(3)) == ["zeros"]
-    missing = {}
+def test_compiled_graphs_lift_no_floats_and_make_tensors_on_the_inputs_device():
+    """Two things a graph on a device must not carry, for every public function:
+
+    * a float that posenc's own modules hold (2 pi, bounds) as a graph
+      input: torch's compiler lifts a float it reads from a module into a 0-d
+      host tensor built on every call (about 10 us each on a CPU, and a host
+      tensor among the inputs of a CUDA graph); the traced arithmetic writes
+      such constants as literals (posenc._angles._TRACED_TWO_PI);
+    * a tensor factory (graph constants, zeros, ranges) that names no device
+      where the function takes arrays: a host tensor inside a CUDA graph.  On
+      a CPU the default device is the right one, so only a named device proves
+      it; calls from lengths alone (``xp=torch``) take torch's default device
+      by design.
+
+    The controls, a module float and a factory without a device, are found."""
+    def control_fn(x: Any) -> Any:  # the 32-bit angle's constants are floats of posenc._angles
+        return _angles.turns_to_angle_f32(x, x, array_api_compat.torch)[0] + torch.zeros(3)
+
+    control = _graph_faults(control_fn, torch.ones(3))
+    assert control["lifted"] and control["host"] == ["zeros"], control
+    lifted, host = {}, {}
     for name, (fn, make) in sorted(CASES.items()):
-        if "xp=torch" in inspect.getsource(fn):  # lengths only: torch's default device, by design
-            continue
         _cache.clear()
-        got = _factories_without_device(fn, *make(8))
-        if got:
-            missing[name] = got
-    assert not missing, missing
+        found = _graph_faults(fn, *make(8))
+        if found["lifted"]:
+            lifted[name] = found["lifted"]
+        if found["host"] and "xp=torch" not in inspect.getsource(fn):
+            host[name] = found["host"]
+    assert not lifted, lifted
+    assert not host, host
 
 
 def test_fullgraph_with_grad_flowing():
