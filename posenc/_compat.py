@@ -111,10 +111,6 @@ def _tracing() -> bool:
     return torch is not None and torch.compiler.is_compiling()
 
 
-#: :func:`_tracing` for the other modules
-tracing = _tracing
-
-
 def backend_of(xp: Any) -> Backend:
     """The one classifier of namespaces, by module name (plain string
     comparisons, which torch's compiler folds while tracing)."""

@@ -189,21 +189,16 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
     or 0 beyond the float64 range, which :func:`evaluate` recomputes).
 
     Python floats scaled by :func:`math.ldexp` (exact, or rounded once
-    below the normal range, as NumPy's ``ldexp``), one array each at the
-    end; a value beyond the float64 range takes NumPy's ``ldexp`` (inf)."""
+    below the normal range, as NumPy's ``ldexp``), one array each at the end."""
     heads, tails = [], []
-    ldexp = math.ldexp
-    try:
-        for n, s in values:
-            m = -n if n < 0 else n
-            extra = m.bit_length() - 106
-            t = m >> extra if extra > 0 else m << -extra
-            e = s + extra
-            h, low = ldexp(float(t >> 53), e + 53), ldexp(float(t & _LOW53), e)
-            heads.append(-h if n < 0 else h)
-            tails.append(-low if n < 0 else low)
-    except OverflowError:
-        return _split_pairs_wide(values)
+    for n, s in values:
+        m = -n if n < 0 else n
+        extra = m.bit_length() - 106
+        t = m >> extra if extra > 0 else m << -extra
+        e = s + extra
+        h, low = _ldexp(float(t >> 53), e + 53), _ldexp(float(t & _LOW53), e)
+        heads.append(-h if n < 0 else h)
+        tails.append(-low if n < 0 else low)
     return np.array(heads), np.array(tails)
 
 
@@ -211,20 +206,12 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
 _LOW53 = (1 << 53) - 1
 
 
-def _split_pairs_wide(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_split_pairs` where some value overflows float64 (inf)."""
-    heads, tails, exps = [], [], []
-    for n, s in values:
-        m = abs(n)
-        extra = m.bit_length() - 106
-        t = m >> extra if extra > 0 else m << -extra
-        sign = -1.0 if n < 0 else 1.0
-        heads.append(sign * float(t >> 53))
-        tails.append(sign * float(t & _LOW53))
-        exps.append(min(max(s + extra, -4000), 4000))  # beyond, the values are 0 or inf anyway
-    e = np.array(exps, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        return np.ldexp(np.array(heads), e + 53), np.ldexp(np.array(tails), e)
+def _ldexp(x: float, e: int) -> float:
+    """``x * 2**e`` (``x >= 0``), inf beyond the float64 range."""
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.inf
 
 
 def _pair_of(q: Fraction) -> tuple[float, float]:
@@ -284,11 +271,15 @@ def _split(a: Any) -> tuple[Any, Any]:
     return hi, a - hi
 
 
-def _two_prod(a: Any, b: Any) -> tuple[Any, Any]:
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+def _product(ah: Any, al: Any, bh: Any, bl: Any, a_split: tuple[Any, Any], b_split: tuple[Any, Any]) -> tuple[Any, Any]:
+    """``(ah + al) * (bh + bl)`` as a normalised pair: Dekker's product of
+    the heads (``a_split``, ``b_split``: their :func:`_split`, made once per
+    factor where one factor meets many), the cross terms, one fast two-sum."""
+    (a1, a2), (b1, b2) = a_split, b_split
+    p = ah * bh
+    e = (((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2) + (ah * bl + al * bh)
+    s = p + e
+    return s, e - (s - p)
 
 
 # --------------------------------------------------------------------------
@@ -337,12 +328,8 @@ class DD:
         # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
         # computes it (Dekker's product, the splits made once per factor)
         yh, yl, xh, xl = h[b:, None], lo[b:, None], h[:b], lo[:b]
-        p = yh * xh
-        ah, al = _split(yh)
-        bh, bl = _split(xh)
-        e = (((ah * bh - p) + ah * bl + al * bh) + al * bl) + (yh * xl + yl * xh)
-        s = p + e
-        return cls(s.reshape(-1)[:m], (e - (s - p)).reshape(-1)[:m])
+        s, e = _product(yh, yl, xh, xl, _split(yh), _split(xh))
+        return cls(s.reshape(-1)[:m], e.reshape(-1)[:m])
 
     @classmethod
     def two_pi(cls) -> DD:
@@ -378,8 +365,7 @@ class DD:
 
     def __mul__(self, other: Any) -> DD:
         o = DD._of(other)
-        p, e = _two_prod(self.hi, o.hi)
-        return DD(*_fast_two_sum(p, e + (self.hi * o.lo + self.lo * o.hi)))
+        return DD(*_product(self.hi, self.lo, o.hi, o.lo, _split(self.hi), _split(o.hi)))
 
     __rmul__ = __mul__
 
@@ -553,15 +539,9 @@ def geometric(n: Any, base: Any, step: Any, m: int, a: Any = 1) -> Any:
 
 
 def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays)."""
-    # DD(hi, lo) * DD(*c), the constant's split made in Python floats (the same roundings)
+    """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays;
+    the constant split once, in Python floats: the same roundings)."""
     c0, c1 = float(c[0]), float(c[1])
-    ch, cl = _split(c0)
     hi = np.asarray(hi, dtype=np.float64)
-    lo = np.asarray(lo, dtype=np.float64)
     with np.errstate(all="ignore"):
-        p = hi * c0
-        ah, al = _split(hi)
-        e = (((ah * ch - p) + ah * cl + al * ch) + al * cl) + (hi * c1 + lo * c0)
-        s = p + e
-        return s, e - (s - p)
+        return _product(hi, np.asarray(lo, dtype=np.float64), c0, c1, _split(hi), _split(c0))

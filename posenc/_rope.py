@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _angles, _cache, _checks, _compat, _kernels, _tables
 from ._compat import Array, Context
-from ._trace import host_constant, is_symbolic
+from ._trace import compiling, host_constant, is_symbolic
 from .scaling._formulas import Scaling, check_scaling, check_seq_len, exact_inv_freq, length_dependent
 
 
@@ -509,7 +509,7 @@ def apply_many(
             msg = f"`x[{i}]` must be an array, got a {type(x).__name__}: pass a flat tuple (q, k)"
             raise TypeError(msg)
     opts = (layout, rotary_dim, compact, heads_axis)
-    if _compat.tracing():  # no keys, no memos, no Triton pair: each rotated as its plan says
+    if compiling():  # no keys, no memos, no Triton pair: each rotated as its plan says
         return tuple(apply(apply_plan(x, cos, sin, *opts), x, cos, sin) for x in xs)
     key = _compat.call_key((*xs, cos, sin), (*opts, "tuple"))  # (never a single array's key)
     plans = APPLY_PLANS.get_or_make(key, _plans, xs, cos, sin, opts)

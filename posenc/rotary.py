@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat, _rope, _tables
 from ._compat import Array
-from ._trace import host_constant
+from ._trace import compiling, host_constant
 from .scaling import Scaling
 from .scaling._formulas import check_seq_len
 
@@ -190,7 +190,7 @@ def rope_cos_sin(
     >>> posenc.rope_cos_sin(3, 4, layout="interleaved")[1][2].round(4)
     array([0.9093, 0.9093, 0.02  , 0.02  ])
     """
-    if _compat.tracing():  # the Python arguments checked in one host constant
+    if compiling():  # the Python arguments checked in one host constant
         got = _rope.traced_tables(positions, dim, base, scaling, layout, seq_len, offset, dtype, device, xp)
         if got is not None:
             return got

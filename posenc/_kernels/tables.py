@@ -13,11 +13,13 @@ tested equal to the portable path in ``tests/posenc/test_kernels.py``.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from posenc import _cache
 from posenc._compat import Array, numpy_dtype
 
 __all__ = [
@@ -175,10 +177,6 @@ def _may_pool(threads: int) -> bool:
     operations get the whole pool: another Python thread's may get a
     smaller team, split elsewhere), never in a forked child
     (:data:`posenc._cache.FORKED`: it hangs in a pool its parent used)."""
-    import threading
-
-    from posenc import _cache
-
     main = threading.current_thread() is threading.main_thread()
     return threads > 1 and main and not _cache.FORKED and not _SPLIT
 
