@@ -286,10 +286,32 @@ def _numpy_table(
     """Rows ``lo .. lo+rows-1`` of the table of ``start .. start+n-1``: the
     NumPy kernel (:func:`posenc._kernels.tables.numpy_table`) on the cached host
     tables of the whole range, so a slice of rows is bit-identical to the
-    same rows of the full table."""
+    same rows of the full table.  ``complex_rows``: an ``"interleaved"``
+    table in torch CPU memory ``out``, written as complex products
+    (:func:`posenc._kernels.tables.fill_rows_complex`) where its rows allow."""
+    kernels = _kernels.tables
+    if complex_rows and out is not None and kernels.fits_complex_rows(out, dim):
+        block, (e, f) = _complex_tables(start, n, fkey, np.dtype(dtype).str, factor)
+        kernels.fill_rows_complex(out, lo, block, e, f)
+        return out
     block, tables = _pair_tables(start, n, fkey, layout, np.dtype(dtype).str, factor)
-    kernel = _kernels.tables.numpy_table
-    return kernel(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out, complex_rows=complex_rows)
+    return kernels.numpy_table(block, tables, n, dim, dtype, lo=lo, rows=rows, out=out)
+
+
+def _complex_tables(start: int, n: int, fkey: bytes, dtype: str, factor: float) -> tuple[int, tuple[Any, Any]]:
+    """``block`` and the factors ``E``, ``F`` of an ``"interleaved"`` table's
+    complex rows (:func:`posenc._kernels.tables.complex_factors`; cached, for
+    that kernel only): the values of :func:`_pair_tables`' ``U``, ``X``,
+    ``Y`` without building ``V`` and the pairs."""
+    np_dtype = np.dtype(dtype)
+    block, nq = range_split(n)
+    key = ("complex", start, nq, block, fkey, np_dtype.str, factor)
+    got = _cache.HOST.get(key)
+    if got is None:
+        sq, cq, sr, cr = range_tables(start, nq, block, fkey, np_dtype.itemsize >= 8)
+        got = _kernels.tables.complex_factors(sq, cq, sr, cr, factor, np_dtype)
+        _cache.HOST.put(key, got, sum(t.nbytes for t in got))
+    return block, got
 
 
 def _lazy_table(

@@ -310,26 +310,38 @@ def _host_sincos_turns(p: np.ndarray, t: Turns) -> tuple[np.ndarray, np.ndarray]
     return np.sin(a), np.cos(a)
 
 
-def _doubled(a: float, d: float, k: int, t: Turns) -> tuple[np.ndarray, np.ndarray]:
-    """float64 ``(sin, cos)`` of ``(a + i d) * w`` for ``i < k`` by doubling:
-    the exact values of ``a w`` and of ``2**j d w`` (``2**j < k``), then rows
-    ``[2**j, 2**(j+1))`` from rows ``[0, 2**j)`` by the angle-addition
-    formula.  Each step rotates the error of the row it starts from (a norm
-    kept), adds a seed's (at most ``2 * 2**-53``) and rounds two products and
-    a sum (``3 * 2**-53``): row ``i`` is within ``(2 + 5 popcount(i))
-    2**-53`` of the exact values, at most 5.8e-15 for the 1024 rows of a
-    large table's block (measured: 1.5e-15)."""
-    seeds = [a] + [d * 2.0**j for j in range(max(1, (k - 1).bit_length()))]
+def _doubled(starts: tuple[float, ...], steps: tuple[float, ...], k: int, t: Turns) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ``(sin, cos)`` of ``(a + i d) * w`` for ``i < k`` and each
+    start ``a`` and step ``d`` of ``starts`` and ``steps`` (shape ``(len,
+    k, m)``), by doubling: the exact values of ``a w`` and of ``2**j d w``
+    (``2**j < k``), then rows ``[2**j, 2**(j+1))`` from rows ``[0, 2**j)``
+    by the angle-addition formula.  Each step rotates the error of the row
+    it starts from (a norm kept), adds a seed's (at most ``2 * 2**-53``) and
+    rounds two products and a sum (``3 * 2**-53``): row ``i`` is within
+    ``(2 + 5 popcount(i)) 2**-53`` of the exact values, at most 5.8e-15 for
+    the 1024 rows of a large table's block (measured: 1.5e-15).  The
+    sequences are computed together (one reduction of every seed, one
+    product per step), each value as if alone."""
+    g = len(starts)
+    bits = max(1, (k - 1).bit_length())
+    seeds = list(starts) + [d * 2.0**j for d in steps for j in range(bits)]
     ss, cs = _host_sincos_turns(np.array(seeds, dtype=np.float64), t)
-    s = np.empty((k, ss.shape[1]))
-    c = np.empty((k, ss.shape[1]))
-    s[0], c[0] = ss[0], cs[0]
-    size, j = 1, 1
+    m = ss.shape[1]
+    rs, rc = ss[g:].reshape(g, bits, 1, m), cs[g:].reshape(g, bits, 1, m)
+    s = np.empty((g, k, m))
+    c = np.empty((g, k, m))
+    s[:, 0], c[:, 0] = ss[:g], cs[:g]
+    tmp = np.empty((g, k // 2, m))
+    size, j = 1, 0
     while size < k:
         h = min(size, k - size)
-        sj, cj = ss[j], cs[j]
-        s[size : size + h] = s[:h] * cj + c[:h] * sj
-        c[size : size + h] = c[:h] * cj - s[:h] * sj
+        sj, cj, tt = rs[:, j], rc[:, j], tmp[:, :h]
+        sa, ca, sb, cb = s[:, :h], c[:, :h], s[:, size : size + h], c[:, size : size + h]
+        # s' = s cj + c sj and c' = c cj - s sj, each product and the sum rounded once
+        np.multiply(sa, cj, out=sb)
+        np.add(sb, np.multiply(ca, sj, out=tt), out=sb)
+        np.multiply(ca, cj, out=cb)
+        np.subtract(cb, np.multiply(sa, sj, out=tt), out=cb)
         size += h
         j += 1
     return s, c
@@ -356,9 +368,10 @@ def _range_tables(start: int, nq: int, block: int, freqs_key: bytes, fine: bool 
         s, c = _host_sincos_turns(p, t)
         got = _cache.readonly(s[:nq], c[:nq], s[nq:], c[nq:])
     else:
-        sq, cq = _doubled(float(start), float(block), nq, t)
-        sr, cr = _doubled(0.0, 1.0, block, t)
-        got = _cache.readonly(sq, cq, sr, cr)
+        # the coarse and the fine rows in one doubling (the longer one's rows:
+        # each row depends only on the seeds below it)
+        s, c = _doubled((float(start), 0.0), (float(block), 1.0), max(nq, block), t)
+        got = _cache.readonly(s[0, :nq], c[0, :nq], s[1, :block], c[1, :block])
     _cache.HOST.put(key, got, sum(a.nbytes for a in got))
     return got
 

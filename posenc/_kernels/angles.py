@@ -262,8 +262,8 @@ F64_MIN = 1 << 12
 #: angles ``|p * w|`` up to which torch CPU tables of many positions take
 #: float64 products and float64 sine and cosine (:func:`sincos_f64_torch`)
 F64_ANGLE_LIMIT = 2.0**24
-#: elements (positions x frequencies) of one step of :func:`sincos_f64_torch`:
-#: its float64 angles (512 KiB) stay in L2
+#: elements (positions x frequencies) of one step of :func:`sincos_f64_torch`
+#: per intra-op thread: its float64 angles (512 KiB a thread) stay in L2
 F64_BLOCK = 1 << 16
 
 
@@ -316,7 +316,11 @@ def sincos_f64_torch(
         c = torch.empty((n, width), dtype=torch.float32)
     else:
         s, c = into
-    rows = max(1, F64_BLOCK // width)
+    # rows of one step: F64_BLOCK elements per intra-op thread (the threads
+    # split each operation), the rows spread evenly over the steps (no short
+    # last step that leaves threads idle)
+    steps = -(-n * m // (F64_BLOCK * max(1, torch.get_num_threads())))
+    rows = max(1, -(-n // max(1, steps)))
     a = torch.empty((min(rows, n), m), dtype=torch.float64)
     p64 = torch.empty((min(rows, n), 1), dtype=torch.float64)
     for i in range(0, n, rows):

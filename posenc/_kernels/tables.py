@@ -29,6 +29,8 @@ __all__ = [
     "in_threads",
     "fill_rows",
     "fill_rows_complex",
+    "fits_complex_rows",
+    "complex_factors",
     "is_consecutive_torch",
     "numpy_fill_table",
     "numpy_sincos",
@@ -110,19 +112,20 @@ TORCH_GRAIN = 32768
 COMPLEX_COLUMNS = 32
 
 
-def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+def fill_rows_complex(out: np.ndarray, lo: int, block: int, e: Array, f: Array) -> None:
     """torch CPU fast path of an ``"interleaved"`` sinusoidal table: rows
-    ``lo .. lo+len(out)-1`` of ``U*X + V*Y`` as one complex product per row.
+    ``lo .. lo+len(out)-1`` of ``U*X + V*Y`` as one complex product per row,
+    ``E[q] * F[r]`` (:func:`complex_factors`).
 
     In that layout ``U`` holds the pairs ``(sin_q, cos_q)``, ``V`` the pairs
     ``(cos_q, sin_q)``, ``X`` the pairs ``(cos_r, cos_r)`` and ``Y`` the pairs
     ``(sin_r, -sin_r)``, so a row is ``E[q] * F[r]`` with ``E = sin_q + i
-    cos_q`` (``U`` read as complex) and ``F = cos_r - i sin_r``: the real part
-    ``sin_q cos_r + cos_q sin_r``, the imaginary part ``cos_q cos_r - sin_q
-    sin_r``, the portable path's two products and one sum, bit for bit
-    (torch's vectorized complex product on the CPU forms ``ac - bd`` and
-    ``ad + bc`` without a fused multiply-add: tested; rows of a multiple of
-    :data:`COMPLEX_COLUMNS` columns only).  One pass over the output where
+    cos_q`` and ``F = cos_r - i sin_r``: the real part ``sin_q cos_r + cos_q
+    sin_r``, the imaginary part ``cos_q cos_r - sin_q sin_r``, the portable
+    path's two products and one sum, bit for bit (torch's vectorized complex
+    product on the CPU forms ``ac - bd`` and ``ad + bc`` without a fused
+    multiply-add: tested; rows of a multiple of :data:`COMPLEX_COLUMNS`
+    columns only, :func:`fits_complex_rows`).  One pass over the output where
     :func:`fill_rows` makes three.  ``out`` is a C-contiguous (rows, 2m)
     view.
     """
@@ -132,12 +135,6 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
     if rows == 0:
         return
     m = width // 2
-    # F built by NumPy (no torch operation over the whole block), and E read
-    # from a copy of U (torch wraps only writable memory; the host tables are read-only)
-    fc = np.empty((x.shape[0], m), dtype=np.complex64 if out.dtype == np.float32 else np.complex128)
-    fc.real, fc.imag = x[:, 0::2], y[:, 1::2]
-    e = torch.view_as_complex(torch.from_numpy(u.copy()).view(u.shape[0], m, 2))
-    f = torch.from_numpy(fc)
     o = torch.view_as_complex(torch.from_numpy(out).view(rows, m, 2))
     # rows of one product: at one intra-op thread torch never splits an
     # operation nor enters its pool, so whole blocks go in as few products as
@@ -169,6 +166,31 @@ def fill_rows_complex(out: np.ndarray, lo: int, block: int, u: np.ndarray, x: np
             torch.mul(e[q], f[r : r + step], out=o[i : i + step])
         i += step
         g += step
+
+
+def fits_complex_rows(out: np.ndarray, dim: int) -> bool:
+    """Whether :func:`fill_rows_complex` writes the rows ``out`` of a table of
+    ``dim`` columns: whole SIMD vectors of complex numbers per row, float32
+    or float64, C-contiguous."""
+    return dim % COMPLEX_COLUMNS == 0 and out.flags.c_contiguous and out.dtype in (np.float32, np.float64)
+
+
+def complex_factors(
+    sq: np.ndarray, cq: np.ndarray, sr: np.ndarray, cr: np.ndarray, factor: float, dtype: np.dtype
+) -> tuple[Array, Array]:
+    """The factors of :func:`fill_rows_complex` from the host float64 tables
+    of the coarse and fine angles: ``E = factor (sin_q + i cos_q)`` and ``F =
+    cos_r - i sin_r``, each part rounded once to ``dtype`` (the values of
+    the pair tables ``U``, ``X`` and ``Y`` in ``dtype``), as torch CPU
+    tensors (kept in the host cache; only the kernel reads them)."""
+    import torch
+
+    cdt = np.complex64 if dtype == np.float32 else np.complex128
+    e = np.empty(sq.shape, dtype=cdt)
+    e.real, e.imag = (sq, cq) if factor == 1.0 else (sq * factor, cq * factor)
+    f = np.empty(sr.shape, dtype=cdt)
+    f.real, f.imag = cr, -sr
+    return torch.from_numpy(e), torch.from_numpy(f)
 
 
 def _may_pool(threads: int) -> bool:
@@ -204,13 +226,10 @@ def numpy_table(
     lo: int = 0,
     rows: int | None = None,
     out: np.ndarray | None = None,
-    complex_rows: bool = False,
 ) -> np.ndarray:
     """Rows ``lo .. lo+rows-1`` of the ``(n, dim)`` table of the host tables
     ``U, V, X, Y`` (``tables``, width ``2m``; a zero last column for odd
-    ``dim``), into ``out`` or a fresh array; ``complex_rows``: an
-    ``"interleaved"`` sinusoidal table in torch CPU memory, written by
-    :func:`fill_rows_complex` where ``out``'s rows allow it."""
+    ``dim``), into ``out`` or a fresh array."""
     rows = n - lo if rows is None else rows
     u, v, x, y = tables
     width = int(u.shape[1])
@@ -219,13 +238,7 @@ def numpy_table(
     if width == 0:  # dim == 1: the zero column only
         out[...] = 0
         return out
-    if complex_rows and width == dim and width % COMPLEX_COLUMNS == 0 and out.flags.c_contiguous and out.dtype in (
-        np.float32,
-        np.float64,
-    ):
-        fill_rows_complex(out, lo, block, u, x, y)
-    else:
-        fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
+    fill_rows(out[:, :width] if width != dim else out, lo, block, u, v, x, y)
     if width != dim:
         out[:, width:] = 0
     return out

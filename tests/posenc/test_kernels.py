@@ -624,6 +624,24 @@ def test_doubled_range_tables_against_the_exact_rows(start, nq, block, dim):
         np.testing.assert_array_equal(a[0], b[0])
 
 
+
+def test_doubled_sequences_together_equal_each_alone():
+    """The coarse and fine rows doubled together (one reduction of every
+    seed, one product per step over both, the longer one's rows) are the
+    rows each sequence gets alone, bit for bit, whichever is longer."""
+    from posenc import _turns
+
+    t = _turns._turns(_angles.as_freqs(posenc.frequencies(96)).key)
+    for (a, d, k), (b, e, j) in [((0.0, 64.0, 64), (0.0, 1.0, 64)), ((10.0**9, 1000.0, 5), (0.0, 1.0, 1000))]:
+        s, c = _turns._doubled((a, b), (d, e), max(k, j), t)
+        for row, (start, step, n) in enumerate(((a, d, k), (b, e, j))):
+            s1, c1 = _turns._doubled((start,), (step,), n, t)
+            np.testing.assert_array_equal(s[row, :n], s1[0])
+            np.testing.assert_array_equal(c[row, :n], c1[0])
+            # and the rows are the angle-addition steps, not their seeds alone
+            exact = _turns._host_sincos_turns(np.array([start + 3 * step]), t)[0][0]
+            assert n < 4 or not np.array_equal(s1[0, 3], exact)
+
 @pytest.mark.parametrize("flip", [False, True])
 @pytest.mark.parametrize(("shape", "dim"), [((1024,), 320), ((70,), 129), ((4, 33), 64), ((300,), 3)])
 def test_joined_timestep_table_equals_the_concatenation(flip, shape, dim, monkeypatch):
