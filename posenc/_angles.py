@@ -167,6 +167,8 @@ def _two_pi_f32() -> tuple[float, float, float, float]:
     return pa, pb, pc, float(np.float32(2.0 * math.pi))
 
 
+#: (the arithmetic below writes these four as literals, like every float of
+#: traced code: see _TRACED_TWO_PI; a test checks that they are these values)
 _PA32, _PB32, _PC32, _TWO_PI32 = _two_pi_f32()
 
 #: 2 pi as the traced arithmetic writes it: a literal equal to TWO_PI.  torch's
@@ -175,7 +177,8 @@ _PA32, _PB32, _PC32, _TWO_PI32 = _two_pi_f32()
 #: CPU, and a host tensor among a CUDA graph's inputs); a literal in the code is
 #: a constant of the graph.  ``test_no_float_graph_inputs`` checks both.
 _TRACED_TWO_PI = 6.283185307179586
-#: float32 constants of the digit path: 2**12 and its inverse (splits by truncation)
+#: float32 constants of the digit path: 2**12 and its inverse (splits by
+#: truncation), written as literals in the arithmetic
 _SCALE12, _INV12 = 4096.0, 1.0 / 4096.0
 
 
@@ -604,9 +607,11 @@ def turns_to_angle_f32(sh: Array, sl: Array, xp: Any) -> tuple[Array, Array]:
     small: the pair is right to about 1e-10."""
     s, e = two_sum(sh, sl)
     s = s - xp.round(s)
-    sa = xp.floor(s * _SCALE12) * _INV12
-    ah = _PA32 * sa
-    al = (_PA32 * (s - sa) + _PB32 * s) + (_PC32 * s + _TWO_PI32 * e)
+    # literals (traced code lifts module floats into graph inputs): 2**12, 2**-12,
+    # _PA32, _PB32, _PC32, _TWO_PI32
+    sa = xp.floor(s * 4096.0) * 0.000244140625
+    ah = 6.283203125 * sa
+    al = (6.283203125 * (s - sa) + -1.781781975296326e-05 * s) + (-6.605598229861287e-13 * s + 6.2831854820251465 * e)
     return two_sum(ah, al)
 
 
@@ -621,7 +626,7 @@ def finish_pair_f32(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
 #: masks and scales of the fixed-point path (:func:`_sincos_fixed`)
 _M16 = 0xFFFF
 _LOW20 = (1 << 20) - 1
-_TURN32 = 2.0**-32
+_TURN32 = 2.0**-32  # (written as literals in the arithmetic)
 _TURN48 = 2.0**-48
 
 
@@ -695,12 +700,18 @@ def _finish_fixed(a: Array, a_lo: Array, xp: Any) -> tuple[Array, Array]:
     ``|a_lo|``, below 1e-9 in the table, and the correction terms stay below
     the table's own rounding."""
     x2 = a * a
-    c = _COS_TAYLOR[-1]
-    for k in _COS_TAYLOR[-2::-1]:
-        c = k + x2 * c
-    sx = _SIN_TAYLOR[-1]
-    for k in _SIN_TAYLOR[-2::-1]:
-        sx = k + x2 * sx
+    # Horner's scheme of _COS_TAYLOR and _SIN_TAYLOR with the coefficients as
+    # literals (torch's compiler would lift floats read from the module into
+    # graph inputs, host tensors made on every call; a test checks the values)
+    c = 2.48015873015873e-05 + x2 * -2.755731922398589e-07
+    c = -0.001388888888888889 + x2 * c
+    c = 0.041666666666666664 + x2 * c
+    c = -0.5 + x2 * c
+    c = 1.0 + x2 * c
+    sx = -0.0001984126984126984 + x2 * 2.7557319223985893e-06
+    sx = 0.008333333333333333 + x2 * sx
+    sx = -0.16666666666666666 + x2 * sx
+    sx = 1.0 + x2 * sx
     return xp.sin(a) + c * a_lo, xp.cos(a) - (a * sx) * a_lo
 
 
@@ -744,11 +755,12 @@ def fixed_angle(flat: Array, freqs_key: bytes, ctx: Context) -> tuple[Array, Arr
     top = u[:, None] * vhi + (p11 + ((p10 >> 16) & _M16) + ((p01 >> 16) & _M16) + (mid >> 16))
     # the turns top * 2**-32 as exact float32 parts: its 12 high bits, its 20
     # low bits, and the next 16 bits
-    sa = xp.astype(top & ~_LOW20, f32) * _TURN32
-    sb = xp.astype(top & _LOW20, f32) * _TURN32
-    sc = xp.astype(mid & _M16, f32) * _TURN48
-    ah = _PA32 * sa  # exact: 12 by 12 bits
-    al = _TWO_PI32 * (sb + sc) + _PB32 * sa
+    # (literals: _TURN32, _TURN48, _PA32, _TWO_PI32, _PB32)
+    sa = xp.astype(top & ~_LOW20, f32) * 2.3283064365386963e-10
+    sb = xp.astype(top & _LOW20, f32) * 2.3283064365386963e-10
+    sc = xp.astype(mid & _M16, f32) * 3.552713678800501e-15
+    ah = 6.283203125 * sa  # exact: 12 by 12 bits
+    al = 6.2831854820251465 * (sb + sc) + -1.781781975296326e-05 * sa
     a, a_lo = two_sum(ah, al)
     return a, a_lo, sign, overflow
 
@@ -815,7 +827,7 @@ def _sincos_digits(p: Array, a: Angles) -> tuple[Array, Array]:
         va = ctx.from_host(tab.va, f32)
         vb = ctx.from_host(tab.vb, f32)
         vh = ctx.from_host(tab.vh32, f32)
-        xa = xp.floor(frac * _SCALE12) * _INV12  # 12 bits: xa * va is exact
+        xa = xp.floor(frac * 4096.0) * 0.000244140625  # 12 bits (_SCALE12, _INV12): xa * va is exact
         xb = (frac - xa)[:, None]
         head = xa[:, None] * va
         s, e = two_sum(sh, head - xp.round(head))

@@ -21,6 +21,7 @@ eager result (equal, or within 1 ulp for floats):
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +34,7 @@ torch = pytest.importorskip("torch")
 import array_api_compat.torch  # noqa: E402
 
 import posenc  # noqa: E402
-from posenc import _angles, _cache  # noqa: E402
+from posenc import _angles, _cache, _compat  # noqa: E402
 
 F32 = torch.float32
 
@@ -368,6 +369,16 @@ def _graph_faults(fn: Any, *args: Any) -> dict[str, list[str]]:
     return found
 
 
+def _module_float_control() -> Callable[[Any], Any]:
+    """Both faults: a function of posenc._angles (the module's own globals)
+    that reads its float ``TWO_PI``, called with a tensor made without a
+    device."""
+    space = vars(_angles)
+    exec("def _control_(x):\n    return x * TWO_PI\n", space)
+    fn = space.pop("_control_")  # (defined in the module's namespace, then taken out of it)
+    return lambda x: fn(x) + torch.zeros(3)
+
+
 def test_compiled_graphs_lift_no_floats_and_make_tensors_on_the_inputs_device():
     """Two things a graph on a device must not carry, for every public function:
 
@@ -383,10 +394,7 @@ def test_compiled_graphs_lift_no_floats_and_make_tensors_on_the_inputs_device():
       by design.
 
     The controls, a module float and a factory without a device, are found."""
-    def control_fn(x: Any) -> Any:  # the 32-bit angle's constants are floats of posenc._angles
-        return _angles.turns_to_angle_f32(x, x, array_api_compat.torch)[0] + torch.zeros(3)
-
-    control = _graph_faults(control_fn, torch.ones(3))
+    control = _graph_faults(_module_float_control(), torch.ones(3))
     assert control["lifted"] and control["host"] == ["zeros"], control
     lifted, host = {}, {}
     for name, (fn, make) in sorted(CASES.items()):
@@ -398,6 +406,32 @@ def test_compiled_graphs_lift_no_floats_and_make_tensors_on_the_inputs_device():
             host[name] = found["host"]
     assert not lifted, lifted
     assert not host, host
+
+
+def test_paths_without_float64_lift_no_floats():
+    """The angles of a device without float64 (Apple's MPS: the fixed-point
+    path of integer positions, the digit path of real ones, the 32-bit
+    angle of turns), compiled with dynamic shapes: their float constants
+    are literals, never graph inputs; the literals are the constants the
+    module derives (2 pi in float32 parts, the scales)."""
+    A = _angles
+    ctx = dataclasses.replace(_compat.resolve({"p": torch.arange(3)}), float64=False)
+    freqs = A.as_freqs(posenc.frequencies(16))
+    for p in (torch.arange(-5, 7), torch.linspace(-3.0, 900.5, 12)):
+        c = dataclasses.replace(ctx, work=torch.float32) if p.is_floating_point() else ctx
+        a = A.prepare(p, freqs, c)
+        assert a.path is (A._sincos_digits if p.is_floating_point() else A._sincos_fixed)
+        found = _graph_faults(lambda q, a=a: a.path(q, a)[0], p)
+        assert not found["lifted"], found
+    found = _graph_faults(lambda x: A.turns_to_angle_f32(x, x * 0.5, array_api_compat.torch)[0], torch.ones(3))
+    assert not found["lifted"], found
+    assert _graph_faults(_module_float_control(), torch.ones(3))["lifted"]  # the control is found
+    # the literals of the arithmetic are the module's derived constants
+    code = A.turns_to_angle_f32.__code__.co_consts + A.fixed_angle.__code__.co_consts
+    for value in (A._PA32, A._PB32, A._PC32, A._TWO_PI32, A._SCALE12, A._INV12, A._TURN32, A._TURN48):
+        assert value in code, value
+    taylor = A._finish_fixed.__code__.co_consts
+    assert all(k in taylor for k in A._COS_TAYLOR + A._SIN_TAYLOR)
 
 
 def test_fullgraph_with_grad_flowing():
