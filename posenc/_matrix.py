@@ -19,8 +19,6 @@ import numpy as np
 
 from ._angles import (
     INV_HI,
-    INV_LO,
-    MAX_POSITION,
     cast,
     finish_f32,
     finish_pair_f32,
@@ -65,8 +63,8 @@ def _matrix_parts(ids: Array, ctx: Context, dt: Any) -> list[list[Array]]:
         p = ids[..., k]
         if dt == xp.float64 or not integer:
             q = cast(p, dt, xp)
-            if not integer:  # |p| <= 2**64 keeps every product finite
-                q = xp.clip(q, min=-MAX_POSITION, max=MAX_POSITION)
+            if not integer:  # |p| <= 2**64 (MAX_POSITION, a literal) keeps every product finite
+                q = xp.clip(q, min=-1.8446744073709552e19, max=1.8446744073709552e19)
             out.append([q])
         else:
             # truncated toward zero: both parts have the sign of p (no cancelling
@@ -95,7 +93,10 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     xp = ctx.xp
     wide = ctx.float64
     dt = xp.float64 if wide else xp.float32
-    splitter = _SPLIT64 if wide else _SPLIT32
+    # (the constants of the arithmetic are literals: torch's compiler lifts
+    # floats read from a module into graph inputs, and array-api-compat's
+    # clip cannot take such a bound; a test checks the values)
+    splitter = 134217729.0 if wide else 4097.0  # _SPLIT64, _SPLIT32
     fl = tuple(freqs.shape[:-2])
     lead = tuple(ids.shape[:-1])
     m = int(freqs.shape[-2])
@@ -115,7 +116,10 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     # the angle in turns, reduced modulo 1 exactly, then the sine without
     # rounding the angle (the float32 finish of the other paths)
     if not turns:  # radians to turns: times 1 / (2 pi), as a double-length product
-        inv_hi, inv_lo = (INV_HI, INV_LO) if wide else (_INV32_HI, _INV32_LO)
+        # (INV_HI, INV_LO) or (_INV32_HI, _INV32_LO)
+        inv_hi, inv_lo = (
+            (0.15915494309189535, -9.839338337591243e-18) if wide else (0.15915493667125702, 6.4206382432985265e-09)
+        )
         h, e = _two_prod(s_hi, xp.full((), inv_hi, dtype=dt, device=ctx.device), splitter)
         s_hi, lo = h, e + (s_hi * inv_lo + lo * inv_hi)
     r = s_hi - xp.round(s_hi)  # exact

@@ -177,6 +177,19 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = 
     ),
 }
 
+#: further calls of public functions whose graphs take other paths (a
+#: frequency matrix: learned mixed RoPE), compiled by the graph-faults test
+VARIANTS: dict[str, tuple[Callable[..., Any], Callable[[int], tuple[Any, ...]]]] = {
+    "rope_axes_cos_sin, frequency matrix, integer ids": (
+        lambda p, f: posenc.rope_axes_cos_sin(p, freqs=f),
+        lambda n: (torch.stack([_pos(n) // 3, _pos(n) % 3], dim=-1), torch.linspace(-2.0, 2.0, 8).reshape(4, 2)),
+    ),
+    "rope_axes_cos_sin, frequency matrix in turns, real ids": (
+        lambda p, f: posenc.rope_axes_cos_sin(p, freqs=f, turns=True),
+        lambda n: (_x(n, 2)[0] * 30.0, torch.linspace(-0.5, 0.5, 8).reshape(4, 2)),
+    ),
+}
+
 #: cases whose host constants depend on the length, so each length is a new graph
 #: functions whose eager table of an int length is posenc's range path (coarse
 #: and fine host angles), while the compiled graph takes the array path (a
@@ -397,7 +410,7 @@ def test_compiled_graphs_lift_no_floats_and_make_tensors_on_the_inputs_device():
     control = _graph_faults(_module_float_control(), torch.ones(3))
     assert control["lifted"] and control["host"] == ["zeros"], control
     lifted, host = {}, {}
-    for name, (fn, make) in sorted(CASES.items()):
+    for name, (fn, make) in sorted(CASES.items()) + sorted(VARIANTS.items()):
         _cache.clear()
         found = _graph_faults(fn, *make(8))
         if found["lifted"]:
@@ -432,6 +445,25 @@ def test_paths_without_float64_lift_no_floats():
         assert value in code, value
     taylor = A._finish_fixed.__code__.co_consts
     assert all(k in taylor for k in A._COS_TAYLOR + A._SIN_TAYLOR)
+    from posenc import _matrix as M
+
+    code = M.matrix_sincos.__code__.co_consts + M._matrix_parts.__code__.co_consts
+    code += tuple(v for c in code if isinstance(c, tuple) for v in c)  # (folded pairs)
+    for value in (M._SPLIT64, M._SPLIT32, A.INV_HI, A.INV_LO, M._INV32_HI, M._INV32_LO, A.MAX_POSITION):
+        assert value in code, value
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_variants_compile_with_dynamic_shapes(name):
+    """The further paths of :data:`VARIANTS` compile whole with dynamic
+    shapes, at two lengths without a recompile, and give the eager values."""
+    fn, make = VARIANTS[name]
+    _cache.clear()
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, fullgraph=True, dynamic=True, backend="eager")
+    for n in (8, 11):
+        args = make(n)
+        assert_same(compiled(*args), fn(*args), per_row=True, ulps=LENGTH_ULPS)
 
 
 def test_fullgraph_with_grad_flowing():
