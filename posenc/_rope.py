@@ -26,7 +26,7 @@ from .scaling._formulas import Scaling, check_scaling, check_seq_len, exact_inv_
 # frequencies
 # --------------------------------------------------------------------------
 def freq_source(base: float, scaling: Scaling | None) -> str:
-    return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_checks.show(scaling)}"
+    return f"`base` = {base!r}" if scaling is None else f"`base` = {base!r} with `scaling` = {_shown(scaling)}"
 
 
 #: results of inv_freq_of by its (hashable) arguments: a repeated call
@@ -68,7 +68,7 @@ def _inv_freq_checked(
     a = 1.0 if scaling is None else float(scaling.attention_scaling(seq_len))
     if not abs(a) <= top:
         msg = (
-            f"`scaling` = {_checks.show(scaling)} has the attention factor {a!r}, which multiplies "
+            f"`scaling` = {_shown(scaling)} has the attention factor {a!r}, which multiplies "
             f"cos and sin beyond the range of the table dtype (largest {top:.3g})"
         )
         raise ValueError(msg)
@@ -125,11 +125,19 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
             return None
         return max(1, math.ceil(top))
     msg = (
-        f"`seq_len` is required with `scaling` = {_checks.show(scaling)} for traced, lazy or device "
+        f"`seq_len` is required with `scaling` = {_shown(scaling)} for traced, lazy or device "
         "positions (its tables depend on the sequence length; Hugging Face uses max(positions) + 1, which posenc "
         "does not read back from a device): pass seq_len"
     )
     raise ValueError(msg)
+
+
+@host_constant
+def _shown(scaling: Any) -> str:
+    """:func:`posenc._checks.show` of a scaling, made on the host (torch's
+    tracer cannot follow a dataclass's ``repr``: the message of an error
+    raised while it traces would be lost)."""
+    return _checks.show(scaling)
 
 
 def compact_cos_sin(

@@ -466,6 +466,21 @@ def test_variants_compile_with_dynamic_shapes(name):
         assert_same(compiled(*args), fn(*args), per_row=True, ulps=LENGTH_ULPS)
 
 
+def test_compiled_errors_keep_their_messages():
+    """An argument error raised while torch's compiler traces names its
+    fix, as in eager code: the tracer cannot follow a dataclass's ``repr``,
+    so a message about a scaling is made on the host (without it the
+    compiler reported an untraceable builtin, and the message was lost)."""
+    from posenc import scaling
+
+    def step(p: Any) -> Any:
+        return posenc.rope_cos_sin(p, 16, scaling=scaling.DynamicNTK(2.0, 64))
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"`seq_len` is required with `scaling` = DynamicNTK\(factor=2\.0"):
+        torch.compile(step, fullgraph=True, dynamic=True, backend="eager")(torch.arange(8)[None])
+
+
 def test_fullgraph_with_grad_flowing():
     """Trainable inputs keep their gradients through the compiled call."""
     x = _x(5).requires_grad_()
