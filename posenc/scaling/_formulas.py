@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from posenc import _checks, _exact
+from posenc._trace import _plain, compiling, host_constant
 
 __all__ = [
     "Scaling",
@@ -131,6 +132,14 @@ class Scaling:
 
     __slots__ = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # posenc's scalings check their fields on the host when torch's
+        # compiler traces their construction (see _checked_on_the_host)
+        super().__init_subclass__(**kwargs)
+        post = cls.__dict__.get("__post_init__")
+        if post is not None and cls.__module__.startswith("posenc."):
+            cls.__post_init__ = _checked_on_the_host(post)  # type: ignore[attr-defined]
+
     def attention_scaling(self, seq_len: int | None = None) -> float:
         """The factor that multiplies ``cos`` and ``sin`` (1.0 unless stated).
 
@@ -159,6 +168,51 @@ class Scaling:
         """
         msg = f"{type(self).__name__} must implement inv_freq(dim, base, seq_len)"
         raise NotImplementedError(msg)
+
+
+def _checked_on_the_host(post: Any) -> Any:
+    """A scaling's ``__post_init__`` (its checks and normalised fields) that
+    runs on the host while torch's compiler traces the construction (a
+    scaling built inside a compiled forward): under ``dynamic=True`` its
+    floats reach the checks as traced values (a default such as YaRN's
+    ``beta_fast = 32.0`` too), which ``math.isfinite`` and ``math.log``
+    cannot take.  The fields go to :func:`_checked_fields` as plain
+    constants; the checked values come back."""
+
+    def __post_init__(self: Any) -> None:
+        if not compiling() or _ON_THE_HOST:
+            post(self)
+            return
+        names = type(self).__match_args__
+        values = _checked_fields(type(self), *[_constant(getattr(self, n)) for n in names])
+        for name, value in zip(names, values):
+            _set(self, name, value)
+
+    __post_init__.__doc__ = post.__doc__
+    return __post_init__
+
+
+def _constant(value: Any) -> Any:
+    """A field as a constant of torch's tracer (sequences of numbers too)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_constant(v) for v in value)
+    return _plain(value)
+
+
+@host_constant
+def _checked_fields(cls: type, *values: Any) -> tuple[Any, ...]:
+    """The fields of ``cls(*values)``, built on the host (its checks run
+    there; an error is raised at trace time with its own message)."""
+    _ON_THE_HOST.append(cls)  # (the tracer runs this eagerly, but still says it compiles)
+    try:
+        obj = cls(*values)
+    finally:
+        _ON_THE_HOST.pop()
+    return tuple(getattr(obj, n) for n in cls.__match_args__)  # type: ignore[attr-defined]
+
+
+#: the scalings :func:`_checked_fields` is building (their checks run as written)
+_ON_THE_HOST: list[type] = []
 
 
 @dataclass(frozen=True)

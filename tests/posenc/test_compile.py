@@ -313,6 +313,40 @@ def _scalings():
     ]
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_scalings_built_inside_a_compiled_forward(dynamic):
+    """A scaling constructed inside the compiled function (a forward that
+    builds it from its config) compiles whole: its checks run on the host
+    (under ``dynamic=True`` its floats, defaults included, would reach
+    ``math.isfinite`` traced), the tables are the eager ones, and an invalid
+    field is refused at trace time with the scaling's own message."""
+    from posenc import scaling
+    from posenc.scaling._formulas import length_dependent
+
+    pos = torch.arange(12)[None]
+    for sc in _scalings():
+        cls = type(sc)
+        fields = [getattr(sc, n) for n in cls.__match_args__]
+        kw = {"seq_len": 100} if length_dependent(sc) else {}
+
+        def f(p, cls=cls, fields=fields, kw=kw):
+            return posenc.rope_cos_sin(p, 16, scaling=cls(*fields), **kw)
+
+        _cache.clear()
+        torch._dynamo.reset()
+        got = torch.compile(f, fullgraph=True, dynamic=dynamic, backend="eager")(pos)
+        assert_same(got, f(pos), per_row=True, ulps=LENGTH_ULPS)
+    # YaRN with its float defaults, written in the forward
+    torch._dynamo.reset()
+    got = torch.compile(lambda p: posenc.rope_cos_sin(p, 16, scaling=scaling.YaRN(4.0, 64)), fullgraph=True,
+                        dynamic=dynamic, backend="eager")(pos)
+    assert_same(got, posenc.rope_cos_sin(pos, 16, scaling=scaling.YaRN(4.0, 64)), per_row=True, ulps=LENGTH_ULPS)
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="`beta_fast` must be"):
+        torch.compile(lambda p: posenc.rope_cos_sin(p, 16, scaling=scaling.YaRN(4.0, 64, beta_fast=-1.0)),
+                      fullgraph=True, dynamic=dynamic, backend="eager")(pos)
+
+
 def test_scalings_travel_as_constants(monkeypatch):
     """Scalings reach the tracer's constant functions as tuples of
     constants, rebuilt equal: torch 2.11 passes only values that convert to
