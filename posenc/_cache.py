@@ -141,9 +141,23 @@ def sizeof(value: Any, depth: int = 0) -> int:
 
 
 def _sum_of(values: Any, depth: int) -> int:
-    """:func:`sizeof` summed over ``values``, skipping known array-free types without a call."""
+    """:func:`sizeof` summed over ``values``, skipping known array-free types
+    without a call, and flat tuples of them (the ``(type, value)`` pairs of
+    typed keys) with one look at each item."""
     skip = _NO_ARRAYS
-    return sum([sizeof(v, depth) for v in values if type(v) not in skip])
+    total = 0
+    for v in values:
+        tp = type(v)
+        if tp in skip:
+            continue
+        if tp is tuple and depth < 6:
+            for u in v:
+                if type(u) not in skip:
+                    total += sizeof(v, depth)
+                    break
+            continue
+        total += sizeof(v, depth)
+    return total
 
 
 def _cell_full(cell: Any) -> bool:
