@@ -484,8 +484,17 @@ def _real_float_dtypes(xp: Any, device: Any) -> dict[str, Any]:
 
 
 def has_float64(xp: Any, device: Any) -> bool:
-    """Whether float64 is available on ``device`` of namespace ``xp``."""
+    """Whether float64 is available on ``device`` of namespace ``xp`` (torch's
+    CPU and CUDA devices answered without the namespace's probe, which makes
+    a tensor of each dtype there)."""
+    tp = type(device)
+    if tp.__module__ == "torch" and tp.__name__ == "device" and device.type in _TORCH_F64_DEVICES:
+        return True
     return "float64" in _real_float_dtypes(xp, device)
+
+
+#: torch device types that always have float64
+_TORCH_F64_DEVICES = frozenset({"cpu", "cuda"})
 
 
 def default_dtype(xp: Any, device: Any, kind: str = "real floating") -> Any:

@@ -124,3 +124,25 @@ def test_host_data_moves_to_the_device_unsynchronised(xp):
     assert _compat.is_integer_dtype(ctx.xp, ints.dtype)  # the namespace infers the dtype
     with pytest.raises(ValueError):  # a ragged list: the namespace's own error
         ctx.asarray([[1, 2], [3]])
+
+
+def test_torch_float64_answer_agrees_with_the_namespace_probe():
+    """torch's CPU (and CUDA) devices answer float64 without the namespace's
+    probe (a tensor of each dtype made there): the same answer as the probe;
+    other devices still take it."""
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as xp
+
+    devices = [torch.device("cpu"), torch.device("meta")]
+    devices += [torch.device("cuda")] if torch.cuda.is_available() else []
+    for dev in devices:
+        assert _compat.has_float64(xp, dev) == ("float64" in _compat._real_float_dtypes(xp, dev)), dev
+    probed = []
+    real = _compat._real_float_dtypes
+    try:
+        _compat._real_float_dtypes = lambda *a: probed.append(a[1]) or real(*a)
+        _compat.has_float64(xp, torch.device("cpu"))
+        _compat.has_float64(xp, torch.device("meta"))
+    finally:
+        _compat._real_float_dtypes = real
+    assert probed == [torch.device("meta")]
