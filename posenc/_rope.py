@@ -183,6 +183,10 @@ class TablePlan:
     small: tuple[_kernels.Lane, tuple[Array, ...]] | None
     #: the angles of array positions, or None
     angles: _angles.Angles | None
+    #: a range's tables come from the cached exact tables whatever their size
+    #: (a device: one launch hands out a cached table where the small
+    #: tables' formula takes a dozen)
+    device_range: bool
     #: the checked positions and offset of a call whose plan is not kept
     positions: Any
     offset: Any
@@ -220,9 +224,11 @@ def table_plan(
         if keyed:
             small = _angles.table_kernel(positions, freqs, layout, ctx)
             angles = _angles.prepare(positions, freqs, ctx)
+    device_range = isinstance(positions, int) and _kernels.device_table(ctx, "pair:" + layout) is not None
     return TablePlan(
         ctx=ctx, layout=layout, freqs=freqs, attention=attention, scan=scan, small=small, angles=angles,
-        positions=None if keyed else positions, offset=None if keyed else offset, keep=not dependent,
+        device_range=device_range, positions=None if keyed else positions, offset=None if keyed else offset,
+        keep=not dependent,
     )
 
 
@@ -265,7 +271,7 @@ def traced_tables(
     positions = _checks.check_positions(positions, "positions", ctx, out_tail=(dim,), what="table", scan=False)
     plan = TablePlan(
         ctx=ctx, layout=layout, freqs=freqs, attention=attention, scan=False, small=None, angles=None,
-        positions=positions, offset=offset, keep=False,
+        device_range=False, positions=positions, offset=offset, keep=False,
     )
     return tables(plan, positions, offset)
 
@@ -277,7 +283,8 @@ def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array,
     ctx = plan.ctx
     freqs = plan.freqs
     ranged = isinstance(positions, int) and (isinstance(offset, int) or is_symbolic(offset))
-    if ranged and not ctx.traced and positions * freqs.m >= _kernels.SMALL_TABLE:  # a range: its cached tables
+    if ranged and not ctx.traced and (plan.device_range or positions * freqs.m >= _kernels.SMALL_TABLE):
+        # a range: its cached tables
         return _tables.rope_range(offset, positions, freqs, plan.layout, plan.attention, ctx)
     a = plan.angles
     if a is not None and a.rows is not None:  # dense integer positions: rows of a range's cached tables

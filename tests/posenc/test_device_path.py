@@ -131,6 +131,19 @@ def test_rope_cos_sin_of_position_ids():
     _close(s, ws, 2.5e-7)
 
 
+@pytest.mark.parametrize(("n", "offset"), [(8, 0), (64, 4090), (4096, 0)])
+def test_rope_cos_sin_of_a_length(n, offset):
+    """``rope_cos_sin(seq_len, dim)`` (a prefill's tables from a length) on
+    a device: the cached exact table handed out in one launch at every size
+    (small tables too: their formula takes a dozen launches per call)."""
+    dim = 32
+    (c, s), mine = warm_launches(lambda: posenc.rope_cos_sin(n, dim, offset=offset, xp=torch))
+    assert mine.total() == 1, str(mine)
+    wc, ws = _rope_f64([list(range(offset, offset + n))], dim, 10000.0)
+    _close(c, wc[0], 2.5e-7)
+    _close(s, ws[0], 2.5e-7)
+
+
 def test_rope_of_q_decode():
     x = torch.randn(1, 4, 1, 64)
     pid = torch.tensor([70000])
