@@ -114,6 +114,9 @@ def sizeof(value: Any, depth: int = 0) -> int:
     if isinstance(nb, int):
         return nb
     if isinstance(value, (tuple, list, frozenset, set)):
+        if tp.__name__ == "Size" and tp.__module__ == "torch":  # shapes: ints only
+            _NO_ARRAYS.add(tp)
+            return 0
         return _sum_of(value, depth + 1)
     if isinstance(value, dict):
         return _sum_of(value.values(), depth + 1)

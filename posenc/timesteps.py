@@ -31,10 +31,9 @@ from ._trace import host_constant, is_symbolic
 __all__ = ["timestep_embedding"]
 
 
-@host_constant
-def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
-    """Validated ``dim`` and the host float64 frequencies, ``scale`` included
-    (a constant of torch's traced graphs)."""
+def _timestep_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, np.ndarray, np.ndarray]:
+    """Validated ``dim`` and the frequencies, ``scale`` included, as float64
+    ``(hi, lo)`` (``hi`` correctly rounded; :func:`posenc._exact.evaluate`)."""
     dim = _checks.check_dim(dim)
     shift = _checks.check_float(shift, "downscale_freq_shift")
     scale = _checks.check_float(scale, "scale")
@@ -57,13 +56,44 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
             "gives frequencies beyond the float64 range"
         )
         raise ValueError(msg)
-    freqs = _angles.Freqs.exact(w, lo)
     if abs(scale) > _checks.MAX_TABLE_FREQUENCY:
         source = f"`scale` = {scale!r}"
     else:
         source = f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r}"
-    _checks.check_table_frequency(freqs.top, source)
-    return dim, freqs
+    _checks.check_table_frequency(float(np.max(np.abs(w))) if w.size else 0.0, source)  # (Freqs.top)
+    _cache.readonly(w, lo)
+    return dim, w, lo
+
+
+@host_constant
+def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _angles.Freqs]:
+    """Validated ``dim`` and the host frequencies (a constant of torch's
+    traced graphs)."""
+    dim, w, lo = _timestep_exact(dim, shift, scale, max_period)
+    return dim, _angles.Freqs.exact(w, lo)
+
+
+class _Exact:
+    """The frequencies of a configuration: ``m``, the float64 values ``hi``
+    (correctly rounded) and their :class:`posenc._angles.Freqs`, made on
+    first use (a table the one-buffer kernel writes needs only ``hi``: a
+    first call spares the turns and the key)."""
+
+    __slots__ = ("m", "hi", "lo", "_freqs")
+
+    def __init__(self, m: int, hi: Any, lo: Any, freqs: _angles.Freqs | None = None) -> None:
+        self.m, self.hi, self.lo, self._freqs = m, hi, lo, freqs
+
+    @property
+    def freqs(self) -> _angles.Freqs:
+        if self._freqs is None:  # (two threads may both make it: the same value)
+            self._freqs = _angles.Freqs.exact(self.hi, self.lo)
+        return self._freqs
+
+
+def _eager_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _Exact]:
+    dim, w, lo = _timestep_exact(dim, shift, scale, max_period)
+    return dim, _Exact(int(w.shape[0]), w, lo)
 
 
 #: the frequencies of recent configurations, by their arguments and the
@@ -71,12 +101,14 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
 _FREQS = _cache.Memo("timesteps.freqs", 64)
 
 
-def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any, ctx: Context) -> tuple[int, _angles.Freqs]:
-    """:func:`_timestep_freqs`, kept per configuration outside torch's tracer."""
+def _freqs(dim: Any, shift: Any, scale: Any, max_period: Any, ctx: Context) -> tuple[int, _Exact]:
+    """The frequencies of a configuration: :func:`_timestep_freqs` while
+    torch traces, else kept per configuration."""
     if ctx.traced:
-        return _timestep_freqs(dim, shift, scale, max_period)
+        dim, freqs = _timestep_freqs(dim, shift, scale, max_period)
+        return dim, _Exact(freqs.m, None, None, freqs)  # (no host array inside the trace)
     args = (dim, shift, scale, max_period)
-    return _FREQS.get_or_make(_cache.typed_key(args), _timestep_freqs, *args)
+    return _FREQS.get_or_make(_cache.typed_key(args), _eager_exact, *args)
 
 
 @dataclass(slots=True)
@@ -87,7 +119,8 @@ class _Plan:
 
     ctx: Context
     dim: int
-    freqs: _angles.Freqs
+    #: the frequencies (their Freqs made where a call needs them)
+    exact: _Exact
     flip: bool
     #: the angles of such timesteps (None for an empty ``t`` or ``dim`` 1,
     #: and until a call needs them where :attr:`joined` is set)
@@ -116,7 +149,7 @@ def _plan(
     shapes before the timesteps are scanned, by the caller on every call of
     a kept plan)."""
     ctx = _compat.resolve({"t": t}, xp=xp, device=device, dtype=dtype)
-    dim, freqs = _freqs(dim, shift, scale, max_period, ctx)
+    dim, exact = _freqs(dim, shift, scale, max_period, ctx)
     flip = _checks.check_bool(flip_sin_to_cos, "flip_sin_to_cos")
     if (isinstance(t, numbers.Number) and not _compat.is_array(t)) or is_symbolic(t):
         msg = (
@@ -127,12 +160,12 @@ def _plan(
     keyed = key is not None  # a kept plan holds no arguments of the call
     t = _checks.check_positions(t, "t", ctx, out_tail=(dim,), what="embedding", scan=not keyed)
     scan = keyed and _compat.is_real_float_dtype(ctx.xp, t.dtype) and _compat.is_concrete(t)
-    some = bool(freqs.m and math.prod(t.shape))
+    some = bool(exact.m and math.prod(t.shape))
     joined = _kernels.joined(t, ctx) if some else None
-    angles = _angles.prepare(t, freqs, ctx) if some and joined is None else None
-    w = np.array(freqs.array) if joined is not None else None
+    angles = _angles.prepare(t, exact.freqs, ctx) if some and joined is None else None
+    w = np.array(exact.hi) if joined is not None else None
     return _Plan(
-        ctx=ctx, dim=dim, freqs=freqs, flip=flip, angles=angles, scan=scan, joined=joined, w=w,
+        ctx=ctx, dim=dim, exact=exact, flip=flip, angles=angles, scan=scan, joined=joined, w=w,
         t=None if keyed else t,
     )
 
@@ -262,7 +295,7 @@ def timestep_embedding(
     options = (dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period, dtype, device, xp)
     key = _compat.call_key((t,), options)
     plan = _PLANS.get_or_make(key, _plan, t, *options, key)
-    ctx, dim, freqs, flip = plan.ctx, plan.dim, plan.freqs, plan.flip
+    ctx, dim, flip = plan.ctx, plan.dim, plan.flip
     xp_ = ctx.xp
     if plan.t is not None:
         t = plan.t
@@ -273,12 +306,12 @@ def timestep_embedding(
     if plan.t is None and plan.scan:
         _checks.check_finite(t, "t", ctx.xp)
     lead = tuple(t.shape)
-    if freqs.m == 0:  # dim == 1: diffusers' single zero column
+    if plan.exact.m == 0:  # dim == 1: diffusers' single zero column
         return ctx.place(_angles.zeros(lead + (dim,), ctx.dtype, ctx), like=t)
     angles = plan.angles
     if angles is None and plan.joined is not None:  # (two threads may both make them: the same)
-        angles = plan.angles = _angles.prepare(t, freqs, ctx)
-    s, c = angles(t) if angles is not None else _angles.sincos(t, freqs, ctx)
+        angles = plan.angles = _angles.prepare(t, plan.exact.freqs, ctx)
+    s, c = angles(t) if angles is not None else _angles.sincos(t, plan.exact.freqs, ctx)
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))
