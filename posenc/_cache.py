@@ -114,9 +114,6 @@ def sizeof(value: Any, depth: int = 0) -> int:
     if isinstance(nb, int):
         return nb
     if isinstance(value, (tuple, list, frozenset, set)):
-        if tp.__name__ == "Size" and tp.__module__ == "torch":  # shapes: ints only
-            _NO_ARRAYS.add(tp)
-            return 0
         return _sum_of(value, depth + 1)
     if isinstance(value, dict):
         return _sum_of(value.values(), depth + 1)
@@ -153,7 +150,7 @@ def _sum_of(values: Any, depth: int) -> int:
         tp = type(v)
         if tp in skip:
             continue
-        if tp is tuple and depth < 6:
+        if isinstance(v, tuple) and depth < 6:  # (shapes too)
             for u in v:
                 if type(u) not in skip:
                     total += sizeof(v, depth)

@@ -18,12 +18,14 @@ Imports: :mod:`posenc._angles` and below.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import _cache, _kernels
+from . import _cache, _compat, _kernels
 from ._angles import (
     EXACT_F32,
     Freqs,
@@ -249,6 +251,71 @@ def range_table(
         # the cache holds it now: hand out what cannot change the cached one
         return _cache.share(table, mode, xp) if share else table
     return table
+
+
+def kept_on_devices(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A public function of Python arguments alone (a grid's shape, a
+    length: no arrays) whose tables are kept, on a device, in
+    :data:`posenc._cache.TABLES` like a range table's and handed out as a
+    copy: one launch per call where the formula takes a launch per
+    operation (twenty and more for a small grid's tables).
+
+    Only where :func:`posenc._kernels.device_table` has a kernel (torch on
+    CUDA, CuPy; CPU tensors under :func:`posenc._kernels.as_device`):
+    eager, hashable arguments; anything else calls ``fn``.  The first call
+    of a set of arguments runs ``fn`` (its checks and errors); the result
+    is what ``fn`` returned, its bits and its aliasing (a fresh array)."""
+
+    @functools.wraps(fn)
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        xp, device = kwargs.get("xp"), kwargs.get("device")
+        if xp is None and device is None:  # NumPy's tables: no device
+            return fn(*args, **kwargs)
+        try:
+            ctx = _compat.resolve(None, xp=xp, device=device, dtype=kwargs.get("dtype"))
+        except (TypeError, ValueError):  # fn says what is wrong
+            return fn(*args, **kwargs)
+        if ctx.traced or _kernels.device_table(ctx, "interleaved") is None:
+            return fn(*args, **kwargs)
+        try:
+            named = tuple((k, v if k in _CONTEXT_ARGS else _typed(v)) for k, v in sorted(kwargs.items()))
+            key = (kept, _typed(args), named, _cache.device_key(ctx), ctx.dtype)
+            got = _cache.TABLES.get(key)
+        except TypeError:  # arguments that are not plain Python values (lists, arrays)
+            return fn(*args, **kwargs)
+        if got is None:
+            value = fn(*args, **kwargs)
+            arrays = value if isinstance(value, tuple) else (value,)
+            size = sum(_cache.nbytes_of(a, ctx.xp) for a in arrays)
+            mode = _kernels.handout(ctx)
+            if not all(has_values(a) for a in arrays) or not _cache.TABLES.put(key, (value, mode), size):
+                return value
+            got = (value, mode)
+        value, mode = got
+        if isinstance(value, tuple):
+            return tuple(_cache.share(a, mode, ctx.xp) for a in value)
+        return _cache.share(value, mode, ctx.xp)
+
+    return kept
+
+
+#: the keyword arguments that name the namespace, device and dtype (keyed as given)
+_CONTEXT_ARGS = frozenset({"xp", "device", "dtype"})
+#: the Python values a kept call's arguments may be
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with the type of every item (``4``, ``4.0`` and ``True``
+    hash alike but are checked differently); TypeError for anything but
+    plain Python values and tuples of them."""
+    tp = type(value)
+    if tp in _PLAIN:
+        return (tp, value)
+    if tp is tuple:
+        return (tuple, tuple(_typed(v) for v in value))
+    msg = "not a plain Python value"
+    raise TypeError(msg)
 
 
 def _portable_table(

@@ -50,6 +50,7 @@ from ._relative import (
     rel_vector,
     toeplitz,
 )
+from ._tables import kept_on_devices
 from ._trace import host_constant
 
 # ALiBi moved to posenc.alibi; posenc.bias.alibi_bias (and the rest) still import from here
@@ -469,6 +470,7 @@ def _xl_freqs(dim: int, base: float) -> _angles.Freqs:
     return _angles.Freqs.exact(*_exact.evaluate(_exact.geometric, base, Fraction(2, dim), dim // 2))
 
 
+@kept_on_devices
 def relative_sinusoidal(
     query_len: int,
     key_len: int | None = None,

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _angles, _checks, _compat, _exact
 from ._compat import Array, Context
+from ._tables import kept_on_devices
 from ._trace import host_constant
 
 __all__ = ["sincos_grid", "sincos_coords", "axial_rope_cos_sin"]
@@ -184,6 +185,7 @@ def _scaled_coords(full: int, start: int, n: int, base_size: float | None, scale
 # --------------------------------------------------------------------------
 # sincos tables
 # --------------------------------------------------------------------------
+@kept_on_devices
 def sincos_grid(
     grid_shape: Sequence[int],
     dim: int,
@@ -525,6 +527,7 @@ def sincos_coords(
 # --------------------------------------------------------------------------
 # axial RoPE
 # --------------------------------------------------------------------------
+@kept_on_devices
 def axial_rope_cos_sin(
     grid_shape: Sequence[int],
     dim: int,

@@ -144,6 +144,46 @@ def test_rope_cos_sin_of_a_length(n, offset):
     _close(s, ws[0], 2.5e-7)
 
 
+GRID_CALLS = {
+    "axial_rope_cos_sin": (lambda **kw: posenc.axial_rope_cos_sin((4, 6), 16, **kw), 2),
+    "sincos_grid": (lambda **kw: posenc.sincos_grid((4, 6), 16, cls_token=True, **kw), 1),
+    "relative_sinusoidal": (lambda **kw: posenc.relative_sinusoidal(8, 12, dim=16, **kw), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRID_CALLS))
+def test_tables_of_lengths_are_kept_on_a_device(name):
+    """Tables from Python arguments alone (a grid's shape, lengths), called
+    per forward by vision towers: on a device one copy of the kept table per
+    array (the formula took 12 to 28 launches), the values of the NumPy
+    call, and a caller's writes to a result never reach the next one."""
+    call, launches = GRID_CALLS[name]
+    got, mine = warm_launches(lambda: call(xp=torch))
+    assert mine.total() == launches, str(mine)
+    got = got if isinstance(got, tuple) else (got,)
+    want = call()
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        _close(g, np.asarray(w, dtype=np.float64), 2.5e-7)
+        g.fill_(7.0)
+    again = call(xp=torch)
+    again = again if isinstance(again, tuple) else (again,)
+    for a, w in zip(again, want):
+        _close(a, np.asarray(w, dtype=np.float64), 2.5e-7)
+
+
+def test_kept_tables_key_on_the_arguments_types():
+    """Arguments that hash alike but are refused (4.0 for 4, 1 for True) are
+    refused after the kept call too; arrays and lists are never keys."""
+    posenc.sincos_grid((4, 4), 16, cls_token=True, xp=torch)
+    with pytest.raises(TypeError, match="grid_shape"):
+        posenc.sincos_grid((4.0, 4), 16, cls_token=True, xp=torch)
+    with pytest.raises(TypeError, match="cls_token"):
+        posenc.sincos_grid((4, 4), 16, cls_token=1, xp=torch)
+    a = posenc.sincos_grid([4, 4], 16, xp=torch)  # a list: the formula, every call
+    _close(a, posenc.sincos_grid((4, 4), 16).astype(np.float64), 2.5e-7)
+
+
 def test_rope_of_q_decode():
     x = torch.randn(1, 4, 1, 64)
     pid = torch.tensor([70000])
