@@ -286,7 +286,7 @@ def kept_on_devices(fn: Callable[..., Any]) -> Callable[..., Any]:
         if got is None:
             value = fn(*args, **kwargs)
             arrays = value if isinstance(value, tuple) else (value,)
-            size = sum(_cache.nbytes_of(a, ctx.xp) for a in arrays)
+            size = sum(int(a.nbytes) for a in arrays)  # (integer tables too)
             mode = _kernels.handout(ctx)
             if not all(has_values(a) for a in arrays) or not _cache.TABLES.put(key, (value, mode), size):
                 return value

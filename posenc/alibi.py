@@ -36,6 +36,7 @@ from ._relative import (
     rel_matrix,
     rel_range,
 )
+from ._tables import kept_on_devices
 from ._trace import graph_constant
 
 __all__ = ["alibi_slopes", "alibi_bias", "cumulative_gate_bias"]
@@ -236,6 +237,7 @@ def _at_positions(
     return out
 
 
+@kept_on_devices
 def alibi_bias(
     num_heads: int,
     query_len: int | None = None,

@@ -387,6 +387,7 @@ def t5_bucket(
     return _t5_core(rel, nb, md, bidirectional, ctx, out_t)
 
 
+@kept_on_devices
 def t5_buckets(
     query_len: int,
     key_len: int | None = None,

@@ -37,6 +37,7 @@ import numpy as np
 from . import _angles, _cache, _checks, _compat
 from ._compat import Array, Context
 from ._relative import iinfo, int_dtype
+from ._tables import kept_on_devices
 from ._trace import host_constant
 from .learned import linear_weights
 
@@ -96,6 +97,7 @@ def _host(values: np.ndarray, ctx: Context, dtype: Any) -> Array:
 # --------------------------------------------------------------------------
 # relative position index (Swin, BEiT)
 # --------------------------------------------------------------------------
+@kept_on_devices
 def relative_position_index(
     window: int | tuple[int, int],
     *,

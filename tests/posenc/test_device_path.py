@@ -148,15 +148,19 @@ GRID_CALLS = {
     "axial_rope_cos_sin": (lambda **kw: posenc.axial_rope_cos_sin((4, 6), 16, **kw), 2),
     "sincos_grid": (lambda **kw: posenc.sincos_grid((4, 6), 16, cls_token=True, **kw), 1),
     "relative_sinusoidal": (lambda **kw: posenc.relative_sinusoidal(8, 12, dim=16, **kw), 1),
+    "alibi_bias": (lambda **kw: posenc.alibi_bias(4, 16, causal=True, **kw), 1),
+    "t5_buckets": (lambda **kw: posenc.t5_buckets(16, 24, **kw), 1),
+    "relative_position_index": (lambda **kw: posenc.relative_position_index((3, 4), class_token=True, **kw), 1),
 }
 
 
 @pytest.mark.parametrize("name", sorted(GRID_CALLS))
 def test_tables_of_lengths_are_kept_on_a_device(name):
     """Tables from Python arguments alone (a grid's shape, lengths), called
-    per forward by vision towers: on a device one copy of the kept table per
-    array (the formula took 12 to 28 launches), the values of the NumPy
-    call, and a caller's writes to a result never reach the next one."""
+    per forward by vision towers and attention biases: on a device one copy
+    of the kept table per array (the formula took 12 to 28 launches), the
+    values of the NumPy call, and a caller's writes to a result never reach
+    the next one."""
     call, launches = GRID_CALLS[name]
     got, mine = warm_launches(lambda: call(xp=torch))
     assert mine.total() == launches, str(mine)
@@ -165,7 +169,7 @@ def test_tables_of_lengths_are_kept_on_a_device(name):
     want = want if isinstance(want, tuple) else (want,)
     for g, w in zip(got, want):
         _close(g, np.asarray(w, dtype=np.float64), 2.5e-7)
-        g.fill_(7.0)
+        g.fill_(7)
     again = call(xp=torch)
     again = again if isinstance(again, tuple) else (again,)
     for a, w in zip(again, want):
