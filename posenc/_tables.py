@@ -269,7 +269,7 @@ def kept_on_devices(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def kept(*args: Any, **kwargs: Any) -> Any:
         xp, device = kwargs.get("xp"), kwargs.get("device")
-        if xp is None and device is None:  # NumPy's tables: no device
+        if (xp is None and device is None) or not _kernels.off_the_host(xp, device):  # host tables
             return fn(*args, **kwargs)
         try:
             ctx = _compat.resolve(None, xp=xp, device=device, dtype=kwargs.get("dtype"))

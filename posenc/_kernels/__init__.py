@@ -110,6 +110,7 @@ __all__ = [
     "disabled",
     "dlpack_route",
     "gather",
+    "off_the_host",
     "handout",
     "joined",
     "lazy",
@@ -345,6 +346,27 @@ def _lane(x: Any, *more: Any) -> Lane | None:
             return TORCH
         return triton_lane(x.device.type) or TORCH
     return None
+
+
+def off_the_host(xp: Any, device: Any) -> bool:
+    """Whether arrays made with ``xp=`` and ``device=`` may live on a device
+    (a cheap first test, before a context is resolved: CuPy, torch off the
+    CPU or under :func:`as_device`); False for host namespaces and a
+    torch CPU device."""
+    kind = _compat.backend_of(xp)
+    if kind in DLPACK:
+        return True
+    if kind is not Backend.TORCH:
+        return False
+    if _compat.AS_DEVICE:
+        return True
+    import torch
+
+    try:
+        dev = torch.get_default_device() if device is None else torch.device(device)
+    except (RuntimeError, TypeError, ValueError):  # (the call says what is wrong)
+        return True
+    return bool(dev.type != "cpu")
 
 
 def _torch_on_cpu(ctx: Context) -> bool:
