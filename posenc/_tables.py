@@ -40,7 +40,7 @@ from ._angles import (
     zeros,
 )
 from ._compat import Array, Context, has_values, is_concrete, is_integer_dtype
-from ._trace import host_constant, is_symbolic
+from ._trace import compiling, host_constant, is_symbolic
 
 __all__ = [
     "assemble",
@@ -269,8 +269,8 @@ def kept_on_devices(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def kept(*args: Any, **kwargs: Any) -> Any:
         xp, device = kwargs.get("xp"), kwargs.get("device")
-        if (xp is None and device is None) or not _kernels.off_the_host(xp, device):  # host tables
-            return fn(*args, **kwargs)
+        if compiling() or (xp is None and device is None) or not _kernels.off_the_host(xp, device):
+            return fn(*args, **kwargs)  # traced, or host tables
         try:
             ctx = _compat.resolve(None, xp=xp, device=device, dtype=kwargs.get("dtype"))
         except (TypeError, ValueError):  # fn says what is wrong
