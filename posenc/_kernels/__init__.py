@@ -358,26 +358,29 @@ def off_the_host(xp: Any, device: Any) -> bool:
         return True
     if kind is not Backend.TORCH:
         return False
-    if _compat.AS_DEVICE:
-        return True
-    import torch
-
     try:
-        dev = torch.get_default_device() if device is None else torch.device(device)
+        return not _torch_host_device(device)
     except (RuntimeError, TypeError, ValueError):  # (the call says what is wrong)
         return True
-    return bool(dev.type != "cpu")
 
 
 def _torch_on_cpu(ctx: Context) -> bool:
     """Whether a torch context makes its arrays on the CPU."""
+    return _torch_host_device(ctx.device)
+
+
+def _torch_host_device(device: Any) -> bool:
+    """Whether torch makes arrays on the CPU on ``device`` (None: torch's
+    default device; never under :func:`as_device`)."""
     if _compat.AS_DEVICE:
         return False
-    if ctx.device is not None:
-        return bool(getattr(ctx.device, "type", None) == "cpu")
     import torch
 
-    return bool(torch.get_default_device().type == "cpu")
+    if device is None:
+        device = torch.get_default_device()
+    elif not isinstance(device, torch.device):
+        device = torch.device(device)
+    return bool(device.type == "cpu")
 
 
 # --------------------------------------------------------------------------
