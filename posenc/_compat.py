@@ -925,6 +925,10 @@ def _traced_torch_dtypes(device: Any, dtype: Any, float_output: bool) -> tuple[A
 
 
 def _resolve(arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any, float_output: bool) -> Context:
+    if xp is None and device is None and dtype is None:
+        ctx = _torch_context(arrays)
+        if ctx is not None:
+            return ctx
     named = {k: v for k, v in (arrays or {}).items() if v is not None and is_array(v)}
     if xp is not None:
         xp = normalize_namespace(xp)
@@ -986,6 +990,35 @@ def _resolve(arrays: dict[str, Any] | None, *, xp: Any, device: Any, dtype: Any,
         out = dtype
     work = xp.float64 if _is(xp, out, "float64") else xp.float32
     return _context(xp, device, out, work, f64)
+
+
+def _torch_context(arrays: dict[str, Any] | None) -> Context | None:
+    """The context of torch tensors on one CPU or CUDA device with no
+    ``xp``, ``device`` or ``dtype`` given (a model's call), from the tensors
+    alone: array-api-compat's namespace, torch's default float dtype (what
+    its ``default_dtypes`` answers), float64 present.  None for anything
+    else (the full path decides, and raises).  A first call spares the
+    namespace and device lookups, whose cost is mostly that of code not run
+    lately."""
+    torch = sys.modules.get("torch")
+    if torch is None or not arrays:
+        return None
+    dev = None
+    for v in arrays.values():
+        if v is None or type(v) is int:
+            continue
+        if not isinstance(v, torch.Tensor):
+            return None
+        d = v.device
+        if dev is None:
+            dev = d
+        elif d != dev:
+            return None
+    if dev is None or dev.type not in _TORCH_F64_DEVICES:
+        return None
+    xp = sys.modules.get("array_api_compat.torch") or importlib.import_module("array_api_compat.torch")
+    out = torch.get_default_dtype()
+    return _context(xp, dev, out, xp.float64 if out == torch.float64 else xp.float32, True)
 
 
 def call_key(arrays: tuple[Any, ...], options: tuple[Any, ...]) -> tuple[Any, ...] | None:

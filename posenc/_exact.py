@@ -251,6 +251,26 @@ def _times(ns: tuple[int, int], a: Fraction) -> tuple[int, int]:
     return (n * num << 200) // den, s - 200
 
 
+def _geometric_pairs(c: Fraction, m: int, a: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """``a * exp(-c i)`` for ``0 < m`` values ``i`` as the float64 pair
+    arrays of :meth:`DD.geometric`: the outer product of ``B`` powers and
+    ``ceil(m / B)`` strides, each rounded once to a pair."""
+    b = max(1, math.isqrt(m - 1) + 1)
+    rows = -(-m // b)
+    small = _powers(-c, b, DD.BITS)
+    big = _powers(-c * b, rows, DD.BITS)
+    # (both lists in one conversion: its NumPy calls cost more than its values)
+    if a != 1:
+        big = [_times(ns, a) for ns in big]
+    h, lo = _split_pairs(small + big)
+    # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
+    # computes it (Dekker's product, the splits made once per factor)
+    yh, yl, xh, xl = h[b:, None], lo[b:, None], h[:b], lo[:b]
+    with np.errstate(all="ignore"):
+        s, e = _product(yh, yl, xh, xl, _split(yh), _split(xh))
+    return s.reshape(-1)[:m], e.reshape(-1)[:m]
+
+
 # --------------------------------------------------------------------------
 # error-free transformations (float64 NumPy arrays)
 # --------------------------------------------------------------------------
@@ -317,19 +337,7 @@ class DD:
         powers and ``ceil(m / B)`` strides, each rounded once to a pair."""
         if m == 0:
             return cls(np.zeros(0))
-        b = max(1, math.isqrt(m - 1) + 1)
-        rows = -(-m // b)
-        small = _powers(-c, b, cls.BITS)
-        big = _powers(-c * b, rows, cls.BITS)
-        # (both lists in one conversion: its NumPy calls cost more than its values)
-        if a != 1:
-            big = [_times(ns, a) for ns in big]
-        h, lo = _split_pairs(small + big)
-        # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
-        # computes it (Dekker's product, the splits made once per factor)
-        yh, yl, xh, xl = h[b:, None], lo[b:, None], h[:b], lo[:b]
-        s, e = _product(yh, yl, xh, xl, _split(yh), _split(xh))
-        return cls(s.reshape(-1)[:m], e.reshape(-1)[:m])
+        return cls(*_geometric_pairs(c, m, a))
 
     @classmethod
     def two_pi(cls) -> DD:
@@ -497,16 +505,18 @@ class Dec:
 # --------------------------------------------------------------------------
 def _undecided(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """Entries whose pair does not decide the float64 rounding (within the
-    margin of a midpoint) or lies outside the range of 106-bit pairs."""
+    margin of a midpoint) or lies outside the range of 106-bit pairs.
+
+    Both sides are held to half the spacing below ``|hi|`` (half the one
+    above except at powers of two, where it is a quarter: a few such entries
+    are recomputed that needed not be); NaN and infinite values fail every
+    comparison.  Fifteen operations on small arrays: a first call pays each
+    one's dispatch."""
     a = np.abs(hi)
     with np.errstate(all="ignore"):
-        up = np.nextafter(a, np.inf) - a
-        down = a - np.nextafter(a, 0.0)
-        slo = lo * np.sign(hi)  # (hi == 0 is left out below; a NaN hi is bad)
-        tol = a * _MARGIN
-        near = (slo >= 0.5 * up - tol) | (slo <= tol - 0.5 * down)
-        bad = ~(a <= _TOP) | (a < _BOTTOM) | ~np.isfinite(lo)  # (a NaN or infinite hi is not <= _TOP)
-    return np.asarray((near | bad) & (hi != 0.0), dtype=bool)
+        bound = (a - np.nextafter(a, 0.0)) * 0.5 - a * _MARGIN
+        ok = (np.abs(lo) < bound) & (a <= _TOP) & (a >= _BOTTOM)
+    return ~ok & (hi != 0.0)
 
 
 def evaluate(formula: Callable[..., Any], *args: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -515,6 +525,10 @@ def evaluate(formula: Callable[..., Any], *args: Any) -> tuple[np.ndarray, np.nd
     float64 range), ``hi + lo`` within about 2**-100 relative (in the normal
     range; below 2**-960 ``lo`` is 0).  A zero of the formula (a still pair)
     must be an exact zero of both classes."""
+    if formula is geometric and len(args) >= 3 and type(args[2]) is int and args[2] > 0:
+        got = _geometric_decided(*args)
+        if got is not None:
+            return got
     with np.errstate(all="ignore"):
         y = formula(DD, *args)
         hi = np.array(y.hi, dtype=np.float64).reshape(-1)
@@ -536,6 +550,17 @@ def geometric(n: Any, base: Any, step: Any, m: int, a: Any = 1) -> Any:
     ``step`` and ``a`` rationals) as numbers of class ``n`` (:class:`DD` or
     :class:`Dec`): for :func:`evaluate`."""
     return n.geometric(frac(step) * ln(base, n.BITS), m, frac(a))
+
+
+def _geometric_decided(base: Any, step: Any, m: int, a: Any = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`evaluate` of :func:`geometric` where double-double decides
+    every entry (the same arrays), else None: the pairs and their check,
+    without the vector objects and copies of the general path (a first
+    call of a frequency table pays for each NumPy call it makes)."""
+    hi, lo = _geometric_pairs(frac(step) * ln(base, DD.BITS), m, frac(a))
+    if not hi.all() or _undecided(hi, lo).any():  # (zeros and the rest: the general path)
+        return None
+    return hi, lo
 
 
 def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:

@@ -321,20 +321,25 @@ def sincos_f64_torch(
     # last step that leaves threads idle)
     steps = -(-n * m // (F64_BLOCK * max(1, torch.get_num_threads())))
     rows = max(1, -(-n // max(1, steps)))
+    # the angles and the sines in float64 buffers of one step, the cosines
+    # over the angles: each value rounded once as it is copied into its
+    # float32 place (no temporary per operation)
     a = torch.empty((min(rows, n), m), dtype=torch.float64)
+    sines = torch.empty((min(rows, n), m), dtype=torch.float64)
     p64 = torch.empty((min(rows, n), 1), dtype=torch.float64)
     for i in range(0, n, rows):
         j = min(n, i + rows)
         k = j - i
         t = torch.mul(p64[:k].copy_(flat[i:j]), w, out=a[:k])
-        for out, fn in ((s[i:j], torch.sin), (c[i:j], torch.cos)):
+        sn = torch.sin(t, out=sines[:k])
+        for out, got in ((s[i:j], sn), (c[i:j], torch.cos(t, out=t))):
             if layout is None:
-                fn(t, out=out)
+                out.copy_(got)
             elif layout == "half":
-                fn(t, out=out[:, :m])
+                out[:, :m].copy_(got)
                 out[:, m:].copy_(out[:, :m])
             else:
-                fn(t, out=out[:, 0::2])
+                out[:, 0::2].copy_(got)
                 out[:, 1::2].copy_(out[:, 0::2])
             if scale != 1.0:
                 out.mul_(scale)

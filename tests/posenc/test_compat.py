@@ -146,3 +146,43 @@ def test_torch_float64_answer_agrees_with_the_namespace_probe():
     finally:
         _compat._real_float_dtypes = real
     assert probed == [torch.device("meta")]
+
+
+def test_torch_tensors_resolve_as_the_full_path_does():
+    """Torch tensors on the CPU, with no ``xp``, ``device`` or ``dtype``,
+    take a short path to their context (no array-api-compat lookups): the
+    context the full path makes, under either default dtype; other inputs
+    (other devices, mixed namespaces, a list beside a tensor) take the full
+    path and its checks."""
+    torch = pytest.importorskip("torch")
+    import array_api_compat.torch as xp
+
+    fields = ("xp", "device", "dtype", "work", "float64", "backend", "traced", "wide", "keeps")
+    calls = []
+    real = _compat._aac.array_namespace
+    try:
+        _compat._aac.array_namespace = lambda *a, **k: calls.append(a) or real(*a, **k)
+        for default in (torch.float32, torch.float64):
+            old = torch.get_default_dtype()
+            torch.set_default_dtype(default)
+            try:
+                for arrays in ({"t": torch.zeros(3)}, {"t": torch.zeros(3, dtype=torch.bfloat16), "n": 5},
+                               {"a": torch.zeros(2, dtype=torch.int64), "b": torch.ones(1), "c": None}):
+                    fast = _compat._resolve(arrays, xp=None, device=None, dtype=None, float_output=True)
+                    assert not calls
+                    full = _compat._resolve(arrays, xp=xp, device=None, dtype=None, float_output=True)
+                    assert calls
+                    calls.clear()
+                    assert [getattr(fast, f) for f in fields] == [getattr(full, f) for f in fields]
+                    assert fast.dtype == default
+            finally:
+                torch.set_default_dtype(old)
+        assert _compat._torch_context({"t": torch.zeros(2, device="meta")}) is None
+        assert _compat._torch_context({"t": torch.zeros(2), "u": [1, 2]}) is None
+        assert _compat._torch_context({"t": torch.zeros(2), "u": np.zeros(2)}) is None
+        assert _compat._torch_context({"t": torch.zeros(2), "u": torch.zeros(2, device="meta")}) is None
+        assert _compat._torch_context({"n": 4}) is None
+    finally:
+        _compat._aac.array_namespace = real
+    with pytest.raises(TypeError, match="namespace"):
+        _compat._resolve({"t": torch.zeros(2), "u": np.zeros(2)}, xp=None, device=None, dtype=None, float_output=True)

@@ -413,3 +413,54 @@ def test_fourier_frequencies_and_tables(dtype: str, top: float, log_sampling: bo
     got = posenc.fourier_features(x[:, None], nb, max_log2_freq=max_log2, include_input=False,
                                   log_sampling=log_sampling, scale_pi=True, dtype=dtype)
     _check(got, np.stack([s, c], axis=-1).reshape(len(x), -1), dtype)
+
+
+def _general(n: Any, *args: Any) -> Any:
+    """:func:`posenc._exact.geometric` under another name: the general path
+    of :func:`posenc._exact.evaluate` (vector objects, copies, the check)."""
+    return _exact.geometric(n, *args)
+
+
+def test_geometric_sequences_decided_at_once_equal_the_general_path() -> None:
+    """``evaluate(geometric, ...)`` takes the pairs and their check without
+    the general path's objects where double-double decides every entry: the
+    same arrays, bit for bit; where it does not (a subnormal, a zero, an
+    entry beyond 2**990), the general path answers."""
+    rng = np.random.default_rng(11)
+    cases: list[tuple[Any, ...]] = [
+        (10000.0, Fraction(1, 160), 160, Fraction(1)),
+        (10000.0, Fraction(2, 128), 64),
+        (500000.0, Fraction(2, 80), 40, Fraction(3, 7)),
+        (2.0, Fraction(1, 3), 1),
+        (1e-300, Fraction(2, 1), 3),
+        (1e6, Fraction(3, 31), 549, Fraction(1, 2)),
+        (10000.0, Fraction(1, 4), 8, 0.0),
+    ]
+    for _ in range(40):
+        base = float(10.0 ** rng.uniform(-3.0, 8.0))
+        step = Fraction(int(rng.integers(1, 5)), int(rng.integers(1, 900)))
+        scale = float(rng.choice([1.0, 0.5, 3.0, 1 / 3, -2.5, 1e-3]))
+        cases.append((base, step, int(rng.integers(1, 700)), scale))
+    declined = 0
+    for args in cases:
+        hi, lo = _exact.evaluate(_exact.geometric, *args)
+        hi2, lo2 = _exact.evaluate(_general, *args)
+        np.testing.assert_array_equal(hi, hi2)
+        np.testing.assert_array_equal(lo, lo2)
+        declined += _exact._geometric_decided(*args) is None
+    assert declined >= 3  # (the subnormals, the overflow and the zero scale)
+
+
+def test_undecided_entries() -> None:
+    """A pair is undecided within 2**-96 of a midpoint of the float64
+    rounding (on both sides; half the smaller spacing at powers of two), at
+    NaN and infinite values and outside ``[2**-960, 2**990]``; a zero is
+    decided."""
+    one, x = 1.0, 1.5
+    u = math.ulp(x)
+    hi = np.array([x, x, x, x, -x, one, one, one, 0.0, math.nan, math.inf, 2.0**995, 2.0**-970, x])
+    lo = np.array([0.0, u / 2 * (1 - 2.0**-40), u / 2 * (1 - 2.0**-100), -u / 2 * (1 - 2.0**-100),
+                   u / 2 * (1 - 2.0**-100), -math.ulp(one) / 4, math.ulp(one) / 4 * (1 - 2.0**-30),
+                   -math.ulp(one) / 4 * (1 - 2.0**-30), 0.0, 0.0, 0.0, 0.0, 0.0, math.nan])
+    want = [False, False, True, True, True, True, False, False, False, True, True, True, True, True]
+    assert _exact._undecided(hi, lo).tolist() == want
