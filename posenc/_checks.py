@@ -116,7 +116,7 @@ def check_dim(value: Any, name: str = "dim", *, even: bool = False, minimum: int
     :data:`MAX_ELEMENTS` (every output holds at least ``dim`` values, and the
     host tables of a larger ``dim`` could not be allocated)."""
     kind = "positive even integer" if even else "positive integer"
-    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)) and (
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, numbers.Integral)) and (
         not (hasattr(value, "__index__") and not isinstance(value, bool))
         or (_compat.is_array(value) and getattr(value, "ndim", 1) != 0)
     ):
@@ -172,7 +172,8 @@ def check_float(
     finite: bool = True,
 ) -> float:
     """Return ``value`` as a Python float (ints accepted, bools and arrays refused)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    tp = type(value)
+    if tp is not float and tp is not int and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
         msg = f"`{name}` must be a real number, got {show(value)}"
         raise TypeError(msg)
     if isinstance(value, float):
