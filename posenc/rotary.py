@@ -195,6 +195,8 @@ def rope_cos_sin(
         if got is not None:
             return got
     key = None
+    if type(offset) is int and offset and _rope.shifted_on_device(positions, offset):
+        positions, offset = positions + offset, 0  # (the kept plan of these positions: no masks of the sum)
     if type(offset) is int and offset == 0:
         options = (dim, base, scaling, layout, seq_len, dtype, device, xp)
         if type(positions) is int:
@@ -405,6 +407,8 @@ def rope(
     (2, 4, 3, 8)
     """
     key = None
+    if type(offset) is int and offset and _rope.shifted_on_device(positions, offset):
+        positions, offset = positions + offset, 0  # (as in rope_cos_sin)
     if type(offset) is int and offset == 0:
         key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))
     plan = _rope.ROPE_PLANS.get_or_make(

@@ -131,6 +131,32 @@ def test_rope_cos_sin_of_position_ids():
     _close(s, ws, 2.5e-7)
 
 
+def test_rope_cos_sin_of_position_ids_with_an_offset():
+    """Position ids and an int ``offset`` on a device: the sum in one
+    launch, then the kept plan of such ids (no masks of the sums that leave
+    int64: 9 launches before).  A sum that wraps is a NaN row, as every
+    position beyond the exact range, never another row; nothing is read."""
+    dim = 64
+    ids = torch.arange(64).reshape(2, 32) * 37
+    (c, s), mine = warm_launches(posenc.rope_cos_sin, ids, dim, offset=4096)
+    _, plain = warm_launches(posenc.rope_cos_sin, ids, dim)
+    assert mine.total() <= plain.total() + 1 <= 5, (str(mine), str(plain))
+    wc, ws = _rope_f64(ids.numpy() + 4096, dim, 10000.0)
+    _close(c, wc, 2.5e-7)
+    _close(s, ws, 2.5e-7)
+    top = 2**63 - 1
+    for offset, ids, finite in ((3, [[top - 2, 5, top, -(2**60)]], {1: 8}), (-3, [[-top, 4, top]], {1: 1, 2: top - 3})):
+        with no_reads():
+            c, s = posenc.rope_cos_sin(torch.tensor(ids), 16, offset=offset)
+        for j in range(len(ids[0])):
+            if j in finite and finite[j] < 2**53:
+                wc, ws = _rope_f64([finite[j]], 16, 10000.0)
+                _close(c[0, j], wc[0], 2.5e-7)
+                _close(s[0, j], ws[0], 2.5e-7)
+            else:
+                assert torch.isnan(c[0, j]).all() and torch.isnan(s[0, j]).all(), (offset, j)
+
+
 @pytest.mark.parametrize(("n", "offset"), [(8, 0), (64, 4090), (4096, 0)])
 def test_rope_cos_sin_of_a_length(n, offset):
     """``rope_cos_sin(seq_len, dim)`` (a prefill's tables from a length) on
@@ -188,12 +214,13 @@ def test_kept_tables_key_on_the_arguments_types():
     _close(a, posenc.sincos_grid((4, 4), 16).astype(np.float64), 2.5e-7)
 
 
-def test_rope_of_q_decode():
+@pytest.mark.parametrize("offset", [0, 4096])
+def test_rope_of_q_decode(offset):
     x = torch.randn(1, 4, 1, 64)
     pid = torch.tensor([70000])
-    out, mine = warm_launches(posenc.rope, x, pid)
-    assert mine.total() <= 2, str(mine)
-    c, s = _rope_f64([[70000]], 64, 10000.0)
+    out, mine = warm_launches(posenc.rope, x, pid, offset=offset)
+    assert mine.total() <= 2 + (offset != 0), str(mine)
+    c, s = _rope_f64([[70000 + offset]], 64, 10000.0)
     xd = x.double().numpy()
     want = xd * c + np.concatenate([-xd[..., 32:], xd[..., :32]], -1) * s
     _close(out, want, 1e-6)
