@@ -11,7 +11,6 @@ Imports: :mod:`posenc._tables` and below, :mod:`posenc.scaling`.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,31 +197,6 @@ class TablePlan:
 #: rope_cos_sin's plans, keyed by the positions' (type, dtype, device, shape)
 #: and the other arguments (offset 0)
 TABLE_PLANS = _cache.Memo("rotary.table_plans", 2048)
-
-
-#: the largest ``|offset|`` :func:`shifted_on_device` adds to int64 positions:
-#: a sum that leaves int64 wraps to a magnitude of at least ``2**63 -
-#: |offset|``, above every table's exact range (2**53), whose rows are NaN
-MAX_SHIFT = 2**62
-
-
-def shifted_on_device(positions: Any, offset: int) -> bool:
-    """Whether ``rope_cos_sin`` takes int64 ``positions`` off the host with
-    a nonzero int ``offset`` as ``positions + offset`` and offset 0 (one
-    launch, then the kept plan of such positions), not through
-    :func:`posenc._checks.add_offset`'s masks of the sums that leave int64
-    (four more launches per call): such a sum wraps to a magnitude beyond
-    the exact range, whose rows are NaN on a device anyway (no value is read
-    there).  Not while torch traces (its graph takes the sum as it is)."""
-    torch = sys.modules.get("torch")
-    return (
-        torch is not None
-        and isinstance(positions, torch.Tensor)
-        and positions.dtype == torch.int64
-        and abs(offset) <= MAX_SHIFT
-        and not compiling()
-        and not _compat.in_host_memory(positions)
-    )
 
 
 def table_plan(

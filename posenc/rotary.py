@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _angles, _checks, _compat, _rope, _tables
+from . import _angles, _checks, _compat, _kernels, _rope, _tables
 from ._compat import Array
 from ._trace import compiling, host_constant
 from .scaling import Scaling
@@ -195,7 +195,7 @@ def rope_cos_sin(
         if got is not None:
             return got
     key = None
-    if type(offset) is int and offset and _rope.shifted_on_device(positions, offset):
+    if type(offset) is int and offset and _kernels.shifted_on_device(positions, offset):
         positions, offset = positions + offset, 0  # (the kept plan of these positions: no masks of the sum)
     if type(offset) is int and offset == 0:
         options = (dim, base, scaling, layout, seq_len, dtype, device, xp)
@@ -407,7 +407,7 @@ def rope(
     (2, 4, 3, 8)
     """
     key = None
-    if type(offset) is int and offset and _rope.shifted_on_device(positions, offset):
+    if type(offset) is int and offset and _kernels.shifted_on_device(positions, offset):
         positions, offset = positions + offset, 0  # (as in rope_cos_sin)
     if type(offset) is int and offset == 0:
         key = _compat.call_key((x, positions), (base, scaling, layout, rotary_dim, seq_len, heads_axis))

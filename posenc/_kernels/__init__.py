@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from posenc import _cache, _compat
+from posenc import _cache, _compat, _trace
 from posenc._cache import Share
 from posenc._compat import Array, Backend, Context
 
@@ -381,6 +381,31 @@ def _torch_host_device(device: Any) -> bool:
     elif not isinstance(device, torch.device):
         device = torch.device(device)
     return bool(device.type == "cpu")
+
+
+#: the largest ``|offset|`` :func:`shifted_on_device` adds to int64 positions:
+#: a sum that leaves int64 wraps to a magnitude of at least ``2**63 -
+#: |offset|``, above every table's exact range (2**53), whose rows are NaN
+MAX_SHIFT = 2**62
+
+
+def shifted_on_device(positions: Any, offset: int) -> bool:
+    """Whether ``rope_cos_sin`` takes int64 ``positions`` off the host with
+    a nonzero int ``offset`` as ``positions + offset`` and offset 0 (one
+    launch, then the kept plan of such positions), not through
+    :func:`posenc._checks.add_offset`'s masks of the sums that leave int64
+    (four more launches per call): such a sum wraps to a magnitude beyond
+    the exact range, whose rows are NaN on a device anyway (no value is read
+    there).  Not while torch traces (its graph takes the sum as it is)."""
+    torch = sys.modules.get("torch")
+    return (
+        torch is not None
+        and isinstance(positions, torch.Tensor)
+        and positions.dtype == torch.int64
+        and abs(offset) <= MAX_SHIFT
+        and not _trace.compiling()
+        and not _compat.in_host_memory(positions)
+    )
 
 
 # --------------------------------------------------------------------------
