@@ -229,7 +229,9 @@ class Memo:
         """Keep ``value`` under ``key``, dropping the oldest entries while the
         memo is full (in entries or in bytes); a value of more than a quarter
         of the byte budget is not kept."""
-        size = sizeof(value) + sizeof(key)  # keys hold frequencies as bytes
+        skip = _NO_ARRAYS  # (answers of a type, a flag: no call)
+        size = (0 if type(value) in skip else sizeof(value)) + (0 if type(key) in skip else sizeof(key))
+        # (keys hold frequencies as bytes)
         if size > self.max_bytes // 4:
             return
         data = self._data

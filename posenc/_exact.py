@@ -189,14 +189,23 @@ def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]
     or 0 beyond the float64 range, which :func:`evaluate` recomputes).
 
     Python floats scaled by :func:`math.ldexp` (exact, or rounded once
-    below the normal range, as NumPy's ``ldexp``), one array each at the end."""
+    below the normal range, as NumPy's ``ldexp``), one array each at the end;
+    a value beyond the float64 range makes the loop run again with
+    :func:`_ldexp` (a first call pays for every Python call it makes)."""
+    try:
+        return _pairs_of(values, math.ldexp)
+    except OverflowError:
+        return _pairs_of(values, _ldexp)
+
+
+def _pairs_of(values: list[tuple[int, int]], ldexp: Callable[[float, int], float]) -> tuple[np.ndarray, np.ndarray]:
     heads, tails = [], []
     for n, s in values:
         m = -n if n < 0 else n
         extra = m.bit_length() - 106
         t = m >> extra if extra > 0 else m << -extra
         e = s + extra
-        h, low = _ldexp(float(t >> 53), e + 53), _ldexp(float(t & _LOW53), e)
+        h, low = ldexp(float(t >> 53), e + 53), ldexp(float(t & _LOW53), e)
         heads.append(-h if n < 0 else h)
         tails.append(-low if n < 0 else low)
     return np.array(heads), np.array(tails)
