@@ -75,6 +75,7 @@ _TABLE_LIMIT = 2**16
 # --------------------------------------------------------------------------
 # relative positions (Shaw et al.)
 # --------------------------------------------------------------------------
+@kept_on_devices
 def relative_positions(
     query_len: int,
     key_len: int | None = None,

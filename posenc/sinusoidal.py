@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _angles, _cache, _checks, _compat, _exact, _kernels, _tables
 from ._compat import Array, Context
+from ._tables import kept_on_devices
 from ._trace import host_constant, is_symbolic
 
 __all__ = [
@@ -530,6 +531,7 @@ def _sine_freqs(frequencies: tuple[Any, ...]) -> _angles.Freqs:
     return _angles.Freqs.from_array(np.asarray(values, dtype=np.float64))
 
 
+@kept_on_devices
 def binary(
     positions: int | Array,
     dim: int,

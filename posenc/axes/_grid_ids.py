@@ -10,6 +10,7 @@ from typing import Any
 
 from posenc import _angles, _checks, _compat
 from posenc._compat import Array
+from posenc._tables import kept_on_devices
 from posenc._trace import is_symbolic
 
 from ._rope_axes import is_seq, per_axis
@@ -122,6 +123,7 @@ def _per_axis_bool(value: Any, name: str, nd: int) -> tuple[bool, ...]:
     return tuple(_checks.check_bool(v, name) for v in per_axis(value, name, nd))
 
 
+@kept_on_devices
 def grid_ids(
     shape: Sequence[int],
     *,

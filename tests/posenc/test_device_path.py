@@ -177,6 +177,9 @@ GRID_CALLS = {
     "alibi_bias": (lambda **kw: posenc.alibi_bias(4, 16, causal=True, **kw), 1),
     "t5_buckets": (lambda **kw: posenc.t5_buckets(16, 24, **kw), 1),
     "relative_position_index": (lambda **kw: posenc.relative_position_index((3, 4), class_token=True, **kw), 1),
+    "relative_positions": (lambda **kw: posenc.relative_positions(8, 12, offset=4, max_distance=3, **kw), 1),
+    "grid_ids": (lambda **kw: posenc.grid_ids((4, 6), center=True, prefix_tokens=1, **kw), 1),
+    "binary": (lambda **kw: posenc.binary(16, 8, signed=True, **kw), 1),
 }
 
 
