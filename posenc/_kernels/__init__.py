@@ -390,11 +390,12 @@ MAX_SHIFT = 2**62
 
 
 def shifted_on_device(positions: Any, offset: int) -> bool:
-    """Whether ``rope_cos_sin`` takes int64 ``positions`` off the host with
-    a nonzero int ``offset`` as ``positions + offset`` and offset 0 (one
-    launch, then the kept plan of such positions), not through
+    """Whether ``rope_cos_sin`` and ``rope`` take int64 ``positions`` off
+    the host with a nonzero int ``offset`` as ``positions + offset`` and
+    offset 0 (one launch, then the kept plan of such positions), not through
     :func:`posenc._checks.add_offset`'s masks of the sums that leave int64
-    (four more launches per call): such a sum wraps to a magnitude beyond
+    and the plan-less path (9 launches per call against 2 for
+    ``rope_cos_sin``): such a sum wraps to a magnitude beyond
     the exact range, whose rows are NaN on a device anyway (no value is read
     there).  Not while torch traces (its graph takes the sum as it is)."""
     torch = sys.modules.get("torch")
