@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _kernels
 from ._angles import (
     INV_HI,
     cast,
@@ -90,6 +91,11 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
     operation is a plain multiply, add or ``round``: gradients flow to
     ``freqs`` (and float ``ids``) under autograd and ``jax.grad``.
     """
+    kernel = _kernels.matrix(ids, freqs, ctx)
+    if kernel is not None:
+        got = kernel(ids, freqs, turns, ctx.work)
+        if got is not None:
+            return got
     xp = ctx.xp
     wide = ctx.float64
     dt = xp.float64 if wide else xp.float32

@@ -441,6 +441,23 @@ def joined(p: Array, ctx: Context) -> Callable[..., Array] | None:
     return joined_torch_cpu if turns(p, ctx) is TORCH_CPU else None
 
 
+def matrix(ids: Array, freqs: Array, ctx: Context) -> Callable[..., tuple[Array, Array] | None] | None:
+    """The fused kernel of a frequency matrix's ``(sin, cos)``
+    (:func:`posenc._matrix.matrix_sincos`):
+    ``kernel(ids, freqs, turns, work)``, or None per call where it does not
+    apply; None unless ``ids`` and ``freqs`` are plain torch tensors off the
+    host on the Triton lane, eager, on a device with float64 (elsewhere
+    torch's operations: one launch each)."""
+    if not _enabled or ctx.traced or not ctx.float64 or _eager(ids, freqs) is not Backend.TORCH or _host(ids):
+        return None
+    lane = triton_lane(ids.device.type)
+    if lane is None:
+        return None
+    from . import triton as tk
+
+    return tk.matrix_triton
+
+
 def table_turns(p: Array, ctx: Context, width: int) -> Lane | None:
     """The lane of :func:`turns` for tables computed in their layout in one
     pass: tables of at most :data:`SMALL_TABLE` elements (``width`` per

@@ -294,6 +294,83 @@ def _table_kernel(
         tl.store(o_ptr + r64 * width + 2 * m, zero, mask=rm)
 
 
+def _two_prod64(a, b):
+    """Dekker's two-product of float64 ``a``, ``b`` with Veltkamp's
+    splitting: posenc._matrix._two_prod, in its order."""
+    splitter = tl.full([1, 1], 134217729.0, tl.float64)
+    h = a * b
+    t = a * splitter
+    ah = t - (t - a)
+    al = a - ah
+    t = b * splitter
+    bh = t - (t - b)
+    bl = b - bh
+    return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
+
+
+def _matrix_term(ids_ptr, io, rm, f_ptr, fo, mask, FLOAT_IDS):
+    """The exact product of one axis' ids (offsets ``io``) and frequencies
+    (offsets ``fo``) as a float64 pair (float ids clipped to ``|p| <=
+    2**64`` first, which keeps every product finite; NaN stays NaN)."""
+    p = tl.load(ids_ptr + io, mask=rm, other=0).to(tl.float64)
+    if FLOAT_IDS:
+        p = tl.where(p > 18446744073709551616.0, 18446744073709551616.0, p)
+        p = tl.where(p < -18446744073709551616.0, -18446744073709551616.0, p)
+    f = tl.load(f_ptr + fo, mask=mask, other=0.0).to(tl.float64)
+    return _two_prod64(p[:, None], f)
+
+def _matrix_kernel(
+    ids_ptr, is0, is1, f_ptr, fs0, fs1, fs2, s_ptr, c_ptr, n_rows, lead, m,
+    NAXES: tl.constexpr, FLOAT_IDS: tl.constexpr, TURNS: tl.constexpr, INTERP: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+    """``(sin, cos)`` of ``sum_k ids[l, k] * F[h, j, k]`` for the rows ``r =
+    h * lead + l`` and the columns ``j``: posenc._matrix.matrix_sincos on a
+    device with float64, in its order (exact products summed with their
+    errors carried, turns reduced exactly, the float32 finish or the float64
+    sine by the output's dtype)."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rm = rows < n_rows
+    cm = cols < m
+    mask = rm[:, None] & cm[None, :]
+    r64 = rows.to(tl.int64)
+    hh = r64 // lead
+    ll = r64 - hh * lead
+    fo = hh[:, None] * fs0 + cols.to(tl.int64)[None, :] * fs1
+    s_hi, lo = _matrix_term(ids_ptr, ll * is0, rm, f_ptr, fo, mask, FLOAT_IDS)
+    for k in tl.static_range(1, NAXES):
+        h, e = _matrix_term(ids_ptr, ll * is0 + k * is1, rm, f_ptr, fo + k * fs2, mask, FLOAT_IDS)
+        s = s_hi + h  # (two-sum)
+        bb = s - s_hi
+        e2 = (s_hi - (s - bb)) + (h - bb)
+        s_hi = s
+        lo = lo + (e2 + e)
+    if not TURNS:  # radians to turns: a double-length product with 1 / (2 pi)
+        inv_hi = tl.full([1, 1], 0.15915494309189535, tl.float64)
+        inv_lo = tl.full([1, 1], -9.839338337591243e-18, tl.float64)
+        h, e = _two_prod64(s_hi, inv_hi)
+        lo = e + (s_hi * inv_lo + lo * inv_hi)
+        s_hi = h
+    r = s_hi - _rint(s_hi, INTERP)
+    f = r + lo
+    f = f - _rint(f, INTERP)
+    a = f * tl.full([1, 1], 6.283185307179586, tl.float64)
+    if s_ptr.dtype.element_ty == tl.float64:
+        sn = _sin32(a, INTERP)
+        cs = _cos32(a, INTERP)
+    else:
+        ah = a.to(tl.float32)
+        al = (a - ah.to(tl.float64)).to(tl.float32)
+        sa = _sin32(ah, INTERP)
+        ca = _cos32(ah, INTERP)
+        sn = sa + ca * al
+        cs = ca - sa * al
+    off = r64[:, None] * m + cols[None, :]
+    tl.store(s_ptr + off, sn, mask=mask)
+    tl.store(c_ptr + off, cs, mask=mask)
+
+
 def _row_offsets(rows, B1, B2, B3, t0, t1, t2, t3):
     """Element offsets of the rows of a 4-axis lead (sizes ``(*, B1, B2,
     B3)``, strides ``t0 .. t3``), int64."""
@@ -489,9 +566,13 @@ def _rope_pair_kernel(
         )
 
 
-_HELPERS = ("_rint", "_bound", "_sin32", "_cos32", "_cast_out", "_sincos", "_row_offsets", "_rotate_rows", "_rope_rows")
+_HELPERS = (
+    "_rint", "_bound", "_sin32", "_cos32", "_cast_out", "_sincos", "_two_prod64", "_matrix_term", "_row_offsets",
+    "_rotate_rows", "_rope_rows",
+)
 _KERNELS = (
     "_turns_kernel", "_table_kernel", "_rotate_kernel", "_rotate_pair_kernel", "_rope_kernel", "_rope_pair_kernel",
+    "_matrix_kernel",
 )
 #: the built forms: {False: compiled, True: interpreted}, each {name: kernel}
 _FORMS: dict[bool, dict[str, Any]] = {}
@@ -884,6 +965,51 @@ def turns_triton(
     _launch(
         "_turns_kernel", p.device, grid, pf, pf.stride(0), v1.contiguous(), v2.contiguous(), s, c, n, m, float(scale),
         _limit(limit), CLIP=bool(clip) and p.is_floating_point(), LAYOUT=_LAYOUTS[layout], BLOCK_R=br, BLOCK_M=bm,
+    )
+    return s, c
+
+
+#: the widest frequency matrix :func:`matrix_triton` takes (its axes are
+#: unrolled in the kernel)
+MATRIX_AXES = 8
+
+
+def matrix_triton(ids: Array, freqs: Array, turns: bool, work: Any) -> tuple[Array, Array] | None:
+    """``(sin, cos)`` of ``ids . freqs^T`` (times 2 pi with ``turns``) in
+    ``work`` (float32 or float64), shape ``freqs.shape[:-2] + ids.shape[:-1]
+    + (m,)``: the contract of :func:`posenc._matrix.matrix_sincos` on a
+    device with float64, in one launch (the portable path takes 87 for
+    three axes: each two-product and two-sum is several).  None where the
+    kernel does not apply (autograd, another device, more than
+    :data:`MATRIX_AXES` axes, a dtype it does not read)."""
+    import torch
+
+    if _needs_autograd(ids, freqs) or not _kernel_device(ids, freqs):
+        return None
+    n = int(ids.shape[-1])
+    kinds = _FLOATS + ("int64", "int32", "int16", "int8", "uint8")
+    if not 0 < n <= MATRIX_AXES or work not in (torch.float32, torch.float64):
+        return None
+    if str(ids.dtype).removeprefix("torch.") not in kinds or str(freqs.dtype).removeprefix("torch.") not in _FLOATS:
+        return None
+    fl, lead, m = tuple(freqs.shape[:-2]), tuple(ids.shape[:-1]), int(freqs.shape[-2])
+    s = torch.empty(fl + lead + (m,), dtype=work, device=ids.device)
+    c = torch.empty(fl + lead + (m,), dtype=work, device=ids.device)
+    rows, per = math.prod(fl) * math.prod(lead), math.prod(lead)
+    if rows == 0 or m == 0:
+        return s, c
+    i2 = ids.reshape(per, n)  # (views where the strides allow)
+    f3 = freqs.reshape(math.prod(fl), m, n)
+    br, bm = _tile(m, ids.device)
+    if ids.device.type == "cuda" and not interpreting():
+        # about 512 entries a program: some twenty float64 values live per
+        # entry (the two-products), against 2**11 float32 ones of the other
+        # kernels (a choice from register counts, not yet timed on a device)
+        br = max(1, 512 // bm)
+    _launch(
+        "_matrix_kernel", ids.device, (-(-rows // br), -(-m // bm)), i2, i2.stride(0), i2.stride(1), f3,
+        f3.stride(0), f3.stride(1), f3.stride(2), s, c, rows, per, m, NAXES=n, FLOAT_IDS=ids.is_floating_point(),
+        TURNS=bool(turns), BLOCK_R=br, BLOCK_M=bm,
     )
     return s, c
 

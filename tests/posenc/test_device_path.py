@@ -249,6 +249,34 @@ def test_flux_ids():
     _close(s, rs, 2.5e-7)
 
 
+def _rope_mixed(ids, freqs):
+    """RoPE-Mixed's tables of learned frequencies (``freqs`` (heads, m,
+    axes)): the angles ``ids @ freqs^T`` in float32, cos and sin repeated
+    pairwise (the naive formula a model runs per forward)."""
+    angles = torch.einsum("na,hma->hnm", ids.float(), freqs)
+    return torch.cos(angles).repeat_interleave(2, -1), torch.sin(angles).repeat_interleave(2, -1)
+
+
+def test_learned_frequency_matrix():
+    """A frequency matrix (RoPE-Mixed's, three heads) in inference: one
+    fused kernel and the layout (87 launches before: each two-product and
+    two-sum of the exact angle was several), no more than the naive float32
+    formula, within the bound of the exact tables."""
+    g = torch.Generator().manual_seed(0)
+    ids = torch.stack([torch.arange(48) // 8, torch.arange(48) % 8], -1).float() * 0.5
+    freqs = torch.randn(3, 8, 2, generator=g)
+    (c, s), mine = warm_launches(posenc.rope_axes_cos_sin, ids, freqs=freqs)
+    _, peer = warm_launches(_rope_mixed, ids, freqs)
+    assert mine.total() <= min(4, peer.total()), (str(mine), str(peer))
+    rc, rs = posenc.rope_axes_cos_sin(ids.numpy(), freqs=freqs.numpy(), dtype="float64")
+    _close(c, rc, 2.5e-7)
+    _close(s, rs, 2.5e-7)
+    freqs.requires_grad_(True)  # training: torch's operations, gradients to the frequencies
+    c, _ = posenc.rope_axes_cos_sin(ids, freqs=freqs)
+    c.sum().backward()
+    assert freqs.grad is not None and torch.isfinite(freqs.grad).all()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_apply_rope(dtype):
     dt = getattr(torch, dtype)

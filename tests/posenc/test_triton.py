@@ -169,6 +169,7 @@ def test_one_launch_and_no_other_work(interpreter):
     v = _turns(_freqs(8))
     q, k, p = torch.randn(1, 4, 1, 16), torch.randn(1, 2, 1, 16), torch.tensor([[4096]])
     c, s = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    ids, fm = torch.randn(5, 2), torch.randn(3, 4, 2)
     calls = {
         "_turns_kernel": lambda: kt.turns_triton(p, v, 1.0, False, "half"),
         "_table_kernel": lambda: kt.table_triton(5, 3, v, "concat", torch.float32, "cpu"),
@@ -176,6 +177,7 @@ def test_one_launch_and_no_other_work(interpreter):
         "_rotate_pair_kernel": lambda: kt.rotate_pair_triton(q, k, c, s, "interleaved"),
         "_rope_kernel": lambda: kt.rope_small_triton(q, p, v, 1.0, (1, 1, 1, 16), "half"),
         "_rope_pair_kernel": lambda: kt.rope_pair_triton(q, k, p, v, 1.0, (1, 1, 1, 16), "half"),
+        "_matrix_kernel": lambda: kt.matrix_triton(ids, fm, False, torch.float32),
     }
     for name, call in calls.items():
         interpreter.clear()
@@ -505,6 +507,124 @@ def test_rope_pair(layout, interpreter):
 
 
 # --------------------------------------------------------------------------
+# frequency matrices
+# --------------------------------------------------------------------------
+def np_matrix(ids, freqs, turns, work):
+    """posenc._matrix.matrix_sincos on a device with float64, in NumPy (the
+    interpreter's float32 sin / cos for a float32 ``work``)."""
+    ids = np.asarray(ids)
+    p = ids.astype(np.float64)
+    if ids.dtype.kind == "f":
+        p = np.clip(p, -(2.0**64), 2.0**64)
+    f = np.asarray(freqs).astype(np.float64)
+    fl, lead = f.shape[:-2], ids.shape[:-1]
+    f = f.reshape(fl + (1,) * len(lead) + f.shape[-2:])
+    p = p.reshape((1,) * len(fl) + lead + (1, ids.shape[-1]))
+
+    def two_prod(a, b):
+        h = a * b
+        t = a * 134217729.0
+        ah = t - (t - a)
+        al = a - ah
+        t = b * 134217729.0
+        bh = t - (t - b)
+        bl = b - bh
+        return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
+
+    with np.errstate(all="ignore"):
+        s_hi, lo = two_prod(p[..., 0], f[..., 0])
+        for k in range(1, ids.shape[-1]):
+            h, e = two_prod(p[..., k], f[..., k])
+            s = s_hi + h
+            bb = s - s_hi
+            e2 = (s_hi - (s - bb)) + (h - bb)
+            s_hi, lo = s, lo + (e2 + e)
+        if not turns:
+            h, e = two_prod(s_hi, np.float64(0.15915494309189535))
+            s_hi, lo = h, e + (s_hi * -9.839338337591243e-18 + lo * 0.15915494309189535)
+        r = s_hi - np.rint(s_hi)
+        a = ((r + lo) - np.rint(r + lo)) * 6.283185307179586
+        if work == "float64":
+            return np.sin(a), np.cos(a)
+        ah = a.astype(np.float32)
+        al = (a - ah.astype(np.float64)).astype(np.float32)
+        sn, cs = np.sin(ah), np.cos(ah)
+        return sn + cs * al, cs - sn * al
+
+
+def _matrix_ids(dtype: str) -> torch.Tensor:
+    """Ids of two axes: a 3 x 4 grid about the origin, large ones, and for
+    float ids fractions, a NaN (a NaN row) and an infinity (clipped)."""
+    grid = np.stack(np.meshgrid(np.arange(-1, 2), np.arange(4), indexing="ij"), -1).reshape(-1, 2)
+    if dtype.startswith("int"):
+        extra = [[2**31 - 1, -(2**31)], [123456789, 4096]]
+    else:
+        extra = [[0.375, -2.5e-3], [1e6 + 0.5, -4096.25], [float("nan"), 1.0], [2.0, float("inf")]]
+    return torch.tensor(np.concatenate([grid, extra]).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float64", "float32"])
+@pytest.mark.parametrize("turns", [False, True])
+@pytest.mark.parametrize("work", ["float32", "float64"])
+def test_matrix(dtype, turns, work, interpreter):
+    """One launch: the portable arithmetic bit for bit (NumPy's), within an
+    ulp of torch's CPU path, NaN rows where an id is NaN; heads
+    first, frequencies of any float dtype, columns not a power of two."""
+    from posenc import _compat, _kernels, _matrix
+
+    ids = _matrix_ids(dtype)
+    g = torch.Generator().manual_seed(3)
+    for freqs in (torch.randn(2, 3, 6, 2, generator=g) * 0.3, torch.randn(5, 2, generator=g).double()):
+        s, c = kt.matrix_triton(ids, freqs, turns, getattr(torch, work))
+        assert interpreter == ["_matrix_kernel"]
+        interpreter.clear()
+        assert s.shape == c.shape == freqs.shape[:-2] + ids.shape[:-1] + freqs.shape[-2:-1]
+        assert s.dtype == c.dtype == getattr(torch, work)
+        rs, rc = np_matrix(ids.numpy(), freqs.numpy(), turns, work)
+        np.testing.assert_array_equal(s.numpy(), rs)
+        np.testing.assert_array_equal(c.numpy(), rc)
+        ctx = _compat.resolve({"ids": ids, "freqs": freqs}, dtype=work)
+        with _kernels.disabled():
+            ts, tc = _matrix.matrix_sincos(ids, freqs, turns, ctx)
+        if work == "float32":
+            assert ulps(s, ts) <= ULP_TORCH and ulps(c, tc) <= ULP_TORCH
+        else:
+            np.testing.assert_allclose(s.numpy(), ts.numpy(), rtol=0, atol=4e-16)
+            np.testing.assert_allclose(c.numpy(), tc.numpy(), rtol=0, atol=4e-16)
+        bad = torch.isnan(ids.double()).any(-1)  # (infinite ids are clipped to 2**64, as the portable path does)
+        assert torch.isnan(s[..., bad, :]).all() and torch.isfinite(s[..., ~bad, :]).all()
+
+
+def test_matrix_accuracy_strides_and_fallbacks(interpreter):
+    """Within posenc's bound of the exact angles (rational arithmetic) for
+    angles up to about 1e6; strided ids and frequencies read in place; None
+    for autograd, more axes than the kernel unrolls, integer frequencies;
+    empty tables without a launch."""
+    g = torch.Generator().manual_seed(5)
+    ids = (torch.rand(40, 6, generator=g, dtype=torch.float64) * 2e4 - 1e4).float()[:, ::2]  # strided, 3 axes
+    freqs = (torch.rand(4, 7, 3, generator=g) * 30).transpose(0, 1)[:, :, :]  # (7, 4, 3) strided: heads of 7
+    s, c = kt.matrix_triton(ids, freqs, False, torch.float32)
+    assert interpreter == ["_matrix_kernel"] and s.shape == (7, 40, 4)
+    for h in (0, 6):
+        for i in (0, 17, 39):
+            for j in range(4):
+                a = sum(Fraction(float(ids[i, k])) * Fraction(float(freqs[h, j, k])) for k in range(3))
+                t = a / (2 * Fraction(math.pi))  # (math.pi: the angle's own rounding is far below the bound)
+                r = 2 * math.pi * float(t - round(t))
+                assert abs(float(s[h, i, j]) - math.sin(r)) <= BOUND and abs(float(c[h, i, j]) - math.cos(r)) <= BOUND
+    interpreter.clear()
+    f = torch.randn(4, 3, requires_grad=True)
+    assert kt.matrix_triton(ids, f, False, torch.float32) is None
+    with torch.no_grad():
+        assert kt.matrix_triton(ids, f, False, torch.float32) is not None
+    assert kt.matrix_triton(torch.zeros(2, 9), torch.zeros(4, 9), False, torch.float32) is None
+    assert kt.matrix_triton(ids, torch.ones(4, 3, dtype=torch.int64), False, torch.float32) is None
+    interpreter.clear()
+    s, c = kt.matrix_triton(torch.zeros(0, 3), torch.zeros(2, 4, 3), False, torch.float32)
+    assert s.shape == (2, 0, 4) and interpreter == []
+
+
+# --------------------------------------------------------------------------
 # the compiled form (no GPU needed to compile)
 # --------------------------------------------------------------------------
 @pytest.mark.slow
@@ -530,6 +650,8 @@ def test_compiled_form_compiles_for_cuda():
         "_rope_kernel": {"x_ptr": "*fp32", "p_ptr": "*i64", "o_ptr": "*fp32"},
         "_rope_pair_kernel": {"q_ptr": "*fp32", "qp_ptr": "*i64", "qo_ptr": "*fp32", "k_ptr": "*fp32",
                               "kp_ptr": "*i64", "ko_ptr": "*fp32"},
+        "_matrix_kernel": {"ids_ptr": "*fp32", "f_ptr": "*fp32", "s_ptr": "*fp32", "c_ptr": "*fp32", "is0": "i64",
+                           "fs0": "i64"},
     }
     blocks = {"BLOCK_R": 16, "BLOCK_M": 64, "BLOCK_H": 64, "BLOCK_REST": 64}
     options = dict(kt._options(False))
@@ -539,7 +661,7 @@ def test_compiled_form_compiles_for_cuda():
         signature = {}
         for arg, param in zip(fn.arg_names, fn.params, strict=True):
             if param.is_constexpr:
-                constexprs[arg] = blocks.get(arg, {"LAYOUT": 1}.get(arg, False))
+                constexprs[arg] = blocks.get(arg, {"LAYOUT": 1, "NAXES": 3}.get(arg, False))
                 signature[arg] = "constexpr"
             else:
                 signature[arg] = types.get(arg, "*fp64" if arg.startswith("v") and arg.endswith("_ptr") else
