@@ -591,7 +591,7 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
 
 
-def two_sum(a: Array, b: Array) -> tuple[Array, Array]:
+def two_sum(a, b):  # (unannotated: Triton compiles it too)
     """Knuth's two-sum: ``s + e == a + b`` exactly (additions only: no
     fused multiply-add can change it)."""
     s = a + b

@@ -28,7 +28,7 @@ from ._angles import (
 )
 from ._compat import Array, Context, is_integer_dtype
 
-__all__ = ["matrix_sincos"]
+__all__ = ["matrix_sincos", "two_prod"]
 
 _SPLIT64 = 134217729.0  # 2**27 + 1: Veltkamp's splitter of float64
 #: 1 / (2 pi) as float32 pairs (the angle in radians to turns without a float64 device)
@@ -37,10 +37,11 @@ _INV32_LO = float(np.float32(INV_HI - _INV32_HI))
 _SPLIT32 = 4097.0  # 2**12 + 1: Veltkamp's splitter of float32
 
 
-def _two_prod(a: Array, b: Array, splitter: float) -> tuple[Array, Array]:
+def two_prod(a, b, splitter):  # (unannotated: Triton compiles it too)
     """Dekker's TwoProduct with Veltkamp splitting: ``h + l == a * b`` exactly
     (plain multiplies and adds; every derivative flows through ``h``: the
-    derivatives of ``l`` cancel)."""
+    derivatives of ``l`` cancel).  posenc's Triton kernel of frequency
+    matrices runs this function too (``splitter`` a float64 constant there)."""
     h = a * b
     t = a * splitter
     ah = t - (t - a)
@@ -113,7 +114,7 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
         fk = xp.reshape(f[..., k], fl + (1,) * len(lead) + (m,))
         for p in parts:
             pk = xp.reshape(p, (1,) * len(fl) + lead + (1,))
-            h, e = _two_prod(pk, fk, splitter)
+            h, e = two_prod(pk, fk, splitter)
             if s_hi is None:
                 s_hi, lo = h, e
             else:
@@ -126,7 +127,7 @@ def matrix_sincos(ids: Array, freqs: Array, turns: bool, ctx: Context) -> tuple[
         inv_hi, inv_lo = (
             (0.15915494309189535, -9.839338337591243e-18) if wide else (0.15915493667125702, 6.4206382432985265e-09)
         )
-        h, e = _two_prod(s_hi, xp.full((), inv_hi, dtype=dt, device=ctx.device), splitter)
+        h, e = two_prod(s_hi, xp.full((), inv_hi, dtype=dt, device=ctx.device), splitter)
         s_hi, lo = h, e + (s_hi * inv_lo + lo * inv_hi)
     r = s_hi - xp.round(s_hi)  # exact
     if wide:

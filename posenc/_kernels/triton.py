@@ -50,7 +50,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from posenc import _cache
+from posenc._angles import two_sum
 from posenc._compat import Array
+from posenc._matrix import two_prod
 
 __all__ = [
     "available",
@@ -294,20 +296,6 @@ def _table_kernel(
         tl.store(o_ptr + r64 * width + 2 * m, zero, mask=rm)
 
 
-def _two_prod64(a, b):
-    """Dekker's two-product of float64 ``a``, ``b`` with Veltkamp's
-    splitting: posenc._matrix._two_prod, in its order."""
-    splitter = tl.full([1, 1], 134217729.0, tl.float64)
-    h = a * b
-    t = a * splitter
-    ah = t - (t - a)
-    al = a - ah
-    t = b * splitter
-    bh = t - (t - b)
-    bl = b - bh
-    return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
-
-
 def _matrix_term(ids_ptr, io, rm, f_ptr, fo, mask, FLOAT_IDS):
     """The exact product of one axis' ids (offsets ``io``) and frequencies
     (offsets ``fo``) as a float64 pair (float ids clipped to ``|p| <=
@@ -317,7 +305,7 @@ def _matrix_term(ids_ptr, io, rm, f_ptr, fo, mask, FLOAT_IDS):
         p = tl.where(p > 18446744073709551616.0, 18446744073709551616.0, p)
         p = tl.where(p < -18446744073709551616.0, -18446744073709551616.0, p)
     f = tl.load(f_ptr + fo, mask=mask, other=0.0).to(tl.float64)
-    return _two_prod64(p[:, None], f)
+    return two_prod(p[:, None], f, tl.full([1, 1], 134217729.0, tl.float64))
 
 def _matrix_kernel(
     ids_ptr, is0, is1, f_ptr, fs0, fs1, fs2, s_ptr, c_ptr, n_rows, lead, m,
@@ -341,15 +329,12 @@ def _matrix_kernel(
     s_hi, lo = _matrix_term(ids_ptr, ll * is0, rm, f_ptr, fo, mask, FLOAT_IDS)
     for k in tl.static_range(1, NAXES):
         h, e = _matrix_term(ids_ptr, ll * is0 + k * is1, rm, f_ptr, fo + k * fs2, mask, FLOAT_IDS)
-        s = s_hi + h  # (two-sum)
-        bb = s - s_hi
-        e2 = (s_hi - (s - bb)) + (h - bb)
-        s_hi = s
+        s_hi, e2 = two_sum(s_hi, h)
         lo = lo + (e2 + e)
     if not TURNS:  # radians to turns: a double-length product with 1 / (2 pi)
         inv_hi = tl.full([1, 1], 0.15915494309189535, tl.float64)
         inv_lo = tl.full([1, 1], -9.839338337591243e-18, tl.float64)
-        h, e = _two_prod64(s_hi, inv_hi)
+        h, e = two_prod(s_hi, inv_hi, tl.full([1, 1], 134217729.0, tl.float64))
         lo = e + (s_hi * inv_lo + lo * inv_hi)
         s_hi = h
     r = s_hi - _rint(s_hi, INTERP)
@@ -567,8 +552,8 @@ def _rope_pair_kernel(
 
 
 _HELPERS = (
-    "_rint", "_bound", "_sin32", "_cos32", "_cast_out", "_sincos", "_two_prod64", "_matrix_term", "_row_offsets",
-    "_rotate_rows", "_rope_rows",
+    "_rint", "_bound", "_sin32", "_cos32", "_cast_out", "_sincos", "two_prod", "two_sum", "_matrix_term",
+    "_row_offsets", "_rotate_rows", "_rope_rows",
 )
 _KERNELS = (
     "_turns_kernel", "_table_kernel", "_rotate_kernel", "_rotate_pair_kernel", "_rope_kernel", "_rope_pair_kernel",
@@ -616,10 +601,9 @@ def _forms(interp: bool) -> dict[str, Any]:
     for name in _HELPERS + _KERNELS:
         fn = globals()[name]
         copy = types.FunctionType(fn.__code__, ns, name, fn.__defaults__, fn.__closure__)
-        # the kernels' tl.constexpr marks as the class itself (every Triton version reads that)
-        copy.__annotations__ = {
-            k: tl_.constexpr if v == "tl.constexpr" else v for k, v in fn.__annotations__.items()
-        }
+        # the kernels' tl.constexpr marks as the class itself (every Triton version reads that); other
+        # annotations dropped (the shared arithmetic of posenc._matrix and posenc._angles is typed for mypy)
+        copy.__annotations__ = {k: tl_.constexpr for k, v in fn.__annotations__.items() if v == "tl.constexpr"}
         copy.__doc__ = fn.__doc__
         copy.__qualname__ = fn.__qualname__
         copy.__module__ = fn.__module__

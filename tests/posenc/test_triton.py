@@ -728,6 +728,14 @@ def test_cuda_compiled(monkeypatch, interpreter):
     s, c = turns_torch(torch.arange(2**31 - 1000, 2**31, device=dev), v)
     for got, ref in ((table[:, 0::2], s), (table[:, 1::2], c)):  # one bfloat16 rounding of the float32 values
         assert (got.float() - ref.to(torch.bfloat16).float()).abs().max() <= 2**-8
+    from posenc import _compat, _kernels, _matrix
+
+    for dtype in ("int64", "float32"):  # a frequency matrix: the portable arithmetic on the device, within an ulp
+        ids, freqs = _matrix_ids(dtype).to(dev), (torch.randn(2, 6, 2, generator=g, device=dev) * 0.3)
+        s, c = kt.matrix_triton(ids, freqs, False, torch.float32)
+        with _kernels.disabled():
+            ts, tc = _matrix.matrix_sincos(ids, freqs, False, _compat.resolve({"ids": ids, "freqs": freqs}))
+        assert ulps(s.cpu(), ts.cpu()) <= ULP_TORCH and ulps(c.cpu(), tc.cpu()) <= ULP_TORCH
 
 
 def test_several_programs_and_loops(interpreter):
