@@ -74,6 +74,7 @@ LAUNCH_TARGETS = {
     "rope_cos_sin(position_ids)": 5,
     "timestep_embedding": 8,
     "Flux ids": 41,
+    "learned frequency matrix": 5,
     "apply_rope bf16": 5,
     "sinusoidal(positions)": 5,
 }
@@ -535,7 +536,23 @@ def rows_diffusion(env: Env, sz: Sizes) -> list[Any]:
                            sz.rounds)
     rows += _row(env, f"rope_axes_cos_sin Flux ids ({ids.shape[0]}, 3), axes {tuple(axes)}", "torch-cuda", "posenc",
                  times, "FluxPosEmbed's formula", 1.0, note=f"peer from {origin}")
+    grid, freqs = _learned(env, sz)
+    with torch.inference_mode():
+        times = time_calls(env, {"posenc": lambda: posenc.rope_axes_cos_sin(grid, freqs=freqs),
+                                 "RoPE-Mixed's formula": lambda: peers.rope_mixed(grid, freqs)}, sz.rounds)
+    rows += _row(env, f"rope_axes_cos_sin learned freqs {tuple(freqs.shape)}, ids ({grid.shape[0]}, 2)", "torch-cuda",
+                 "posenc", times, "RoPE-Mixed's formula", 1.0, note="peer from benchmarks.peers")
     return rows
+
+
+def _learned(env: Env, sz: Sizes) -> tuple[Any, Any]:
+    """RoPE-Mixed's inputs: the ids of a square patch grid (the Flux side)
+    and learned frequencies of 12 heads, 32 planes, 2 axes."""
+    torch, dev = env.torch, env.device
+    side = sz.flux[1]
+    grid = torch.stack(torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij"), -1).reshape(-1, 2)
+    g = torch.Generator(device=dev).manual_seed(4)
+    return grid.float().to(dev), torch.randn(12, 32, 2, generator=g, device=dev)
 
 
 @contextlib.contextmanager
@@ -865,6 +882,7 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
     text, side = sz.flux
     axes = [16, 56, 56]
     flux = torch.as_tensor(posenc.grid_ids((1, side, side), prefix_tokens=text).astype(np.float32), device=dev)
+    grid, freqs = _learned(env, sz)
     bb, hh, ss, dd = sz.rope
     x = torch.randn(bb, hh, ss, dd, generator=g, device=dev).to(torch.bfloat16)
     cos, sin = posenc.rope_cos_sin(ss, dd, dtype=torch.bfloat16, xp=torch, device=dev)
@@ -888,6 +906,8 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
             lambda: peers.timestep_embedding(t, 320, True, 0.0),
         ),
         "Flux ids": (lambda: posenc.rope_axes_cos_sin(flux, axes), lambda: peers.flux_rope(flux, axes)),
+        "learned frequency matrix": (lambda: posenc.rope_axes_cos_sin(grid, freqs=freqs),
+                                     lambda: peers.rope_mixed(grid, freqs)),
         "apply_rope bf16": (lambda: posenc.apply_rope(x, cos, sin),
                             lambda: peers.hf_apply(x, x[:, :0], cos[None], sin[None])[0]),
         "sinusoidal(positions)": (lambda: posenc.sinusoidal(rnd, td), naive_rows),

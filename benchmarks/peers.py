@@ -58,6 +58,17 @@ def flux_rope(ids: Any, axes_dim: list[int], theta: float = 10000.0) -> tuple[An
     return torch.cat(cos, dim=-1), torch.cat(sin, dim=-1)
 
 
+def rope_mixed(ids: Any, freqs: Any) -> tuple[Any, Any]:
+    """RoPE-Mixed's tables of learned frequencies (``freqs`` of ``(heads, m,
+    axes)``, ids of ``(n, axes)``), the formula a model runs per forward:
+    the angles ``ids @ freqs^T`` in float32, cos and sin repeated pairwise,
+    ``(heads, n, 2m)``."""
+    import torch
+
+    a = torch.einsum("na,hma->hnm", ids.float(), freqs)
+    return a.cos().repeat_interleave(2, dim=-1), a.sin().repeat_interleave(2, dim=-1)
+
+
 def hf_rotary(inv_freq: Any, position_ids: Any, dtype: Any, scaling: float = 1.0) -> tuple[Any, Any]:
     """Hugging Face's ``LlamaRotaryEmbedding.forward``: ``(cos, sin)`` of ``(batch, seq, dim)`` in ``dtype``."""
     import torch
