@@ -446,9 +446,15 @@ def matrix(ids: Array, freqs: Array, ctx: Context) -> Callable[..., tuple[Array,
     (:func:`posenc._matrix.matrix_sincos`):
     ``kernel(ids, freqs, turns, work)``, or None per call where it does not
     apply; None unless ``ids`` and ``freqs`` are plain torch tensors off the
-    host on the Triton lane, eager, on a device with float64 (elsewhere
-    torch's operations: one launch each)."""
-    if not _enabled or ctx.traced or not ctx.float64 or _eager(ids, freqs) is not Backend.TORCH or _host(ids):
+    host on the Triton lane, or arrays of a namespace that takes the kernels
+    through DLPack (CuPy), eager, on a device with float64 (elsewhere the
+    namespace's operations: one launch each)."""
+    if not _enabled or ctx.traced or not ctx.float64:
+        return None
+    route = dlpack_route(ctx, ids, freqs)
+    if route is not None:
+        return route.matrix
+    if _eager(ids, freqs) is not Backend.TORCH or _host(ids):
         return None
     lane = triton_lane(ids.device.type)
     if lane is None:

@@ -137,6 +137,10 @@ class Route:
         ``table(n, lo, turns, layout, dtype, scale, dim)``:
         :func:`~posenc._kernels.triton.table_triton` on the device of the
         ``xp`` arrays ``turns``, ``dtype`` an ``xp`` dtype.
+    matrix : callable
+        ``matrix(ids, freqs, turns, work)``:
+        :func:`~posenc._kernels.triton.matrix_triton` on ``xp`` arrays
+        (``work`` an ``xp`` dtype); None where it does not apply.
     lane : posenc._kernels.Lane or None
         The lane of ``turns``, ``rotate`` and ``rope``, set by the chooser.
     """
@@ -147,6 +151,7 @@ class Route:
     rope: Callable[..., Array]
     rotate_large: Callable[..., Array | None]
     table: Callable[..., Array]
+    matrix: Callable[..., tuple[Array, Array] | None]
     lane: Any = None
 
 
@@ -258,4 +263,9 @@ def route(xp: Any, stream: Callable[[int], int] | None) -> Route:
             out = tk.table_triton(n, lo, (v1, v2), layout, _torch_dtype(dtype), v1.device, scale=scale, dim=dim)
             return back(out)
 
-    return Route(xp, turns, rotate, rope, rotate_large, table)
+    def matrix(ids: Array, freqs: Array, turns: bool, work: Any) -> tuple[Array, Array] | None:
+        with scope(ids):
+            got = tk.matrix_triton(view(ids), view(freqs), turns, _torch_dtype(work))
+            return None if got is None else (back(got[0]), back(got[1]))
+
+    return Route(xp, turns, rotate, rope, rotate_large, table, matrix)

@@ -97,6 +97,10 @@ CASES = {
         "_rotate_kernel",
     ),
     "rope decode step": (lambda: posenc.rope(_X[:, :, :1], np.array([[70000], [5]]), heads_axis=1), "_rope_kernel"),
+    "a frequency matrix": (
+        lambda: posenc.rope_axes_cos_sin(_P[:6, None] * [1, -3], freqs=_X[0, :3, :5, :2], dtype=np.float32),
+        "_matrix_kernel",
+    ),
 }
 
 
