@@ -673,6 +673,15 @@ def test_compiled_form_compiles_for_cuda():
         assert not re.search(r"(sin|cos)\.approx|\.ftz", ptx), name
         if "rotate" in name:
             assert "fma." not in ptx, name
+    # the frequency matrix's float64 branch (libdevice's float64 sine), integer ids, bfloat16 frequencies, turns
+    fn = forms["_matrix_kernel"]
+    types = {"ids_ptr": "*i64", "f_ptr": "*bf16", "s_ptr": "*fp64", "c_ptr": "*fp64"}
+    signature = {a: "constexpr" if p.is_constexpr else types.get(a, "i64") for a, p in zip(fn.arg_names, fn.params,
+                                                                                             strict=True)}
+    constexprs = {"NAXES": 2, "FLOAT_IDS": False, "TURNS": True, "INTERP": False, "BLOCK_R": 4, "BLOCK_M": 128}
+    ptx = triton.compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                         options=options).asm["ptx"]
+    assert ".f64" in ptx and not re.search(r"\.ftz", ptx)  # (it builds: Triton type-checks the branch)
     # the range table's interleaved layouts, with the arguments a launch specializes (16-byte aligned pointers,
     # sizes divisible by 16), as the tile of a CUDA launch: each thread's stores are vectors of four (the pairs
     # are written as one contiguous run, not as two runs of stride 2, which cost twice the memory traffic)
