@@ -91,6 +91,7 @@ import numpy as np
 
 from . import _kernels
 from ._compat import Array, Context, default_dtype, is_concrete, is_integer_dtype
+from ._kernels.eft import two_sum
 from ._trace import graph_constant, is_symbolic
 from ._turns import (
     DIGIT,
@@ -589,14 +590,6 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     f = f - xp.round(f)
     s, c = finish_f32(f * 6.283185307179586, xp)  # TWO_PI, a literal: see _TRACED_TWO_PI
     return cast(s, ctx.work, xp), cast(c, ctx.work, xp)
-
-
-def two_sum(a, b):  # (unannotated: Triton compiles it too)
-    """Knuth's two-sum: ``s + e == a + b`` exactly (additions only: no
-    fused multiply-add can change it)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
 
 
 def turns_to_angle_f32(sh: Array, sl: Array, xp: Any) -> tuple[Array, Array]:

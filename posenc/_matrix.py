@@ -27,29 +27,15 @@ from ._angles import (
     two_sum,
 )
 from ._compat import Array, Context, is_integer_dtype
+from ._kernels.eft import two_prod
 
-__all__ = ["matrix_sincos", "two_prod"]
+__all__ = ["matrix_sincos"]
 
 _SPLIT64 = 134217729.0  # 2**27 + 1: Veltkamp's splitter of float64
 #: 1 / (2 pi) as float32 pairs (the angle in radians to turns without a float64 device)
 _INV32_HI = float(np.float32(1.0 / (2.0 * math.pi)))
 _INV32_LO = float(np.float32(INV_HI - _INV32_HI))
 _SPLIT32 = 4097.0  # 2**12 + 1: Veltkamp's splitter of float32
-
-
-def two_prod(a, b, splitter):  # (unannotated: Triton compiles it too)
-    """Dekker's TwoProduct with Veltkamp splitting: ``h + l == a * b`` exactly
-    (plain multiplies and adds; every derivative flows through ``h``: the
-    derivatives of ``l`` cancel).  posenc's Triton kernel of frequency
-    matrices runs this function too (``splitter`` a float64 constant there)."""
-    h = a * b
-    t = a * splitter
-    ah = t - (t - a)
-    al = a - ah
-    t = b * splitter
-    bh = t - (t - b)
-    bl = b - bh
-    return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
 
 
 def _matrix_parts(ids: Array, ctx: Context, dt: Any) -> list[list[Array]]:

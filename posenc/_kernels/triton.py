@@ -50,9 +50,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from posenc import _cache
-from posenc._angles import two_sum
 from posenc._compat import Array
-from posenc._matrix import two_prod
+from posenc._kernels.eft import two_prod, two_sum
 
 __all__ = [
     "available",
@@ -602,7 +601,7 @@ def _forms(interp: bool) -> dict[str, Any]:
         fn = globals()[name]
         copy = types.FunctionType(fn.__code__, ns, name, fn.__defaults__, fn.__closure__)
         # the kernels' tl.constexpr marks as the class itself (every Triton version reads that); other
-        # annotations dropped (the shared arithmetic of posenc._matrix and posenc._angles is typed for mypy)
+        # annotations dropped (posenc._kernels.eft's functions carry none: Triton would read them)
         copy.__annotations__ = {k: tl_.constexpr for k, v in fn.__annotations__.items() if v == "tl.constexpr"}
         copy.__doc__ = fn.__doc__
         copy.__qualname__ = fn.__qualname__
