@@ -295,16 +295,18 @@ def _table_kernel(
         tl.store(o_ptr + r64 * width + 2 * m, zero, mask=rm)
 
 
-def _matrix_term(ids_ptr, io, rm, f_ptr, fo, mask, FLOAT_IDS):
+def _matrix_term(ids_ptr, io, rm, f_ptr, fo, mask, split, FLOAT_IDS):
     """The exact product of one axis' ids (offsets ``io``) and frequencies
     (offsets ``fo``) as a float64 pair (float ids clipped to ``|p| <=
-    2**64`` first, which keeps every product finite; NaN stays NaN)."""
+    2**64`` first, which keeps every product finite; NaN stays NaN);
+    ``split`` is Veltkamp's splitter of float64."""
     p = tl.load(ids_ptr + io, mask=rm, other=0).to(tl.float64)
     if FLOAT_IDS:
         p = tl.where(p > 18446744073709551616.0, 18446744073709551616.0, p)
         p = tl.where(p < -18446744073709551616.0, -18446744073709551616.0, p)
     f = tl.load(f_ptr + fo, mask=mask, other=0.0).to(tl.float64)
-    return two_prod(p[:, None], f, tl.full([1, 1], 134217729.0, tl.float64))
+    return two_prod(p[:, None], f, split)
+
 
 def _matrix_kernel(
     ids_ptr, is0, is1, f_ptr, fs0, fs1, fs2, s_ptr, c_ptr, n_rows, lead, m,
@@ -325,15 +327,16 @@ def _matrix_kernel(
     hh = r64 // lead
     ll = r64 - hh * lead
     fo = hh[:, None] * fs0 + cols.to(tl.int64)[None, :] * fs1
-    s_hi, lo = _matrix_term(ids_ptr, ll * is0, rm, f_ptr, fo, mask, FLOAT_IDS)
+    split = tl.full([1, 1], 134217729.0, tl.float64)  # 2**27 + 1
+    s_hi, lo = _matrix_term(ids_ptr, ll * is0, rm, f_ptr, fo, mask, split, FLOAT_IDS)
     for k in tl.static_range(1, NAXES):
-        h, e = _matrix_term(ids_ptr, ll * is0 + k * is1, rm, f_ptr, fo + k * fs2, mask, FLOAT_IDS)
+        h, e = _matrix_term(ids_ptr, ll * is0 + k * is1, rm, f_ptr, fo + k * fs2, mask, split, FLOAT_IDS)
         s_hi, e2 = two_sum(s_hi, h)
         lo = lo + (e2 + e)
     if not TURNS:  # radians to turns: a double-length product with 1 / (2 pi)
         inv_hi = tl.full([1, 1], 0.15915494309189535, tl.float64)
         inv_lo = tl.full([1, 1], -9.839338337591243e-18, tl.float64)
-        h, e = two_prod(s_hi, inv_hi, tl.full([1, 1], 134217729.0, tl.float64))
+        h, e = two_prod(s_hi, inv_hi, split)
         lo = e + (s_hi * inv_lo + lo * inv_hi)
         s_hi = h
     r = s_hi - _rint(s_hi, INTERP)
@@ -955,14 +958,16 @@ def turns_triton(
 #: the widest frequency matrix :func:`matrix_triton` takes (its axes are
 #: unrolled in the kernel)
 MATRIX_AXES = 8
+#: the dtypes of the ids :func:`matrix_triton` reads
+_MATRIX_IDS = _FLOATS + ("int64", "int32", "int16", "int8", "uint8")
 
 
 def matrix_triton(ids: Array, freqs: Array, turns: bool, work: Any) -> tuple[Array, Array] | None:
     """``(sin, cos)`` of ``ids . freqs^T`` (times 2 pi with ``turns``) in
     ``work`` (float32 or float64), shape ``freqs.shape[:-2] + ids.shape[:-1]
     + (m,)``: the contract of :func:`posenc._matrix.matrix_sincos` on a
-    device with float64, in one launch (the portable path takes 87 for
-    three axes: each two-product and two-sum is several).  None where the
+    device with float64, in one launch (the portable path takes 114 for
+    three axes of float ids: each two-product and two-sum is several).  None where the
     kernel does not apply (autograd, another device, more than
     :data:`MATRIX_AXES` axes, a dtype it does not read)."""
     import torch
@@ -970,10 +975,10 @@ def matrix_triton(ids: Array, freqs: Array, turns: bool, work: Any) -> tuple[Arr
     if _needs_autograd(ids, freqs) or not _kernel_device(ids, freqs):
         return None
     n = int(ids.shape[-1])
-    kinds = _FLOATS + ("int64", "int32", "int16", "int8", "uint8")
     if not 0 < n <= MATRIX_AXES or work not in (torch.float32, torch.float64):
         return None
-    if str(ids.dtype).removeprefix("torch.") not in kinds or str(freqs.dtype).removeprefix("torch.") not in _FLOATS:
+    kinds = str(ids.dtype).removeprefix("torch."), str(freqs.dtype).removeprefix("torch.")
+    if kinds[0] not in _MATRIX_IDS or kinds[1] not in _FLOATS:
         return None
     fl, lead, m = tuple(freqs.shape[:-2]), tuple(ids.shape[:-1]), int(freqs.shape[-2])
     s = torch.empty(fl + lead + (m,), dtype=work, device=ids.device)

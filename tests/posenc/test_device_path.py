@@ -21,6 +21,7 @@ import posenc
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
+from benchmarks import peers  # noqa: E402
 from posenc import _kernels  # noqa: E402
 from posenc._kernels.probes import ValueRead, count_launches, no_reads, warm_launches  # noqa: E402
 
@@ -249,14 +250,6 @@ def test_flux_ids():
     _close(s, rs, 2.5e-7)
 
 
-def _rope_mixed(ids, freqs):
-    """RoPE-Mixed's tables of learned frequencies (``freqs`` (heads, m,
-    axes)): the angles ``ids @ freqs^T`` in float32, cos and sin repeated
-    pairwise (the naive formula a model runs per forward)."""
-    angles = torch.einsum("na,hma->hnm", ids.float(), freqs)
-    return torch.cos(angles).repeat_interleave(2, -1), torch.sin(angles).repeat_interleave(2, -1)
-
-
 def test_learned_frequency_matrix():
     """A frequency matrix (RoPE-Mixed's, three heads) in inference: one
     fused kernel and the layout (87 launches before: each two-product and
@@ -266,7 +259,7 @@ def test_learned_frequency_matrix():
     ids = torch.stack([torch.arange(48) // 8, torch.arange(48) % 8], -1).float() * 0.5
     freqs = torch.randn(3, 8, 2, generator=g)
     (c, s), mine = warm_launches(posenc.rope_axes_cos_sin, ids, freqs=freqs)
-    _, peer = warm_launches(_rope_mixed, ids, freqs)
+    _, peer = warm_launches(peers.rope_mixed, ids, freqs)  # RoPE-Mixed's formula, in float32
     assert mine.total() <= min(4, peer.total()), (str(mine), str(peer))
     rc, rs = posenc.rope_axes_cos_sin(ids.numpy(), freqs=freqs.numpy(), dtype="float64")
     _close(c, rc, 2.5e-7)

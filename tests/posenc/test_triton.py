@@ -509,49 +509,6 @@ def test_rope_pair(layout, interpreter):
 # --------------------------------------------------------------------------
 # frequency matrices
 # --------------------------------------------------------------------------
-def np_matrix(ids, freqs, turns, work):
-    """posenc._matrix.matrix_sincos on a device with float64, in NumPy (the
-    interpreter's float32 sin / cos for a float32 ``work``)."""
-    ids = np.asarray(ids)
-    p = ids.astype(np.float64)
-    if ids.dtype.kind == "f":
-        p = np.clip(p, -(2.0**64), 2.0**64)
-    f = np.asarray(freqs).astype(np.float64)
-    fl, lead = f.shape[:-2], ids.shape[:-1]
-    f = f.reshape(fl + (1,) * len(lead) + f.shape[-2:])
-    p = p.reshape((1,) * len(fl) + lead + (1, ids.shape[-1]))
-
-    def two_prod(a, b):
-        h = a * b
-        t = a * 134217729.0
-        ah = t - (t - a)
-        al = a - ah
-        t = b * 134217729.0
-        bh = t - (t - b)
-        bl = b - bh
-        return h, ((ah * bh - h) + ah * bl + al * bh) + al * bl
-
-    with np.errstate(all="ignore"):
-        s_hi, lo = two_prod(p[..., 0], f[..., 0])
-        for k in range(1, ids.shape[-1]):
-            h, e = two_prod(p[..., k], f[..., k])
-            s = s_hi + h
-            bb = s - s_hi
-            e2 = (s_hi - (s - bb)) + (h - bb)
-            s_hi, lo = s, lo + (e2 + e)
-        if not turns:
-            h, e = two_prod(s_hi, np.float64(0.15915494309189535))
-            s_hi, lo = h, e + (s_hi * -9.839338337591243e-18 + lo * 0.15915494309189535)
-        r = s_hi - np.rint(s_hi)
-        a = ((r + lo) - np.rint(r + lo)) * 6.283185307179586
-        if work == "float64":
-            return np.sin(a), np.cos(a)
-        ah = a.astype(np.float32)
-        al = (a - ah.astype(np.float64)).astype(np.float32)
-        sn, cs = np.sin(ah), np.cos(ah)
-        return sn + cs * al, cs - sn * al
-
-
 def _matrix_ids(dtype: str) -> torch.Tensor:
     """Ids of two axes: a 3 x 4 grid about the origin, large ones, and for
     float ids fractions, a NaN (a NaN row) and an infinity (clipped)."""
@@ -580,7 +537,9 @@ def test_matrix(dtype, turns, work, interpreter):
         interpreter.clear()
         assert s.shape == c.shape == freqs.shape[:-2] + ids.shape[:-1] + freqs.shape[-2:-1]
         assert s.dtype == c.dtype == getattr(torch, work)
-        rs, rc = np_matrix(ids.numpy(), freqs.numpy(), turns, work)
+        # the portable path in NumPy: the interpreter's float32 sin / cos
+        rs, rc = _matrix.matrix_sincos(ids.numpy(), freqs.numpy(), turns,
+                                       _compat.resolve({"ids": ids.numpy()}, dtype=work))
         np.testing.assert_array_equal(s.numpy(), rs)
         np.testing.assert_array_equal(c.numpy(), rc)
         ctx = _compat.resolve({"ids": ids, "freqs": freqs}, dtype=work)
