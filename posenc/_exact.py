@@ -8,7 +8,8 @@ proportional).  They are evaluated here as the exact real numbers of those
 formulas, with the float64 arguments read as the rationals they are:
 
 * the scalars (``ln b``, the exponent step ``c``, YaRN's ramp bounds,
-  Llama 3's thresholds) in exact rational arithmetic (:class:`fractions.Fraction`)
+  Llama 3's thresholds) in exact rational arithmetic (:class:`fractions.Fraction`;
+  a geometric sequence's fast path keeps its rationals as pairs of integers)
   and fixed-point logarithms and exponentials of Python integers
   (:func:`ln`, :func:`exp_scaled`: to about 2**-128, and 2**-340 in the
   fallback);
@@ -65,6 +66,17 @@ def frac(x: Any) -> Fraction:
     return Fraction(float(x))
 
 
+def _ratio(x: Any) -> tuple[int, int]:
+    """:func:`frac` as the integers ``(numerator, denominator)`` (in lowest
+    terms, the denominator positive) without a :class:`Fraction`: the scalar
+    steps of a first call run on Python integers alone."""
+    if isinstance(x, Fraction):
+        return x.numerator, x.denominator
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x), 1
+    return float(x).as_integer_ratio()
+
+
 #: the working precision of the constants below (bits); every use is below it
 _CONST_BITS = 640
 
@@ -117,32 +129,37 @@ def ln(x: Any, bits: int) -> Fraction:
     t**3/3`` with ``1 + t = x exp(-y)`` (``|t| < 2**-50``) in integers; where
     ``math.log`` does not apply (beyond the float64 range, or ``x`` near 1
     where ``t`` is not small relative to ``ln x``) the series of
-    :func:`_ln_series`."""
-    q = frac(x)
-    if q.numerator <= 0:
+    :func:`_ln_series` (:func:`_ln_ratio`)."""
+    num, den = _ratio(x)
+    if num <= 0:
         msg = f"ln of a non-positive number {x!r}"
         raise ValueError(msg)
+    return Fraction(*_ln_ratio(num, den, bits))
+
+
+def _ln_ratio(num: int, den: int, bits: int) -> tuple[int, int]:
+    """:func:`ln` of ``num / den > 0`` as integers ``(n, d)``, ``d > 0`` (not
+    reduced)."""
     try:
-        y = math.log(q)
+        y = math.log(num / den)  # (the float of the rational, as Fraction's)
     except (OverflowError, ValueError):
-        return _ln_series(q, bits)
+        return _ln_series(num, den, bits)
     if abs(y) < 0.5:
-        return _ln_series(q, bits)
+        return _ln_series(num, den, bits)
     g = bits + 24
-    n, s = exp_scaled(-Fraction(y), bits + 16)
+    n, s = _exp_fixed(*(-y).as_integer_ratio(), bits + 16)
     # t = x exp(-y) - 1 in units 2**-g
-    num = q.numerator * n
-    den = q.denominator
+    num *= n
     t = ((num << (g + s)) // den if g + s >= 0 else (num // den) >> -(g + s)) - (1 << g)
     t2 = (t * t) >> g
     t3 = (t2 * t) >> g
-    return Fraction(y) + Fraction(t - t2 // 2 + t3 // 3, 1 << g)
+    yn, yd = y.as_integer_ratio()  # y + (t - t2/2 + t3/3) 2**-g
+    return (yn << g) + (t - t2 // 2 + t3 // 3) * yd, yd << g
 
 
-def _ln_series(q: Fraction, bits: int) -> Fraction:
-    """``ln q`` as ``e ln 2 + 2 atanh((m - 1)/(m + 1))`` with ``m`` in
-    ``[1/sqrt 2, sqrt 2)`` (integers only)."""
-    num, den = q.numerator, q.denominator
+def _ln_series(num: int, den: int, bits: int) -> tuple[int, int]:
+    """``ln(num / den)`` as ``e ln 2 + 2 atanh((m - 1)/(m + 1))`` with ``m``
+    in ``[1/sqrt 2, sqrt 2)`` (integers only; ``(n, 2**g)``)."""
     e = num.bit_length() - den.bit_length()
     # m = q / 2**e in [1/2, 2); move it into [1/sqrt 2, sqrt 2): m^2 against 2 (exact)
     n, d = (num, den << e) if e >= 0 else (num << -e, den)
@@ -159,16 +176,22 @@ def _ln_series(q: Fraction, bits: int) -> Fraction:
         total += term // k
         term = (term * t2) >> g
         k += 2
-    return Fraction(e * _ln2_fixed(g) + (2 * total if n >= d else -2 * total), 1 << g)
+    return e * _ln2_fixed(g) + (2 * total if n >= d else -2 * total), 1 << g
 
 
 def exp_scaled(x: Fraction, bits: int) -> tuple[int, int]:
     """``exp(x)`` as ``n * 2**s`` with ``n`` of about ``bits + 8`` bits, to
     about ``2**-bits`` relative (``k ln 2`` reduction, ``2**-8`` scaling,
-    the series, eight squarings; integers only)."""
+    the series, eight squarings; integers only: :func:`_exp_fixed`)."""
+    return _exp_fixed(x.numerator, x.denominator, bits)
+
+
+def _exp_fixed(num: int, den: int, bits: int) -> tuple[int, int]:
+    """:func:`exp_scaled` of ``num / den`` (``den > 0``; the result depends
+    on the value alone)."""
     g = bits + 24
     l2 = _ln2_fixed(g)
-    xf = (x.numerator << g) // x.denominator
+    xf = (num << g) // den
     k = xf // l2  # floor(x / ln 2): 0 <= r < 2**-8 ln 2 (in units 2**-g), every term >= 0
     r = (xf - k * l2) >> 8
     one = 1 << g
@@ -234,10 +257,11 @@ def _pair_of(q: Fraction) -> tuple[float, float]:
     return hi, float(q - Fraction(hi))
 
 
-def _powers(x: Fraction, count: int, bits: int) -> list[tuple[int, int]]:
-    """``exp(x * j)`` for ``j < count`` as ``(n, s)`` pairs (``n * 2**s``),
-    by repeated products of ``exp(x)`` kept to ``bits + 8`` bits."""
-    n1, s1 = exp_scaled(x, bits)
+def _powers(num: int, den: int, count: int, bits: int) -> list[tuple[int, int]]:
+    """``exp(x * j)`` of ``x = num / den`` for ``j < count`` as ``(n, s)``
+    pairs (``n * 2**s``), by repeated products of ``exp(x)`` kept to ``bits +
+    8`` bits."""
+    n1, s1 = _exp_fixed(num, den, bits)
     out = [(1, 0)]
     n, s = 1, 0
     keep = bits + 8
@@ -250,26 +274,28 @@ def _powers(x: Fraction, count: int, bits: int) -> list[tuple[int, int]]:
     return out
 
 
-def _times(ns: tuple[int, int], a: Fraction) -> tuple[int, int]:
-    """``n * 2**s * a`` as ``(n', s')`` (``a`` a positive rational; exact
-    for a dyadic ``a``, else to 2**-200 relative)."""
+def _times(ns: tuple[int, int], a: tuple[int, int]) -> tuple[int, int]:
+    """``n * 2**s * a`` as ``(n', s')`` (``a`` a positive rational's
+    :func:`_ratio`; exact for a dyadic ``a``, else to 2**-200 relative)."""
     n, s = ns
-    num, den = a.numerator, a.denominator
+    num, den = a
     if den & (den - 1) == 0:  # a power of two
         return n * num, s - (den.bit_length() - 1)
     return (n * num << 200) // den, s - 200
 
 
-def _geometric_pairs(c: Fraction, m: int, a: Fraction) -> tuple[np.ndarray, np.ndarray]:
+def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """``a * exp(-c i)`` for ``0 < m`` values ``i`` as the float64 pair
-    arrays of :meth:`DD.geometric`: the outer product of ``B`` powers and
+    arrays of :meth:`DD.geometric` (``c`` and ``a`` rationals as integer
+    pairs, ``a`` in lowest terms): the outer product of ``B`` powers and
     ``ceil(m / B)`` strides, each rounded once to a pair."""
     b = max(1, math.isqrt(m - 1) + 1)
     rows = -(-m // b)
-    small = _powers(-c, b, DD.BITS)
-    big = _powers(-c * b, rows, DD.BITS)
+    cn, cd = c
+    small = _powers(-cn, cd, b, DD.BITS)
+    big = _powers(-cn * b, cd, rows, DD.BITS)
     # (both lists in one conversion: its NumPy calls cost more than its values)
-    if a != 1:
+    if a != (1, 1):
         big = [_times(ns, a) for ns in big]
     h, lo = _split_pairs(small + big)
     # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
@@ -346,7 +372,7 @@ class DD:
         powers and ``ceil(m / B)`` strides, each rounded once to a pair."""
         if m == 0:
             return cls(np.zeros(0))
-        return cls(*_geometric_pairs(c, m, a))
+        return cls(*_geometric_pairs((c.numerator, c.denominator), m, (a.numerator, a.denominator)))
 
     @classmethod
     def two_pi(cls) -> DD:
@@ -450,8 +476,9 @@ class Dec:
     @classmethod
     def geometric(cls, c: Fraction, m: int, a: Fraction = Fraction(1)) -> Dec:
         out = []
-        for n, s in _powers(-c, m, cls.BITS):
-            n, s = _times((n, s), a)
+        ratio = (a.numerator, a.denominator)
+        for n, s in _powers(-c.numerator, c.denominator, m, cls.BITS):
+            n, s = _times((n, s), ratio)
             out.append(Decimal(n) * Decimal(2) ** s)
         return cls(_objects(out))
 
@@ -564,9 +591,17 @@ def geometric(n: Any, base: Any, step: Any, m: int, a: Any = 1) -> Any:
 def _geometric_decided(base: Any, step: Any, m: int, a: Any = 1) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`evaluate` of :func:`geometric` where double-double decides
     every entry (the same arrays), else None: the pairs and their check,
-    without the vector objects and copies of the general path (a first
-    call of a frequency table pays for each NumPy call it makes)."""
-    hi, lo = _geometric_pairs(frac(step) * ln(base, DD.BITS), m, frac(a))
+    without the vector objects and copies of the general path, the scalars
+    in Python integers without a :class:`Fraction` (a first call of a
+    frequency table pays for each NumPy call it makes, and for each distinct
+    function it runs)."""
+    num, den = _ratio(base)
+    if num <= 0:
+        return None  # (ln's error, from the general path)
+    sn, sd = _ratio(step)
+    ln_n, ln_d = _ln_ratio(num, den, DD.BITS)
+    # c = step * ln(base) as integers (not reduced: every use is a floor of its value)
+    hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
     if not hi.all() or _undecided(hi, lo).any():  # (zeros and the rest: the general path)
         return None
     return hi, lo

@@ -46,10 +46,12 @@ def _timestep_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
         )
         raise ValueError(msg)
     # i = 0 has the exponent 0 whatever the denominator (for dim 2 or 3 with
-    # shift 1 it is 0 / 0 in diffusers' code, which gives NaN)
-    denom = Fraction(half) - Fraction(shift) if half > 1 else Fraction(1)
+    # shift 1 it is 0 / 0 in diffusers' code, which gives NaN); the step
+    # 1 / (half - shift) of the float shift n / d is d / (half d - n)
+    n, d = shift.as_integer_ratio()
+    step = Fraction(d, half * d - n) if half > 1 else 1
     # scale * exp(-i ln(max_period) / denom), exactly (posenc._exact)
-    w, lo = _exact.evaluate(_exact.geometric, max_period, 1 / denom, half, Fraction(scale))
+    w, lo = _exact.evaluate(_exact.geometric, max_period, step, half, scale)
     # a geometric sequence is monotone: its ends are its extremes (Python
     # floats, no pass over the array)
     top = max(abs(float(w[0])), abs(float(w[-1]))) if half else 0.0
@@ -59,11 +61,12 @@ def _timestep_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
             "gives frequencies beyond the float64 range"
         )
         raise ValueError(msg)
-    if abs(scale) > _checks.MAX_TABLE_FREQUENCY:
-        source = f"`scale` = {scale!r}"
-    else:
-        source = f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r}"
-    _checks.check_table_frequency(top, source)  # (Freqs.top)
+    if not top <= _checks.MAX_TABLE_FREQUENCY:  # (Freqs.top; the message's names made only here)
+        if abs(scale) > _checks.MAX_TABLE_FREQUENCY:
+            source = f"`scale` = {scale!r}"
+        else:
+            source = f"`max_period` = {max_period!r} with `downscale_freq_shift` = {shift!r} and `scale` = {scale!r}"
+        _checks.check_table_frequency(top, source)
     _cache.readonly(w, lo)
     return dim, w, lo
 

@@ -435,6 +435,12 @@ def test_geometric_sequences_decided_at_once_equal_the_general_path() -> None:
         (1e-300, Fraction(2, 1), 3),
         (1e6, Fraction(3, 31), 549, Fraction(1, 2)),
         (10000.0, Fraction(1, 4), 8, 0.0),
+        # the integer path reads every argument type frac reads: float steps
+        # (dyadic rationals), NumPy scalars, int bases, a Fraction scale
+        (10000.0, 1 / 160, 160, 1.0),
+        (np.float32(500000.0), np.float64(2 / 96), 48, np.float32(0.25)),
+        (10000, 1, 5, Fraction(2, 3)),
+        (0.5, Fraction(1, 7), 9, -3),
     ]
     for _ in range(40):
         base = float(10.0 ** rng.uniform(-3.0, 8.0))
