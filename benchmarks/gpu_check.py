@@ -296,12 +296,13 @@ def _inv_freq(torch: Any, d: int, device: Any) -> Any:
                         device=device)
 
 
-def _compile(env: Env, fn: Callable, mode: str | None) -> Callable:
+def _compile(env: Env, fn: Callable, mode: str | None, guard_filter: Callable | None = None) -> Callable:
     torch = env.torch
+    options = {} if guard_filter is None else {"guard_filter_fn": guard_filter}
     if env.dry:  # tracing only (fullgraph): inductor's compile is minutes on a small CPU
-        return torch.compile(fn, fullgraph=True, dynamic=True, backend="eager")
+        return torch.compile(fn, fullgraph=True, dynamic=True, backend="eager", options=options)
     if mode is None:
-        return torch.compile(fn, fullgraph=True, dynamic=True)
+        return torch.compile(fn, fullgraph=True, dynamic=True, options=options)
     return torch.compile(fn, fullgraph=True, mode=mode)
 
 
@@ -356,20 +357,48 @@ def _compiled_rows(env: Env, sz: Sizes, case: str, mode: str | None, hf: Callabl
     torch = env.torch
     p = sz.decode[3]
     hf_c, pe_c = _compile(env, hf, mode), _compile(env, pe, mode)
+    # the default mode also with torch's option that drops the guards on
+    # globals (docs/performance.rst), through a function of its own code
+    skip = getattr(torch.compiler, "skip_guard_on_globals_unsafe", None) if mode is None else None
+
+    def unguarded(q: Any, k: Any, pid: Any) -> Any:
+        return pe(q, k, pid)
+
+    un_c = None if skip is None else _compile(env, unguarded, mode, skip)
     pids = [torch.tensor([[p + i]], device=env.device) for i in range(3)]
     with torch.inference_mode():
         for x in pids:
             hf_c(q, k, x)
             pe_c(q, k, x)
+            if un_c is not None:
+                un_c(q, k, x)
         contestants = {"posenc": lambda: pe_c(q, k, pids[1]), "HF rotary + formula": lambda: hf_c(q, k, pids[1])}
+        if un_c is not None:
+            contestants[UNGUARDED] = lambda: un_c(q, k, pids[1])
         t = time_calls(env, contestants, sz.rounds, host=True, inner=sz.inner)
-        guards = [guard_check_us(fn, {"q": q, "k": k, "pid": pids[1]}) for fn in (pe, hf)]
+        f_locals = {"q": q, "k": k, "pid": pids[1]}
+        guards = [guard_check_us(fn, f_locals) for fn in (pe, hf)]
+        guard_un = guard_check_us(unguarded, f_locals) if un_c is not None else None
     label = "compiled " + (mode or "default")
     note = ""
     if None not in guards:
         note = f"dynamo's guard check alone {guards[0]:.1f} / {guards[1]:.1f} us (posenc / HF)"
-    return _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
+    rows = _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
                 note=note)
+    if un_c is not None:
+        from .harness import Row
+
+        r = ratio(t[UNGUARDED], t["HF rotary + formula"])
+        extra = "" if guard_un is None else f"; dynamo's guard check alone {guard_un:.1f} us"
+        rows.append(Row("gpu", f"{case}, {label} (fullgraph)", "torch-cuda", UNGUARDED,
+                        ms=statistics.median(t[UNGUARDED]) * 1e3, reference="HF rotary + formula", ratio=r,
+                        status="INFO" if not env.dry else NO_DEVICE,
+                        note=f"{env.name or 'cpu (dry run)'}; guard_filter_fn=skip_guard_on_globals_unsafe{extra}"))
+    return rows
+
+
+#: the compiled decode step without guards on globals (torch's guard_filter_fn option)
+UNGUARDED = "posenc, globals unguarded"
 
 
 def rows_ids(env: Env, sz: Sizes) -> list[Any]:
