@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels.eft import two_sum
+
 __all__ = ["DD", "Dec", "evaluate", "exp_scaled", "frac", "geometric", "ln", "pi", "times"]
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter
@@ -307,14 +309,9 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
 
 
 # --------------------------------------------------------------------------
-# error-free transformations (float64 NumPy arrays)
+# error-free transformations (float64 NumPy arrays; Knuth's two-sum is
+# posenc._kernels.eft's)
 # --------------------------------------------------------------------------
-def _two_sum(a: Any, b: Any) -> tuple[Any, Any]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
 def _fast_two_sum(a: Any, b: Any) -> tuple[Any, Any]:
     s = a + b
     return s, b - (s - a)
@@ -393,8 +390,8 @@ class DD:
 
     def __add__(self, other: Any) -> DD:
         o = DD._of(other)
-        s, e = _two_sum(self.hi, o.hi)
-        t, f = _two_sum(self.lo, o.lo)
+        s, e = two_sum(self.hi, o.hi)
+        t, f = two_sum(self.lo, o.lo)
         s, e = _fast_two_sum(s, e + t)
         return DD(*_fast_two_sum(s, e + f))
 

@@ -1,7 +1,8 @@
 """Error-free transformations of floating-point numbers, written once for
 every path that needs them: the portable Array API arithmetic of
 :mod:`posenc._angles` and :mod:`posenc._matrix` calls them on arrays of any
-namespace, and the Triton kernels of :mod:`posenc._kernels.triton` compile
+namespace, the host double-double arithmetic of :mod:`posenc._exact` on
+NumPy arrays, and the Triton kernels of :mod:`posenc._kernels.triton` compile
 the same functions (which is why they carry no annotations: Triton's
 compiler reads a helper's annotations).  Plain multiplies and adds only.
 """
