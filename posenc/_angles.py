@@ -113,6 +113,7 @@ from ._turns import (
     range_tables,
     range_tables_host,
     reduce_turns,
+    rounded_turns,
     turn_arrays,
     turns_of,
 )
@@ -151,6 +152,7 @@ __all__ = [
     "laid_out_fixed",
     "range_split",
     "range_tables",
+    "rounded_turns",
     "turns_of",
 ]
 
@@ -569,7 +571,11 @@ def _sincos_turns(p: Array, a: Angles) -> tuple[Array, Array]:
     tensors that need no autograd: torch's operations off the CPU (the same,
     bit for bit), NumPy's in cache-sized blocks on NumPy and torch CPU memory
     (the same for float positions; for integer ones an int64 fixed-point
-    reduction, within an ulp of this path and within posenc's bound).
+    reduction, within an ulp of this path and within posenc's bound), and
+    for tables of many torch CPU positions with angles up to ``2**21`` one
+    float64 product and ``frac`` before the same finish
+    (:func:`posenc._kernels.angles.sincos_f64_torch`: six torch passes on its
+    threads and NumPy's sine and cosine, within the same bound).
     """
     ctx = a.ctx
     xp = ctx.xp

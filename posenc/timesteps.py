@@ -136,7 +136,7 @@ class _Plan:
     #: the kernel that writes the whole float32 table in one buffer
     #: (:func:`posenc._kernels.joined`), or None (sine and cosine concatenated)
     joined: Any
-    #: the float64 frequencies :attr:`joined` reads (a writable copy)
+    #: the frequencies' turns :attr:`joined` reads (a fresh, writable array)
     w: np.ndarray | None
     #: the checked timesteps of a call whose plan is not kept (lists, traced)
     t: Any
@@ -169,7 +169,7 @@ def _plan(
     some = bool(exact.m and math.prod(t.shape))
     joined = _kernels.joined(t, ctx) if some else None
     angles = _angles.prepare(t, exact.freqs, ctx) if some and joined is None else None
-    w = np.array(exact.hi) if joined is not None else None
+    w = _angles.rounded_turns(np.asarray(exact.hi), np.asarray(exact.lo)) if joined is not None else None
     return _Plan(
         ctx=ctx, dim=dim, exact=exact, flip=flip, angles=angles, scan=scan, joined=joined, w=w,
         t=None if keyed else t,

@@ -9,6 +9,7 @@ Chosen by :func:`posenc._kernels.turns`; tested equal to the portable path in
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -35,7 +36,7 @@ def forward_ad_active() -> bool:
     """Whether torch's forward-mode AD (``torch.autograd.forward_ad.dual_level``)
     is on: its dual tensors look like plain ones to every other check.  A
     torch without the level counter reads as on (torch's own operations)."""
-    import torch
+    torch = sys.modules["torch"]  # (its tensors are here: imported)
 
     return getattr(torch.autograd.forward_ad, "_current_level", 0) >= 0
 
@@ -260,54 +261,65 @@ def turns_torch(
 #: outweighs the passes saved)
 F64_MIN = 1 << 12
 #: angles ``|p * w|`` up to which torch CPU tables of many positions take
-#: float64 products and float64 sine and cosine (:func:`sincos_f64_torch`)
-F64_ANGLE_LIMIT = 2.0**24
+#: :func:`sincos_f64_torch`: its float64 turns ``p * v`` are then right to
+#: ``|p w| 2**-52 * 1.5`` rad, within posenc's 1e-9 for the reduction
+F64_ANGLE_LIMIT = 2.0**21
 #: elements (positions x frequencies) of one step of :func:`sincos_f64_torch`
-#: per intra-op thread: its float64 angles (512 KiB a thread) stay in L2
+#: per intra-op thread: its float64 turns (512 KiB a thread) stay in L2
 F64_BLOCK = 1 << 16
 
 
 def sincos_f64_torch(
     p: Array,
     view: np.ndarray,
-    w64: np.ndarray,
+    v64: np.ndarray,
     scale: float = 1.0,
     layout: str | None = None,
     into: tuple[Array, Array] | None = None,
 ) -> tuple[Array, Array] | None:
-    """float32 ``(sin, cos)`` of ``p[..., None] * w`` on torch CPU memory
-    through float64 angles, or None where they may be large (then the turns
-    kernel reduces them exactly); ``view`` is ``p``'s NumPy view, ``w64``
-    the frequencies in radians rounded to float64 (a writable host array).
+    """float32 ``(sin, cos)`` of ``p[..., None] * 2 pi v`` on torch CPU
+    memory through float64 turns, or None where the angles may be large
+    (then the turns kernel reduces them exactly); ``view`` is ``p``'s NumPy
+    view, ``v64`` the frequencies in turns, ``w / (2 pi)``, within ``2**-52
+    |v|`` (a writable host array).
 
-    With ``w64`` within ``2**-51 |w|`` of the frequencies (``2 pi (v1 +
-    v2)`` of the turns kernel's turns: three roundings; the correctly rounded
-    values: one), the angle ``p * w``
-    (positions exact in float64) is right to ``|p w| 2**-50`` and torch's
-    float64 sine and cosine (SLEEF's vectorized ones, or the C library's; to
-    about an ulp) add ``2**-52``: for ``|p w| <= 2**24``
-    (:data:`F64_ANGLE_LIMIT`) the float64 values are within ``2**-26`` (1.5e-8,
-    a quarter of a float32 ulp of 1) of the exact ones before the one
-    rounding to float32, against the turns kernel's float32 sine and cosine of
-    a few ulp.  Three passes over the table (the product, the sine and the
-    cosine written as float32) instead of about eighteen.  One read of
-    ``p``'s range decides (host memory: this kernel never sees a device's
-    tensor): NaN, infinite and huge positions take the turns kernel, and so
-    does every call of a forked child (``posenc._cache.FORKED``: torch's sine
-    and cosine enter its OpenMP pool, where a child hangs once its parent
-    used it).  ``into``: float32 ``(sin, cos)`` destinations of shape
-    ``(p.size, width)`` (views into a caller's buffer), written and returned
-    when the kernel takes the positions.
+    Per block of rows, in place: ``x = p * v`` in float64 (positions exact
+    in float64: integers below ``2**53``, every float32), ``f = frac(x)``
+    (exact), ``a = 2 pi f`` in (-2 pi, 2 pi), then
+    :func:`posenc._angles.finish_f32`: ``a = ah + al`` with ``ah =
+    float32(a)`` and the float32 rest ``al`` (``|al| <= 2**-22``), ``sin a =
+    sin ah + cos ah * al`` and ``cos a = cos ah - sin ah * al`` (the next
+    terms are below ``al**2 / 2 = 2**-45``), the last two written into the
+    table.  The turns ``x`` are right to ``|p v| 1.5 * 2**-52`` (``v64`` and
+    the product), ``1.5 |p w| 2**-52`` rad: for ``|p w| <=
+    2**21`` (:data:`F64_ANGLE_LIMIT`) below the 1e-9 that posenc's bound
+    allows the reduction, and the table's error is that of the float32 sine
+    and cosine of ``ah`` (``k`` ulp) plus one rounding, ``(k + 1/2) 2**-24 +
+    1e-9`` (docs/theory/precision.rst).  The sine and cosine are NumPy's
+    (one thread, its SIMD kernels, documented within 2 ulp; measured within
+    7.2e-8 over every float32 in [-2 pi, 2 pi]), the same whatever torch's
+    thread count; the six other passes are torch's, on its intra-op
+    threads.  One read of ``p``'s range decides (host memory: this kernel
+    never sees a device's tensor): NaN, infinite and larger angles take the
+    turns kernel, and so does every call of a forked child
+    (``posenc._cache.FORKED``: torch's operations enter its OpenMP pool,
+    where a child hangs once its parent used it).  ``into``: float32
+    ``(sin, cos)`` destinations of shape ``(p.size, width)`` (views into a
+    caller's buffer), written and returned when the kernel takes the
+    positions.
     """
-    import torch
+    torch = sys.modules["torch"]  # (its tensors are here: imported)
 
-    m = w64.shape[-1]
+    m = v64.shape[-1]
     if view.size == 0 or m == 0 or _cache.FORKED:
         return None
-    top = max(-float(np.min(view)), float(np.max(view))) * float(np.max(np.abs(w64)))  # NaN compares False
+    # (the ufuncs' reductions called directly: NumPy's wrappers cost more than
+    # the reductions of a first call's cold caches)
+    top = max(-float(np.minimum.reduce(view, None)), float(np.maximum.reduce(view, None)))
+    top *= float(np.maximum.reduce(np.absolute(v64))) * _TWO_PI  # NaN compares False
     if not top <= F64_ANGLE_LIMIT:
         return None
-    w = torch.from_numpy(w64)
+    v = torch.from_numpy(v64)
     flat = p.reshape(-1, 1)
     n = flat.shape[0]
     width = m if layout is None else 2 * m
@@ -321,25 +333,31 @@ def sincos_f64_torch(
     # last step that leaves threads idle)
     steps = -(-n * m // (F64_BLOCK * max(1, torch.get_num_threads())))
     rows = max(1, -(-n // max(1, steps)))
-    # the angles and the sines in float64 buffers of one step, the cosines
-    # over the angles: each value rounded once as it is copied into its
-    # float32 place (no temporary per operation)
-    a = torch.empty((min(rows, n), m), dtype=torch.float64)
-    sines = torch.empty((min(rows, n), m), dtype=torch.float64)
-    p64 = torch.empty((min(rows, n), 1), dtype=torch.float64)
+    k0 = min(rows, n)
+    x = torch.empty((k0, m), dtype=torch.float64)
+    p64 = torch.empty((k0, 1), dtype=torch.float64)
+    ah = torch.empty((k0, m), dtype=torch.float32)
+    al = torch.empty((k0, m), dtype=torch.float32)
+    ah_np = ah.numpy()
+    # the sine goes straight into its place in the table (NumPy writes
+    # through the table's view), the cosine into ah's buffer
+    cols = slice(None) if layout is None else slice(0, m) if layout == "half" else slice(0, None, 2)
+    s_np = s.numpy()
     for i in range(0, n, rows):
         j = min(n, i + rows)
         k = j - i
-        t = torch.mul(p64[:k].copy_(flat[i:j]), w, out=a[:k])
-        sn = torch.sin(t, out=sines[:k])
-        for out, got in ((s[i:j], sn), (c[i:j], torch.cos(t, out=t))):
-            if layout is None:
-                out.copy_(got)
-            elif layout == "half":
-                out[:, :m].copy_(got)
+        a = torch.mul(p64[:k].copy_(flat[i:j]), v, out=x[:k]).frac_().mul_(_TWO_PI)
+        h = ah[:k].copy_(a)
+        lo = al[:k].copy_(a.sub_(h))  # a - float64(h): exact, then rounded once
+        np.sin(ah_np[:k], out=s_np[i:j, cols])
+        np.cos(ah_np[:k], out=ah_np[:k])  # h is cos(h) from here
+        sn, cs = s[i:j, cols], c[i:j, cols]
+        torch.addcmul(h, sn, lo, value=-1, out=cs)
+        torch.addcmul(sn, h, lo, out=sn)
+        for out in (s[i:j], c[i:j]):
+            if layout == "half":
                 out[:, m:].copy_(out[:, :m])
-            else:
-                out[:, 0::2].copy_(got)
+            elif layout is not None:
                 out[:, 1::2].copy_(out[:, 0::2])
             if scale != 1.0:
                 out.mul_(scale)
@@ -347,26 +365,26 @@ def sincos_f64_torch(
     return s.reshape(shape), c.reshape(shape)
 
 
-def joined_torch_cpu(p: Array, w64: np.ndarray, flip: bool, pad: int) -> Array | None:
+def joined_torch_cpu(p: Array, v64: np.ndarray, flip: bool, pad: int) -> Array | None:
     """``[sin | cos]`` (``[cos | sin]`` with ``flip``) of real positions ``p``
     (a torch CPU tensor) and ``pad`` zero columns, float32, shape ``p.shape +
     (2m + pad,)``: the timestep embedding's table written in place by
-    :func:`sincos_f64_torch` with the correctly rounded frequencies ``w64``
-    (no concatenation: a pass over the output saved), or None where that
+    :func:`sincos_f64_torch` with the frequencies' turns ``v64`` (no
+    concatenation: a pass over the output saved), or None where that
     kernel does not take the positions (NaN, infinite or large angles, a
     forked child, a table of at most :data:`F64_MIN` elements) or NumPy
     cannot view them (autograd, functorch's transforms): the caller's path.
     A table it writes proves the positions finite (their range was read)."""
-    import torch
+    torch = sys.modules["torch"]  # (its tensors are here: imported)
 
     views = torch_numpy_views(p)
-    m = w64.shape[-1]
+    m = v64.shape[-1]
     n = p.numel()
     if views is None or n * m <= F64_MIN or _cache.FORKED:
         return None
     table = torch.empty((n, 2 * m + pad), dtype=torch.float32)
     first, second = table[:, :m], table[:, m : 2 * m]
-    if sincos_f64_torch(p, views[0], w64, into=(second, first) if flip else (first, second)) is None:
+    if sincos_f64_torch(p, views[0], v64, into=(second, first) if flip else (first, second)) is None:
         return None
     if pad:
         table[:, 2 * m :].zero_()
@@ -381,14 +399,14 @@ def turns_torch_cpu(
     whole tensors; tables of many positions whose angles are moderate take
     :func:`sincos_f64_torch` instead.  Tensors NumPy cannot view
     (functorch's transforms, forward-mode AD) take :func:`turns_torch`."""
-    import torch
+    torch = sys.modules["torch"]  # (its tensors are here: imported)
 
     views = torch_numpy_views(p)
     if views is None:
         # copies: the host arrays are read-only
         return turns_torch(p, tuple(torch.tensor(v) for v in turns[:2]), scale, clip, layout)
     if p.numel() * turns[0].shape[-1] > F64_MIN:
-        got = sincos_f64_torch(p, views[0], (turns[0] + turns[1]) * _TWO_PI, scale, layout)
+        got = sincos_f64_torch(p, views[0], turns[0] + turns[1], scale, layout)
         if got is not None:
             return got
     s, c = turns_numpy(views[0], turns, scale, clip, layout)

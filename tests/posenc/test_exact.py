@@ -218,6 +218,25 @@ def test_turns_of_rope_axes_are_the_frequencies() -> None:
         _check_freqs(f1, [2 * mpmath.pi * x for x in exact[1::2]])
 
 
+@pytest.mark.parametrize(("dim", "shift", "scale"), [(320, 0.0, 1.0), (256, 1.0, 1.0), (33, 0.5, 1000.0)])
+def test_rounded_turns_within_two_to_the_minus_52(dim: int, shift: float, scale: float) -> None:
+    """``rounded_turns`` of a pair of timestep frequencies: within ``2**-52``
+    of the mathematical turns ``w / (2 pi)``, relatively (the torch CPU
+    table kernels' precondition), and ``hi / (2 pi)`` rounded naively from a
+    float32 frequency is not."""
+    from posenc import _angles
+
+    _, hi, lo = timesteps._timestep_exact(dim, shift, scale, 10000.0)
+    v = _angles.rounded_turns(np.asarray(hi), np.asarray(lo))
+    with mpmath.workprec(200):
+        exact = [x / (2 * mpmath.pi) for x in _mp_timesteps(dim, shift, scale, 10000.0)]
+        rel = [abs((MP(float(a)) - e) / e) for a, e in zip(v, exact) if e != 0]
+        coarse = [abs((MP(float(np.float32(a))) - e) / e) for a, e in zip(v, exact) if e != 0]
+    assert v.dtype == np.float64 and v.shape == (dim // 2,)
+    assert max(rel) <= MP(2) ** -52
+    assert max(coarse) > MP(2) ** -52
+
+
 def test_the_decimal_fallback_gives_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every entry through the fallback (the margin made huge): the same
     correctly rounded values, and ``lo`` to 2**-100 of the double-double one."""
