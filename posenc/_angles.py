@@ -113,7 +113,6 @@ from ._turns import (
     range_tables,
     range_tables_host,
     reduce_turns,
-    rounded_turns,
     turn_arrays,
     turns_of,
 )
@@ -152,7 +151,6 @@ __all__ = [
     "laid_out_fixed",
     "range_split",
     "range_tables",
-    "rounded_turns",
     "turns_of",
 ]
 

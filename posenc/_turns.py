@@ -47,7 +47,6 @@ __all__ = [
     "range_tables",
     "range_tables_host",
     "reduce_turns",
-    "rounded_turns",
     "turn_arrays",
     "turns_of",
 ]
@@ -276,15 +275,6 @@ def _host_turns(w: np.ndarray) -> Turns:
     vh = h + lo
     vl = lo - (vh - h)
     return _turns_from(vh, vl)
-
-
-def rounded_turns(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """The turns ``(hi + lo) / (2 pi)`` of frequencies given as a float64
-    pair (``|lo| <= ulp(hi) / 2``), as a fresh float64 array within ``2**-52``
-    of their value, relatively: ``hi * INV_HI`` rounds once, the two cross
-    terms are small, the sum rounds once more (four operations on the
-    frequencies, where :class:`Turns` takes about twenty)."""
-    return hi * INV_HI + (hi * INV_LO + lo * INV_HI)
 
 
 def _turns_from(vh: np.ndarray, vl: np.ndarray) -> Turns:

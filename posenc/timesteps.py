@@ -82,8 +82,8 @@ def _timestep_freqs(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[
 class _Exact:
     """The frequencies of a configuration: ``m``, the float64 values ``hi``
     (correctly rounded) and their :class:`posenc._angles.Freqs`, made on
-    first use (a table the one-buffer kernel writes needs only ``hi``: a
-    first call spares the turns and the key)."""
+    first use (a table the one-buffer kernel writes needs only the turns,
+    :meth:`turns`: a first call spares the rest and the key)."""
 
     __slots__ = ("m", "hi", "lo", "_freqs")
 
@@ -95,6 +95,11 @@ class _Exact:
         if self._freqs is None:  # (two threads may both make it: the same value)
             self._freqs = _angles.Freqs.exact(self.hi, self.lo)
         return self._freqs
+
+    def turns(self) -> np.ndarray:
+        """The turns ``w / (2 pi)`` rounded to float64, as :attr:`freqs`
+        holds them (its ``vh``), in a fresh array."""
+        return _exact.times(self.hi, self.lo, (_angles.INV_HI, _angles.INV_LO))[0]
 
 
 def _eager_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _Exact]:
@@ -137,7 +142,7 @@ class _Plan:
     #: (:func:`posenc._kernels.joined`), or None (sine and cosine concatenated)
     joined: Any
     #: the frequencies' turns :attr:`joined` reads (a fresh, writable array)
-    w: np.ndarray | None
+    turns: np.ndarray | None
     #: the checked timesteps of a call whose plan is not kept (lists, traced)
     t: Any
 
@@ -169,9 +174,9 @@ def _plan(
     some = bool(exact.m and math.prod(t.shape))
     joined = _kernels.joined(t, ctx) if some else None
     angles = _angles.prepare(t, exact.freqs, ctx) if some and joined is None else None
-    w = _angles.rounded_turns(np.asarray(exact.hi), np.asarray(exact.lo)) if joined is not None else None
+    turns = exact.turns() if joined is not None else None
     return _Plan(
-        ctx=ctx, dim=dim, exact=exact, flip=flip, angles=angles, scan=scan, joined=joined, w=w,
+        ctx=ctx, dim=dim, exact=exact, flip=flip, angles=angles, scan=scan, joined=joined, turns=turns,
         t=None if keyed else t,
     )
 
@@ -306,7 +311,7 @@ def timestep_embedding(
     if plan.t is not None:
         t = plan.t
     if plan.joined is not None:  # (a table it writes had finite timesteps: no scan)
-        table = plan.joined(t, plan.w, flip, dim % 2)
+        table = plan.joined(t, plan.turns, flip, dim % 2)
         if table is not None:
             return _angles.cast(table, ctx.dtype, xp_)
     if plan.t is None and plan.scan:

@@ -219,15 +219,12 @@ def test_turns_of_rope_axes_are_the_frequencies() -> None:
 
 
 @pytest.mark.parametrize(("dim", "shift", "scale"), [(320, 0.0, 1.0), (256, 1.0, 1.0), (33, 0.5, 1000.0)])
-def test_rounded_turns_within_two_to_the_minus_52(dim: int, shift: float, scale: float) -> None:
-    """``rounded_turns`` of a pair of timestep frequencies: within ``2**-52``
-    of the mathematical turns ``w / (2 pi)``, relatively (the torch CPU
-    table kernels' precondition), and ``hi / (2 pi)`` rounded naively from a
-    float32 frequency is not."""
-    from posenc import _angles
-
-    _, hi, lo = timesteps._timestep_exact(dim, shift, scale, 10000.0)
-    v = _angles.rounded_turns(np.asarray(hi), np.asarray(lo))
+def test_timestep_turns_within_two_to_the_minus_52(dim: int, shift: float, scale: float) -> None:
+    """The turns of timestep frequencies that the one-buffer kernel reads
+    (``_Exact.turns``): within ``2**-52`` of the mathematical turns ``w / (2
+    pi)``, relatively (the torch CPU table kernels' precondition), and the
+    same turns rounded to float32 are not."""
+    v = timesteps._eager_exact(dim, shift, scale, 10000.0)[1].turns()
     with mpmath.workprec(200):
         exact = [x / (2 * mpmath.pi) for x in _mp_timesteps(dim, shift, scale, 10000.0)]
         rel = [abs((MP(float(a)) - e) / e) for a, e in zip(v, exact) if e != 0]

@@ -15,6 +15,7 @@ from posenc import _angles, _cache, _compat, _kernels, _rope, _tables
 from posenc._compat import Backend
 from posenc.scaling import YaRN
 
+from .test_accuracy import U
 from .test_cache import ref_table
 from .test_rotary import FAST_CASES, _duplicated, ref_apply, rng
 
@@ -553,10 +554,6 @@ def test_pooled_products_split_at_whole_vectors():
             )
 
 
-#: the spacing of float32 numbers just below 1 (half an ulp of 1 is U / 2)
-U = 2.0**-24
-
-
 #: the worst error, in units of ``U``, of NumPy's float32 sine and cosine
 #: (its own accuracy test allows 2 ulp of the correctly rounded value): the
 #: ``k`` of posenc's bound ``(k + 1/2) U + 1e-9`` for the torch CPU kernels
@@ -610,10 +607,12 @@ def test_f64_angles_kernel_against_the_exact_values(monkeypatch):
             taken.clear()
             s, c = K.turns_torch_cpu(tp, turns, scale, p.dtype.kind == "f", layout)
             assert taken and taken[-1] is not None
-            want = {None: lambda e: e, "half": lambda e: np.concatenate([e, e], -1)}.get(
-                layout, lambda e: np.repeat(e, 2, -1)
-            )
-            for g, e in ((s, want(es)), (c, want(ec))):
+            ls, lc = es, ec
+            if layout == "half":
+                ls, lc = np.concatenate([es, es], -1), np.concatenate([ec, ec], -1)
+            elif layout == "interleaved":
+                ls, lc = np.repeat(es, 2, -1), np.repeat(ec, 2, -1)
+            for g, e in ((s, ls), (c, lc)):
                 g = _np(g).reshape(e.shape).astype(np.float64)
                 # the factor scales the error and rounds once more (half an ulp)
                 assert np.abs(g - e * scale).max() <= scale * bound + (0.0 if scale == 1 else U / 2)
@@ -703,7 +702,7 @@ def test_joined_timestep_table_equals_the_concatenation(flip, shape, dim, monkey
             want = posenc.timestep_embedding(t, dim, **kw)
         if taken:
             w = np.array(freqs.array)
-            s, c = K.sincos_f64_torch(t, t.numpy(), _angles.rounded_turns(w, np.array(freqs.pairs()[1])))
+            s, c = K.sincos_f64_torch(t, t.numpy(), np.array(_angles.turns_of(freqs.key).vh))
             parts = [c, s] if flip else [s, c]
             if dim % 2:
                 parts.append(torch.zeros(shape + (1,)))
