@@ -207,33 +207,46 @@ def _exp_fixed(num: int, den: int, bits: int) -> tuple[int, int]:
     return total, k - g
 
 
-def _split_pairs(values: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """``n * 2**s`` for each ``(n, s)`` as float64 arrays ``hi + lo``: the
+def _split_pairs(values: list[tuple[int, int]]) -> np.ndarray:
+    """``n * 2**s`` for each ``(n, s)`` as float64 pairs ``hi + lo``: the
     leading 53 and the next 53 bits of ``n`` (truncated: ``0 <= lo <
     ulp(hi)`` in magnitude, not normalised; exact to 2**-105 relative; inf
-    or 0 beyond the float64 range, which :func:`evaluate` recomputes).
+    or 0 beyond the float64 range, which :func:`evaluate` recomputes), with
+    Veltkamp's split of each ``hi`` (:func:`_split`: the factors of Dekker's
+    products): one float64 array of shape ``(4, len(values))``, the rows
+    ``hi``, ``lo`` and the split's two parts.
 
     Python floats scaled by :func:`math.ldexp` (exact, or rounded once
-    below the normal range, as NumPy's ``ldexp``), one array each at the end;
+    below the normal range, as NumPy's ``ldexp``), one array at the end (a
+    first call pays for each NumPy call it makes more than for the values);
     a value beyond the float64 range makes the loop run again with
-    :func:`_ldexp` (a first call pays for every Python call it makes)."""
+    :func:`_ldexp`."""
     try:
         return _pairs_of(values, math.ldexp)
     except OverflowError:
         return _pairs_of(values, _ldexp)
 
 
-def _pairs_of(values: list[tuple[int, int]], ldexp: Callable[[float, int], float]) -> tuple[np.ndarray, np.ndarray]:
-    heads, tails = [], []
+def _pairs_of(values: list[tuple[int, int]], ldexp: Callable[[float, int], float]) -> np.ndarray:
+    rows: list[list[float]] = [[], [], [], []]
+    heads, tails, big, small = rows
     for n, s in values:
         m = -n if n < 0 else n
         extra = m.bit_length() - 106
         t = m >> extra if extra > 0 else m << -extra
         e = s + extra
         h, low = ldexp(float(t >> 53), e + 53), ldexp(float(t & _LOW53), e)
-        heads.append(-h if n < 0 else h)
-        tails.append(-low if n < 0 else low)
-    return np.array(heads), np.array(tails)
+        if n < 0:
+            h, low = -h, -low
+        heads.append(h)
+        tails.append(low)
+        # Veltkamp's split of the head, in Python floats (inf and NaN as
+        # NumPy's would make them: the check of the products declines them)
+        v = h * _SPLIT
+        top = v - (v - h)
+        big.append(top)
+        small.append(h - top)
+    return np.array(rows)
 
 
 #: the low 53 bits of an integer
@@ -290,7 +303,9 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     """``a * exp(-c i)`` for ``0 < m`` values ``i`` as the float64 pair
     arrays of :meth:`DD.geometric` (``c`` and ``a`` rationals as integer
     pairs, ``a`` in lowest terms): the outer product of ``B`` powers and
-    ``ceil(m / B)`` strides, each rounded once to a pair."""
+    ``ceil(m / B)`` strides, each rounded once to a pair.  The caller holds
+    ``np.errstate(all="ignore")`` (values beyond the range give inf and
+    NaN, which :func:`evaluate` recomputes)."""
     b = max(1, math.isqrt(m - 1) + 1)
     rows = -(-m // b)
     cn, cd = c
@@ -299,12 +314,11 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     # (both lists in one conversion: its NumPy calls cost more than its values)
     if a != (1, 1):
         big = [_times(ns, a) for ns in big]
-    h, lo = _split_pairs(small + big)
     # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
     # computes it (Dekker's product, the splits made once per factor)
-    yh, yl, xh, xl = h[b:, None], lo[b:, None], h[:b], lo[:b]
-    with np.errstate(all="ignore"):
-        s, e = _product(yh, yl, xh, xl, _split(yh), _split(xh))
+    f = _split_pairs(small + big)  # (the rows hi, lo and hi's two parts)
+    y, x = f[:, b:, None], f[:, :b]
+    s, e = _product(y[0], y[1], x[0], x[1], (y[2], y[3]), (x[2], x[3]))
     return s.reshape(-1)[:m], e.reshape(-1)[:m]
 
 
@@ -591,17 +605,38 @@ def _geometric_decided(base: Any, step: Any, m: int, a: Any = 1) -> tuple[np.nda
     without the vector objects and copies of the general path, the scalars
     in Python integers without a :class:`Fraction` (a first call of a
     frequency table pays for each NumPy call it makes, and for each distinct
-    function it runs)."""
+    function it runs).
+
+    The check is :func:`_undecided`'s in three operations.  A geometric
+    sequence is monotone in magnitude, so its ends (Python floats) bound it
+    within the range of 106-bit pairs, without zeros, NaN or inf (to the
+    pairs' 2**-100: the range's bounds have a margin far above it).  Inside
+    it ``hi`` is the correctly rounded value when ``hi + lo (1 + 2**-40)``
+    rounds to ``hi``: then ``|lo| (1 + 2**-40)`` is at most half the spacing
+    on ``lo``'s side of ``hi``, which is at least ``|hi| 2**-54``, so ``|lo|``
+    stays below it by more than ``|hi| 2**-96``, the margin of
+    :func:`_undecided` (which also declines positive rests above a quarter
+    spacing at powers of two, where this check rightly accepts them: an exact
+    power of two rounded from an irrational value, about ``2**-53`` of
+    entries)."""
     num, den = _ratio(base)
     if num <= 0:
         return None  # (ln's error, from the general path)
     sn, sd = _ratio(step)
     ln_n, ln_d = _ln_ratio(num, den, DD.BITS)
     # c = step * ln(base) as integers (not reduced: every use is a floor of its value)
-    hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
-    if not hi.all() or _undecided(hi, lo).any():  # (zeros and the rest: the general path)
-        return None
+    with np.errstate(all="ignore"):
+        hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
+        first, last = abs(float(hi[0])), abs(float(hi[-1]))
+        if not (_BOTTOM <= min(first, last) and max(first, last) <= _TOP):  # (NaN compares False)
+            return None  # (zeros and the rest: the general path)
+        if not (hi + lo * _DECIDE == hi).all():
+            return None
     return hi, lo
+
+
+#: ``1 + 2**-40``: :func:`_geometric_decided`'s rests stretched past the margin
+_DECIDE = 1.0 + 2.0**-40
 
 
 def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:

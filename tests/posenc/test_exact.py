@@ -266,7 +266,8 @@ def test_extreme_bases_fall_back_and_stay_exact() -> None:
 def test_pairs_of_integers_keep_their_leading_106_bits() -> None:
     """``n * 2**s`` as ``hi + lo``: the leading 53 and next 53 bits of ``n``
     (truncated) in the normal range, inf beyond it (the wide path), 0 far
-    below it; one value beyond the range does not change the others."""
+    below it; one value beyond the range does not change the others.  The
+    last two rows are Veltkamp's split of ``hi``, as NumPy's arrays make it."""
     rng = np.random.default_rng(5)
     values = []
     for bits in (1, 2, 52, 53, 54, 105, 106, 107, 200, 400):
@@ -275,7 +276,12 @@ def test_pairs_of_integers_keep_their_leading_106_bits() -> None:
             n &= (1 << bits) - 1
             sign = -1 if rng.random() < 0.5 else 1
             values.append((sign * n, int(rng.integers(-900, 900)) - bits))
-    hi, lo = _exact._split_pairs(values)
+    hi, lo, top, rest = _exact._split_pairs(values)
+    want_top, want_rest = _exact._split(hi)
+    np.testing.assert_array_equal(top, want_top)
+    np.testing.assert_array_equal(rest, want_rest)
+    assert (top + rest == hi).all()
+    assert (np.abs(top).view(np.int64) & ((1 << 26) - 1) == 0).all()  # (26 bits of hi's 53, and a sign)
     for (n, s), h, low in zip(values, hi.tolist(), lo.tolist()):
         m = abs(n)
         extra = max(m.bit_length() - 106, 0)
@@ -283,7 +289,7 @@ def test_pairs_of_integers_keep_their_leading_106_bits() -> None:
         assert Fraction(h) + Fraction(low) == want
         assert abs(low) < math.ulp(h)
     wide = [*values, (1, 1100), (-3, 2000), (1, -1200)]
-    hi2, lo2 = _exact._split_pairs(wide)
+    hi2, lo2, _, _ = _exact._split_pairs(wide)
     assert hi2[:-3].tolist() == hi.tolist() and lo2[:-3].tolist() == lo.tolist()
     assert hi2[-3:].tolist() == [math.inf, -math.inf, 0.0] and lo2[-1] == 0.0
 
@@ -471,6 +477,41 @@ def test_geometric_sequences_decided_at_once_equal_the_general_path() -> None:
         np.testing.assert_array_equal(lo, lo2)
         declined += _exact._geometric_decided(*args) is None
     assert declined >= 3  # (the subnormals, the overflow and the zero scale)
+
+
+def test_geometric_check_accepts_only_decided_pairs() -> None:
+    """The fast path's check (``hi + lo (1 + 2**-40)`` rounds to ``hi``)
+    accepts a pair only where its rest stays ``|hi| 2**-96`` inside half the
+    spacing on its side of ``hi`` (exact rationals), and accepts every rest
+    up to ``1 - 2**-38`` of that half spacing.  Rests are put at and around
+    the edge, on both sides, at powers of two and inside binades."""
+    rng = np.random.default_rng(11)
+    magnitudes = [1.0, 1.5, 2.0**-500, 3 * 2.0**400, 1.9999999999999998]
+    magnitudes += (rng.uniform(1, 2, 40) * 2.0 ** rng.integers(-900, 900, 40)).tolist()
+
+    def half_spacing(h: float, low: float) -> Fraction:
+        """Half the spacing of float64 on ``low``'s side of ``h``."""
+        toward_zero = abs(h) == 2.0 ** (math.frexp(abs(h))[1] - 1) and (low < 0) == (h > 0)
+        return Fraction(math.ulp(h)) / (4 if toward_zero else 2)
+
+    hi, lo = [], []
+    for m in magnitudes:
+        for h in (m, -m):
+            for side in (1.0, -1.0):
+                edge = float(half_spacing(h, side))
+                for f in (0.0, 0.5, 1 - 2.0**-38, 1 - 2.0**-41, 1 - 2.0**-44, 1 - 2.0**-52, 1.0, 1 + 2.0**-40):
+                    hi.append(h)
+                    lo.append(side * edge * f)
+    hi_a, lo_a = np.array(hi), np.array(lo)
+    accepted = (hi_a + lo_a * _exact._DECIDE == hi_a).tolist()
+    for h, low, ok in zip(hi, lo, accepted):
+        half = half_spacing(h, low)
+        inside = abs(Fraction(low)) + abs(Fraction(h)) * Fraction(2) ** -96 < half
+        if ok:
+            assert inside, (h, low)
+        if abs(Fraction(low)) <= half * (1 - Fraction(2) ** -38):
+            assert ok, (h, low)
+    assert 0 < sum(accepted) < len(accepted)
 
 
 def test_undecided_entries() -> None:
