@@ -628,7 +628,7 @@ def _geometric_decided(base: Any, step: Any, m: int, a: Any = 1) -> tuple[np.nda
     with np.errstate(all="ignore"):
         hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
         first, last = abs(float(hi[0])), abs(float(hi[-1]))
-        if not (_BOTTOM <= min(first, last) and max(first, last) <= _TOP):  # (NaN compares False)
+        if not (_BOTTOM <= first <= _TOP and _BOTTOM <= last <= _TOP):  # (NaN compares False)
             return None  # (zeros and the rest: the general path)
         if not (hi + lo * _DECIDE == hi).all():
             return None
