@@ -229,7 +229,7 @@ def _split_pairs(values: list[tuple[int, int]]) -> np.ndarray:
 
 def _pairs_of(values: list[tuple[int, int]], ldexp: Callable[[float, int], float]) -> np.ndarray:
     rows: list[list[float]] = [[], [], [], []]
-    heads, tails, big, small = rows
+    heads, tails, tops, rests = rows
     for n, s in values:
         m = -n if n < 0 else n
         extra = m.bit_length() - 106
@@ -240,12 +240,11 @@ def _pairs_of(values: list[tuple[int, int]], ldexp: Callable[[float, int], float
             h, low = -h, -low
         heads.append(h)
         tails.append(low)
-        # Veltkamp's split of the head, in Python floats (inf and NaN as
-        # NumPy's would make them: the check of the products declines them)
-        v = h * _SPLIT
-        top = v - (v - h)
-        big.append(top)
-        small.append(h - top)
+        # the head's split, in Python floats (inf and NaN as NumPy's would
+        # make them: the check of the products declines them)
+        top, rest = _split(h)
+        tops.append(top)
+        rests.append(rest)
     return np.array(rows)
 
 
