@@ -302,9 +302,12 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     """``a * exp(-c i)`` for ``0 < m`` values ``i`` as the float64 pair
     arrays of :meth:`DD.geometric` (``c`` and ``a`` rationals as integer
     pairs, ``a`` in lowest terms): the outer product of ``B`` powers and
-    ``ceil(m / B)`` strides, each rounded once to a pair.  The caller holds
-    ``np.errstate(all="ignore")`` (values beyond the range give inf and
-    NaN, which :func:`evaluate` recomputes)."""
+    ``ceil(m / B)`` strides, each rounded once to a pair.  Values beyond the
+    range give inf and NaN, which :func:`evaluate` recomputes: the NumPy
+    operations run under ``np.errstate(all="ignore")`` unless every factor
+    and both ends of the sequence lie within :data:`QUIET` (then no
+    operation can raise a floating-point flag but inexact, see
+    :func:`_quiet`, and a first call spares the error state's switch)."""
     b = max(1, math.isqrt(m - 1) + 1)
     rows = -(-m // b)
     cn, cd = c
@@ -316,9 +319,52 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
     # computes it (Dekker's product, the splits made once per factor)
     f = _split_pairs(small + big)  # (the rows hi, lo and hi's two parts)
+    # the sequence is monotone: its ends are the first stride's head and the
+    # last stride times the power that reaches i = m - 1
+    last = big[-1][0] * small[m - 1 - b * (rows - 1)][0], big[-1][1] + small[m - 1 - b * (rows - 1)][1]
     y, x = f[:, b:, None], f[:, :b]
-    s, e = _product(y[0], y[1], x[0], x[1], (y[2], y[3]), (x[2], x[3]))
+    if _quiet(small[0], big[0], last) and _quiet(*small, *big):
+        s, e = _product(y[0], y[1], x[0], x[1], (y[2], y[3]), (x[2], x[3]))
+    else:
+        with np.errstate(all="ignore"):
+            s, e = _product(y[0], y[1], x[0], x[1], (y[2], y[3]), (x[2], x[3]))
     return s.reshape(-1)[:m], e.reshape(-1)[:m]
+
+
+#: the binary exponents within which the double-double operations of
+#: :func:`_geometric_pairs` and :func:`times` raise no floating-point flag
+#: but inexact (:func:`_quiet`)
+QUIET = 800
+
+
+def quiet_floats(*values: float) -> bool:
+    """Whether every ``|v|`` of ``values`` (Python floats: the ends of a
+    monotone sequence) lies within ``[2**-800, 2**800]`` (:func:`_quiet`;
+    the ``quiet`` of :func:`times`)."""
+    return all(_QUIET_LOW <= abs(v) <= _QUIET_HIGH for v in values)
+
+
+_QUIET_LOW, _QUIET_HIGH = 2.0**-QUIET, 2.0**QUIET
+
+
+def _quiet(*values: tuple[int, int]) -> bool:
+    """Whether every ``n * 2**s`` of ``values`` (``n != 0``) lies within
+    ``[2**-800, 2**800)`` in magnitude (``2**(L + s - 1) <= |n| 2**s <
+    2**(L + s)`` with ``L`` the bits of ``|n|``).
+
+    Where the factors of :func:`_geometric_pairs` and the ends of its
+    sequence (so every product) lie there, each term of Dekker's products is
+    zero or at least ``2**-105`` times a product of heads (a split part is a
+    multiple of its head's ulp, a rest at least ``2**-105`` of its head), so
+    above ``2**-905``, and below ``2**830``; their exact differences and the
+    pairs' rests fall on a grid of ``2**-960``.  No operation overflows,
+    underflows or is invalid, whatever ``np.seterr`` a caller set (likewise
+    :func:`times` of such values with ``1 / (2 pi)``)."""
+    for n, s in values:
+        e = n.bit_length() + s
+        if not -QUIET < e <= QUIET:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------
@@ -624,24 +670,42 @@ def _geometric_decided(base: Any, step: Any, m: int, a: Any = 1) -> tuple[np.nda
     sn, sd = _ratio(step)
     ln_n, ln_d = _ln_ratio(num, den, DD.BITS)
     # c = step * ln(base) as integers (not reduced: every use is a floor of its value)
-    with np.errstate(all="ignore"):
-        hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
-        first, last = abs(float(hi[0])), abs(float(hi[-1]))
-        if not (_BOTTOM <= first <= _TOP and _BOTTOM <= last <= _TOP):  # (NaN compares False)
-            return None  # (zeros and the rest: the general path)
-        if not (hi + lo * _DECIDE == hi).all():
-            return None
-    return hi, lo
+    hi, lo = _geometric_pairs((sn * ln_n, sd * ln_d), m, _ratio(a))
+    first, last = abs(float(hi[0])), abs(float(hi[-1]))
+    if not (_BOTTOM <= first <= _TOP and _BOTTOM <= last <= _TOP):  # (NaN compares False)
+        return None  # (zeros and the rest: the general path)
+    # every entry lies within the ends: finite and nonzero, where bitwise
+    # equality is equality (two operations and a comparison of bytes)
+    if quiet_floats(first, last):
+        decided = _rounds_to(hi, lo)
+    else:
+        with np.errstate(all="ignore"):
+            decided = _rounds_to(hi, lo)
+    return (hi, lo) if decided else None
+
+
+def _rounds_to(hi: np.ndarray, lo: np.ndarray) -> bool:
+    """Whether ``hi + lo (1 + 2**-40)`` rounds to ``hi`` in every entry
+    (finite, nonzero entries)."""
+    return (hi + lo * _DECIDE).tobytes() == hi.tobytes()
 
 
 #: ``1 + 2**-40``: :func:`_geometric_decided`'s rests stretched past the margin
 _DECIDE = 1.0 + 2.0**-40
 
 
-def times(hi: np.ndarray, lo: np.ndarray, c: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+def times(
+    hi: np.ndarray, lo: np.ndarray, c: tuple[float, float], *, quiet: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays;
-    the constant split once, in Python floats: the same roundings)."""
+    the constant split once, in Python floats: the same roundings).
+    ``quiet``: the caller knows every nonzero ``|hi|`` and ``|c[0]|`` within
+    ``[2**-800, 2**800]`` and ``|c[1]| <= 2**-52 |c[0]|`` (:func:`_quiet`: no
+    floating-point flag to silence, and no error state to switch)."""
     c0, c1 = float(c[0]), float(c[1])
     hi = np.asarray(hi, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
+    if quiet:
+        return _product(hi, lo, c0, c1, _split(hi), _split(c0))
     with np.errstate(all="ignore"):
-        return _product(hi, np.asarray(lo, dtype=np.float64), c0, c1, _split(hi), _split(c0))
+        return _product(hi, lo, c0, c1, _split(hi), _split(c0))

@@ -99,7 +99,10 @@ class _Exact:
     def turns(self) -> np.ndarray:
         """The turns ``w / (2 pi)`` rounded to float64, as :attr:`freqs`
         holds them (its ``vh``), in a fresh array."""
-        return _exact.times(self.hi, self.lo, (_angles.INV_HI, _angles.INV_LO))[0]
+        hi = self.hi
+        # (a geometric sequence: its ends bound it)
+        quiet = _exact.quiet_floats(float(hi[0]), float(hi[-1])) if hi.shape[0] else True
+        return _exact.times(hi, self.lo, (_angles.INV_HI, _angles.INV_LO), quiet=quiet)[0]
 
 
 def _eager_exact(dim: Any, shift: Any, scale: Any, max_period: Any) -> tuple[int, _Exact]:

@@ -24,7 +24,7 @@ import pytest
 
 import posenc
 from benchmarks.accuracy import BOUND, BOUND64
-from posenc import _exact, _rope, grid, timesteps
+from posenc import _angles, _exact, _rope, grid, timesteps
 from posenc import scaling as S
 
 MP = mpmath.mpf
@@ -502,8 +502,7 @@ def test_geometric_check_accepts_only_decided_pairs() -> None:
                 for f in (0.0, 0.5, 1 - 2.0**-38, 1 - 2.0**-41, 1 - 2.0**-44, 1 - 2.0**-52, 1.0, 1 + 2.0**-40):
                     hi.append(h)
                     lo.append(side * edge * f)
-    hi_a, lo_a = np.array(hi), np.array(lo)
-    accepted = (hi_a + lo_a * _exact._DECIDE == hi_a).tolist()
+    accepted = [_exact._rounds_to(np.array([h]), np.array([low])) for h, low in zip(hi, lo)]
     for h, low, ok in zip(hi, lo, accepted):
         half = half_spacing(h, low)
         inside = abs(Fraction(low)) + abs(Fraction(h)) * Fraction(2) ** -96 < half
@@ -512,6 +511,42 @@ def test_geometric_check_accepts_only_decided_pairs() -> None:
         if abs(Fraction(low)) <= half * (1 - Fraction(2) ** -38):
             assert ok, (h, low)
     assert 0 < sum(accepted) < len(accepted)
+
+
+def test_quiet_range_of_the_fast_path() -> None:
+    """``n * 2**s`` is quiet within ``[2**-800, 2**800)`` in magnitude, read
+    from the integers alone (their bits and the exponent), either sign."""
+    assert _exact._quiet((1, -800), (3, 798), (-1, 799), (2**60 + 1, -860))
+    for outside in ((1, -801), (1, 800), (-1, 800), (2**53 - 1, -854), (2**61, 739)):
+        assert not _exact._quiet((1, 0), outside), outside
+
+
+@pytest.mark.parametrize(
+    ("base", "step", "m", "a"),
+    [
+        (10000.0, Fraction(1, 160), 160, 1.0),  # quiet: no error state switched
+        (10000.0, Fraction(1, 64), 64, 2.0**-850),  # decided near the bottom: under an error state
+        (10000.0, Fraction(1, 64), 64, 2.0**970),  # ... and near the top
+        (10000.0, Fraction(1, 64), 64, 2.0**-990),  # below the range of pairs: the general path
+        (2.0**-20, Fraction(3), 40, 2.0**-100),  # the ends beyond float64: the general path
+    ],
+)
+def test_evaluate_under_a_callers_error_state(base: float, step: Fraction, m: int, a: float) -> None:
+    """A caller's ``np.seterr(all="raise")`` changes nothing: the fast path
+    switches NumPy's error state only where a value may leave the normal
+    range (and the quiet one raises no flag), the general path always; the
+    same bits as under the default state, and the turns likewise."""
+    want = _exact.evaluate(_exact.geometric, base, step, m, a)
+    with np.errstate(all="raise"):
+        got = _exact.evaluate(_exact.geometric, base, step, m, a)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    inv = (_angles.INV_HI, _angles.INV_LO)  # 1 / (2 pi)
+    turns = _exact.times(*want, inv)
+    with np.errstate(all="raise"):
+        quiet = all(2.0**-800 <= abs(float(h)) <= 2.0**800 for h in want[0][[0, -1]])
+        for g, w in zip(_exact.times(*want, inv, quiet=quiet), turns):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_undecided_entries() -> None:

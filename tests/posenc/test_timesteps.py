@@ -67,6 +67,21 @@ def test_backends_integer_timesteps(xp):
     xp.assert_close(got, ref_embedding([0, 1, 500, 999], 64, flip=True), atol=xp.tol("float32"), dtype=xp.ns.float32)
 
 
+def test_a_callers_numpy_error_state_changes_nothing(xp):
+    """Under ``np.seterr(all="raise")`` a first call (its frequencies and
+    turns made, with no NumPy error state of their own for ordinary
+    frequencies) gives the table of the default state, bit for bit."""
+    t = xp.asarray(T)
+    posenc.clear_caches()
+    want = xp.call(posenc.timestep_embedding, t, 320, flip_sin_to_cos=True)
+    posenc.clear_caches()
+    with np.errstate(all="raise"):
+        got = xp.call(posenc.timestep_embedding, t, 320, flip_sin_to_cos=True)
+    if xp.has_values:
+        np.testing.assert_array_equal(xp.to_numpy(got), xp.to_numpy(want))
+    xp.assert_close(got, ref_embedding(T, 320, flip=True), atol=xp.tol(), dtype=xp.default_float)
+
+
 def test_scale_on_devices_without_float64():
     """scale=1000 with t in [0, 1]: without float64 the fractional part's angle
     is one float32 product, frac(t) * w rounded, at most about w * 2**-23."""
