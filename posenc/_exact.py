@@ -319,11 +319,11 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     # the outer product, as DD(h[b:, None], lo[b:, None]) * DD(h[:b], lo[:b])
     # computes it (Dekker's product, the splits made once per factor)
     f = _split_pairs(small + big)  # (the rows hi, lo and hi's two parts)
-    # the sequence is monotone: its ends are the first stride's head and the
-    # last stride times the power that reaches i = m - 1
-    last = big[-1][0] * small[m - 1 - b * (rows - 1)][0], big[-1][1] + small[m - 1 - b * (rows - 1)][1]
+    # the products run over i < b * rows (past m - 1 where b does not divide
+    # m), monotone: big[0] and big[-1] * small[-1] are their ends
+    last = big[-1][0] * small[-1][0], big[-1][1] + small[-1][1]
     y, x = f[:, b:, None], f[:, :b]
-    if _quiet(small[0], big[0], last) and _quiet(*small, *big):
+    if _quiet(last, *small, *big):
         s, e = _product(y[0], y[1], x[0], x[1], (y[2], y[3]), (x[2], x[3]))
     else:
         with np.errstate(all="ignore"):

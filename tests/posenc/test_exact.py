@@ -528,6 +528,7 @@ def test_quiet_range_of_the_fast_path() -> None:
         (10000.0, Fraction(1, 64), 64, 2.0**-850),  # decided near the bottom: under an error state
         (10000.0, Fraction(1, 64), 64, 2.0**970),  # ... and near the top
         (10000.0, Fraction(1, 64), 64, 2.0**-990),  # below the range of pairs: the general path
+        (2.0, Fraction(700), 3, 2.0**700),  # decided, the ends quiet, the product past them (i = 3) not
         (2.0**-20, Fraction(3), 40, 2.0**-100),  # the ends beyond float64: the general path
     ],
 )
