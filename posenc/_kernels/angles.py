@@ -335,6 +335,7 @@ def sincos_f64_torch(
     rows = max(1, -(-n // max(1, steps)))
     k0 = min(rows, n)
     x = torch.empty((k0, m), dtype=torch.float64)
+    p64 = torch.empty((k0, 1), dtype=torch.float64)
     ah = torch.empty((k0, m), dtype=torch.float32)
     al = torch.empty((k0, m), dtype=torch.float32)
     ah_np = ah.numpy()
@@ -345,11 +346,9 @@ def sincos_f64_torch(
     for i in range(0, n, rows):
         j = min(n, i + rows)
         k = j - i
-        # (the positions widened in the product, exactly; the rest a - float64(h)
-        # exact in float64, then rounded once into al)
-        a = torch.mul(flat[i:j], v, out=x[:k]).frac_().mul_(_TWO_PI)
+        a = torch.mul(p64[:k].copy_(flat[i:j]), v, out=x[:k]).frac_().mul_(_TWO_PI)
         h = ah[:k].copy_(a)
-        lo = torch.sub(a, h, out=al[:k])
+        lo = al[:k].copy_(a.sub_(h))  # a - float64(h): exact, then rounded once
         np.sin(ah_np[:k], out=s_np[i:j, cols])
         np.cos(ah_np[:k], out=ah_np[:k])  # h is cos(h) from here
         sn, cs = s[i:j, cols], c[i:j, cols]
