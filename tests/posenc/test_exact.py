@@ -550,6 +550,31 @@ def test_evaluate_under_a_callers_error_state(base: float, step: Fraction, m: in
             np.testing.assert_array_equal(g, w)
 
 
+def test_evaluate_under_a_raising_error_state_random_sequences() -> None:
+    """Random geometric sequences whose values (and the fast path's
+    factors and products) run up to, across and past the quiet range's
+    edges: under ``np.errstate(all="raise")`` the same bits as under the
+    default state, and no floating-point error (the quiet analysis of
+    :func:`posenc._exact._quiet`)."""
+    rng = np.random.default_rng(5)
+    quiet = 0
+    for _ in range(300):
+        m = int(rng.integers(1, 300))
+        base = float(2.0 ** rng.uniform(-30, 30))
+        step = Fraction(int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+        # the first value near one of the edges, or anywhere
+        a = float(2.0 ** rng.choice([rng.uniform(-1000, 1000), rng.uniform(790, 810), rng.uniform(-810, -790)]))
+        if base == 1.0 or a == 0.0 or not math.isfinite(a):
+            continue
+        want = _exact.evaluate(_exact.geometric, base, step, m, a)
+        with np.errstate(all="raise"):
+            got = _exact.evaluate(_exact.geometric, base, step, m, a)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        quiet += _exact.quiet_floats(float(want[0][0]), float(want[0][-1]))
+    assert 30 < quiet < 270  # both kinds of sequences were drawn
+
+
 def test_undecided_entries() -> None:
     """A pair is undecided within 2**-96 of a midpoint of the float64
     rounding (on both sides; half the smaller spacing at powers of two), at
