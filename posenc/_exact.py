@@ -352,12 +352,13 @@ def _quiet(*values: tuple[int, int]) -> bool:
     ``[2**-800, 2**800)`` in magnitude (``2**(L + s - 1) <= |n| 2**s <
     2**(L + s)`` with ``L`` the bits of ``|n|``).
 
-    Where the factors of :func:`_geometric_pairs` and the ends of its
-    sequence (so every product) lie there, each term of Dekker's products is
-    zero or at least ``2**-105`` times a product of heads (a split part is a
-    multiple of its head's ulp, a rest at least ``2**-105`` of its head), so
-    above ``2**-905``, and below ``2**830``; their exact differences and the
-    pairs' rests fall on a grid of ``2**-960``.  No operation overflows,
+    Where the factors of :func:`_geometric_pairs` and the ends of the
+    products it computes (so every product) lie there, each term of Dekker's products is
+    zero or at least ``2**-106`` times a product of heads (a split part is a
+    multiple of its head's ulp, a rest of 106 truncated bits at least
+    ``2**-106`` of its head), so above ``2**-906``, and below ``2**830``;
+    their exact differences and the pairs' rests lie on grids of ``2**-960``
+    or coarser, in the normal range.  No operation overflows,
     underflows or is invalid, whatever ``np.seterr`` a caller set (likewise
     :func:`times` of such values with ``1 / (2 pi)``)."""
     for n, s in values:
