@@ -305,7 +305,7 @@ def _geometric_pairs(c: tuple[int, int], m: int, a: tuple[int, int]) -> tuple[np
     ``ceil(m / B)`` strides, each rounded once to a pair.  Values beyond the
     range give inf and NaN, which :func:`evaluate` recomputes: the NumPy
     operations run under ``np.errstate(all="ignore")`` unless every factor
-    and both ends of the sequence lie within :data:`QUIET` (then no
+    and both ends of the products lie within :data:`QUIET` (then no
     operation can raise a floating-point flag but inexact, see
     :func:`_quiet`, and a first call spares the error state's switch)."""
     b = max(1, math.isqrt(m - 1) + 1)
@@ -700,9 +700,10 @@ def times(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(hi + lo) * (c[0] + c[1])`` as a normalised float64 pair (host arrays;
     the constant split once, in Python floats: the same roundings).
-    ``quiet``: the caller knows every nonzero ``|hi|`` and ``|c[0]|`` within
-    ``[2**-800, 2**800]`` and ``|c[1]| <= 2**-52 |c[0]|`` (:func:`_quiet`: no
-    floating-point flag to silence, and no error state to switch)."""
+    ``quiet``: ``(hi, lo)`` are :func:`evaluate`'s pairs with every nonzero
+    ``|hi|`` within ``[2**-800, 2**800]`` and ``c`` a normalised pair of
+    magnitude about 1 (such as ``1 / (2 pi)``): no floating-point flag can
+    arise (:func:`_quiet`), and no error state is switched."""
     c0, c1 = float(c[0]), float(c[1])
     hi = np.asarray(hi, dtype=np.float64)
     lo = np.asarray(lo, dtype=np.float64)
