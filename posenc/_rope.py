@@ -472,7 +472,11 @@ def apply_plan(
     if rotary_dim > head_dim:
         msg = (
             f"`cos` of width {width} rotates {rotary_dim} features, more than the head dimension {head_dim} of `x`"
-            + ("" if compact else "; for compact tables of rotary_dim // 2 values pass compact=True")
+            + (
+                "; `compact`=True reads them as tables of rotary_dim // 2 values: pass compact=False for full tables"
+                if compact
+                else "; for compact tables of rotary_dim // 2 values pass compact=True"
+            )
         )
         raise ValueError(msg)
     heads = _check_heads_axis(heads_axis, x.ndim)

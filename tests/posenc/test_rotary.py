@@ -773,6 +773,12 @@ def test_table_width_is_the_rotary_width():
     )
     with pytest.raises(ValueError, match="compact"):
         posenc.apply_rope(x, c8[..., :4], s8[..., :4], rotary_dim=8)
+    # full tables of the head's width read as compact ones (twice as wide):
+    # the refusal names the argument that doubled the width, and the way back
+    with pytest.raises(ValueError, match=r"`compact`=True .* pass compact=False"):
+        posenc.apply_rope(x, c8, s8, compact=True)
+    with pytest.raises(ValueError, match=r"pass compact=True"):
+        posenc.apply_rope(x[..., :4], c8, s8)
 
 
 @pytest.mark.parametrize("which", ["dynamic", "longrope"])
