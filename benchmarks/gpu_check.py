@@ -379,10 +379,15 @@ def _compiled_rows(env: Env, sz: Sizes, case: str, mode: str | None, hf: Callabl
         f_locals = {"q": q, "k": k, "pid": pids[1]}
         guards = [guard_check_us(fn, f_locals) for fn in (pe, hf)]
         guard_un = guard_check_us(unguarded, f_locals) if un_c is not None else None
+        # what a compiled step launches (a dry run: the aten operations of the eager backend's graph)
+        kernels = [count_launches(env, lambda f=f: f(q, k, pids[1])) for f in (pe_c, hf_c)]
     label = "compiled " + (mode or "default")
-    note = ""
+    parts = []
     if None not in guards:
-        note = f"dynamo's guard check alone {guards[0]:.1f} / {guards[1]:.1f} us (posenc / HF)"
+        parts.append(f"dynamo's guard check alone {guards[0]:.1f} / {guards[1]:.1f} us (posenc / HF)")
+    if None not in kernels:
+        parts.append(f"{'aten operations' if env.dry else 'device activities'} per step {kernels[0]} / {kernels[1]}")
+    note = "; ".join(parts)
     rows = _row(env, f"{case}, {label} (fullgraph)", "torch-cuda", "posenc", t, "HF rotary + formula", 1.0,
                 note=note)
     if un_c is not None:
@@ -959,7 +964,7 @@ def launches(env: Env, sz: Sizes) -> list[dict[str, Any]]:
 
 
 def count_launches(env: Env, fn: Callable[[], Any], names: list[str] | None = None) -> int | None:
-    """Device activities of one warm call (a dry run: top-level aten operations); their names are
+    """Device activities of one warm call (a dry run: the outermost aten operations); their names are
     appended to ``names`` where given, so that a count over target says what to remove."""
     torch = env.torch
     from torch.profiler import ProfilerActivity, profile
@@ -972,12 +977,23 @@ def count_launches(env: Env, fn: Callable[[], Any], names: list[str] | None = No
         env.sync()
     events = prof.events()
     if env.dry:
-        seen = [e.name for e in events if e.name.startswith("aten::") and e.cpu_parent is None]
+        seen = [e.name for e in events if e.name.startswith("aten::") and not _under_aten(e)]
     else:
         seen = [e.name for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
     if names is not None:
         names += [n[:120] for n in seen]
     return len(seen)
+
+
+def _under_aten(event: Any) -> bool:
+    """Whether a profiler event runs inside an aten operation (a dry run counts the outermost ones: those of
+    an eager call, and those of a compiled graph's region)."""
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
 
 
 def count_syncs(env: Env, fn: Callable[[], Any]) -> int | None:
