@@ -301,7 +301,7 @@ def grid_ids(
         c = xp_.arange(n, device=ctx.device)
         if centers[k]:
             c = c - (n - n // 2)
-        if not integer or not isinstance(offsets[k], int) or refs is not None:
+        if not integer or not isinstance(offsets[k], int) or not isinstance(scales[k], int) or refs is not None:
             c = _angles.cast(c, work, xp_)
         if offsets[k] != 0:
             c = c + offsets[k]

@@ -303,6 +303,11 @@ def test_grid_ids_coordinates(xp):
     # Qwen-Image: centred counts; Cosmos: a time scale
     xp.assert_close(call(center=True), np.stack([i - 2, j - 2], -1))
     xp.assert_close(call(scale=(0.8, 1), offset=(0, 0.5)), np.stack([i * 0.8, j + 0.5], -1), atol=tol, dtype=wide)
+    # the floor of a real scale of integer counts: the product in the working
+    # float dtype, then integer ids (array-api-strict refuses int * float)
+    got = call(scale=(2.5, 0.75), floor=True)
+    assert xp.ns.isdtype(got.dtype, "integral")
+    xp.assert_close(got, np.stack([np.floor(i * 2.5), np.floor(j * 0.75)], -1))
 
 
 def test_grid_ids_dtype_requests():
