@@ -228,10 +228,14 @@ def _at_positions(
         # 0 - |d|: +0.0 where the positions coincide, never -0.0
         nd = _angles.cast(-xp.abs(d), ctx.work, xp) if ints else _angles.cast(0.0 - xp.abs(d), ctx.work, xp)
         out = m[:, None, None] * nd[..., None, :, :]
-    else:  # BLOOM: m * (key position)
+    else:  # BLOOM: m * (key position), over the batch axes of both arrays
         out = m[:, None, None] * _angles.cast(kp, ctx.work, xp)[..., None, None, :]
         if causal:
             out = xp.broadcast_to(out, shape)
+        elif tuple(out.shape) != shape:
+            # the queries' batch axes (their values do not matter here): a
+            # dense array of its own, as the paper's form returns
+            out = xp.asarray(xp.broadcast_to(out, shape), copy=True)
     if causal:
         out = xp.where((d > 0)[..., None, :, :], -math.inf, out)
     return out
@@ -443,6 +447,8 @@ def _head_slopes(n: int, slopes: Any, max_bias: Any, ctx: Context) -> Array:
     """The ``(n,)`` slopes in ``ctx.work``: given ones, or :func:`alibi_slopes`'."""
     if slopes is None:
         return _slopes(n, 8.0 if max_bias is None else _check_max_bias(max_bias), ctx)
+    if _compat.is_array(slopes):  # the shape first (O(1)): a broadcast view may be huge
+        check_per_head(slopes, "slopes", n)
     m = float_param(slopes, "slopes", ctx)
     check_per_head(m, "slopes", n)
     return _angles.cast(m, ctx.work, ctx.xp)

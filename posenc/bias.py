@@ -667,6 +667,11 @@ def kerple_bias(
     ctx = _compat.resolve({"r1": r1, "r2": r2, **array_args(offset)}, xp=xp, device=device, dtype=dtype)
     off = query_offset(offset, q, k, ctx)
     xp_ = ctx.xp
+    for name, v in (("r1", r1), ("r2", r2)):
+        if _compat.is_array(v):  # the shapes first (O(1)): a broadcast view may be huge
+            heads = check_per_head(v, name)
+            _checks.check_size((heads,), f"`{name}`", f"`{name}`")  # (its values are read below)
+            _checks.check_size((heads, q, k), "bias", f"`{name}`, `query_len` or `key_len`")
     a = float_param(r1, "r1", ctx)
     b = float_param(r2, "r2", ctx)
     n = check_per_head(a, "r1")

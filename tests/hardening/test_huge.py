@@ -132,3 +132,8 @@ def test_huge_broadcast_views_are_refused_without_reading():
     with pytest.raises(ValueError, match=r"2\*\*40"):
         posenc.sinusoidal(view, 2)
     assert time.perf_counter() - t0 < TIME_LIMIT
+    # per-head slopes of the wrong length: the shape is refused before the
+    # values are scanned (a float64 view for float32 work is checked for range)
+    exc, elapsed, peak = _run(posenc.alibi_bias, (1, 0), {"slopes": view, "dtype": "float32"}, "alibi_bias slopes")
+    assert isinstance(exc, ValueError) and "`slopes` must have shape (num_heads,) = (1,)" in str(exc), exc
+    assert elapsed < TIME_LIMIT and peak < PEAK_LIMIT

@@ -26,10 +26,9 @@ def ref_alibi_at(h, qpos, kpos, causal=False, form="paper"):
     d = kpos[..., None, :] - qpos[..., :, None]
     if form == "paper":
         out = -m * np.abs(d)[..., None, :, :]
-    else:
+    else:  # over the batch axes of both arrays, one row unless causal
         out = m * kpos[..., None, None, :]
-        if causal:
-            out = np.broadcast_to(out, d.shape[:-2] + (h,) + d.shape[-2:])
+        out = np.broadcast_to(out, d.shape[:-2] + (h, d.shape[-2] if causal else 1, d.shape[-1]))
     return np.where((d > 0)[..., None, :, :], -np.inf, out) if causal else out
 
 
@@ -81,6 +80,14 @@ def test_alibi_at_positions_bloom_form(xp):
         got = xp.call(posenc.alibi_bias, 3, positions=xp.asarray(pos), form="bloom", causal=causal)
         want = ref_alibi_at(3, pos, pos, causal, form="bloom")
         xp.assert_close(got, want, rtol=2 * xp.tol(), atol=0, dtype=xp.default_float)
+    # a pair whose query positions carry batch axes the keys' lack: the bias
+    # spans both (batch + (heads, 1, k)), though only the keys' values enter
+    qpos = np.arange(2 * 3 * 4).reshape(2, 3, 4) % 5
+    kpos = np.array([[0, 1, 2, 3, 4], [2, 3, 4, 5, 6], [0, 0, 1, 2, 3]])
+    pair = lambda a, b: posenc.alibi_bias(3, positions=(a, b), form="bloom")  # noqa: E731
+    got = xp.call(pair, xp.asarray(qpos), xp.asarray(kpos))
+    assert tuple(got.shape) == (2, 3, 3, 1, 5)
+    xp.assert_close(got, ref_alibi_at(3, qpos, kpos, form="bloom"), rtol=2 * xp.tol(), atol=0, dtype=xp.default_float)
 
 
 @pytest.mark.parametrize(("q", "k", "off"), [(5, 5, 0), (2, 7, 5), (3, 6, 1)])

@@ -55,7 +55,12 @@ def _relative_positions(draw: Draw, be: Backend) -> Case:
 @register(
     "kerple_bias",
     aliases={"r1": ("r2",), "r2": ("r1",)},
-    huge=(lambda: ((2**20, 2**20), {"r1": np.ones(2), "r2": np.ones(2)}),),
+    huge=(
+        lambda: ((2**20, 2**20), {"r1": np.ones(2), "r2": np.ones(2)}),
+        # 2**41 heads of an empty bias: refused by the parameters' own size, before their values are read
+        lambda: ((0,), {"r1": np.broadcast_to(np.ones(1), (2**41,)), "r2": np.broadcast_to(np.ones(1), (2**41,)),
+                        "dtype": "float32"}),
+    ),
 )
 def _kerple_bias(draw: Draw, be: Backend) -> Case:
     args, kw, q, k = _lengths(draw)
