@@ -251,7 +251,7 @@ def resample_grid(
     align_corners = _checks.check_bool(align_corners, "align_corners")
     antialias = _checks.check_bool(antialias, "antialias")
     if antialias and align_corners:
-        msg = "`antialias=True` supports `align_corners=False` only"
+        msg = "`antialias`=True supports `align_corners`=False only: pass antialias=False or align_corners=False"
         raise ValueError(msg)
     prefix = _checks.check_int(num_prefix_tokens, "num_prefix_tokens", minimum=0)
     # the token count is fixed while tracing (the interpolation weights depend on it)
@@ -495,7 +495,7 @@ def grid_interpolation_taps(
     align_corners = _checks.check_bool(align_corners, "align_corners")
     antialias = _checks.check_bool(antialias, "antialias")
     if antialias and align_corners:
-        msg = "`antialias=True` supports `align_corners=False` only"
+        msg = "`antialias`=True supports `align_corners`=False only: pass antialias=False or align_corners=False"
         raise ValueError(msg)
     merge = _checks.check_int(merge, "merge", minimum=1)
     for _, h, w in grids:

@@ -292,7 +292,9 @@ def sinusoidal(
         The row of this position is zero (fairseq's and M2M100's padding row:
         ``sinusoidal(n, dim, convention="fairseq", layout="concat",
         padding_idx=1)`` is their ``get_embedding(n, dim, 1)``).  For array
-        positions, every position equal to it gives a zero row.
+        positions, every position equal to it gives a zero row; an index
+        that no value of the positions' dtype equals (beyond an integer
+        dtype's range, or between two floats) gives none.
     dtype, device, xp
         Output dtype (default: the namespace's default float), the device for
         ``int`` positions, and the namespace; array positions decide both
@@ -447,6 +449,8 @@ def _table_plan(
     scan = False
     if is_symbolic(checked):  # a traced length (torch.compile): the positions of an arange
         checked = ctx.xp.arange(checked, device=ctx.device)
+    if padding_idx is not None and not _can_equal(padding_idx, checked, ctx):
+        padding_idx = None  # no position can equal it: no zero row (a comparison would wrap or round it)
     if not isinstance(checked, int):
         rows = _tables.gather_rows(checked, dim, ctx)
         angles = _angles.prepare(checked, freqs, ctx)
@@ -457,6 +461,25 @@ def _table_plan(
         ctx=ctx, dim=dim, layout=layout, freqs=freqs, padding_idx=padding_idx, angles=angles, rows=rows,
         scan=scan, positions=None if keyed else checked,
     )
+
+
+def _can_equal(idx: int, positions: Any, ctx: Context) -> bool:
+    """Whether a position can equal the integer ``idx``: within ``range(n)``
+    for an int ``n``, within an integer dtype's range, or a value of a
+    floating dtype.  Outside these, ``positions == idx`` would convert
+    ``idx`` to the positions' dtype first (torch wraps it around an integer
+    dtype, rounds it to a float one; JAX refuses it): no row may be zeroed
+    for a position that only equals ``idx`` after that conversion."""
+    if isinstance(positions, int):
+        return 0 <= idx < positions
+    xp = ctx.xp
+    if _compat.is_integer_dtype(xp, positions.dtype):
+        info = xp.iinfo(positions.dtype)
+        return int(info.min) <= idx <= int(info.max)
+    info = xp.finfo(positions.dtype)
+    digits = 1 - round(math.log2(float(info.eps)))  # significant bits: 24 for float32, 8 for bfloat16
+    n = abs(idx)
+    return n == 0 or (n <= float(info.max) and (n >> ((n & -n).bit_length() - 1)).bit_length() <= digits)
 
 
 def sines(

@@ -193,8 +193,11 @@ def test_resample_grid_bad_input():
         posenc.resample_grid(t, (4, 4), num_prefix_tokens=-1)
     with pytest.raises(ValueError, match="method"):
         posenc.resample_grid(t, (4, 4), num_prefix_tokens=1, old_grid_shape=(3, 4), method="nearest")
-    with pytest.raises(ValueError, match="antialias"):
+    # the conflict names both arguments (either one may be the one to change)
+    with pytest.raises(ValueError, match="`antialias`=True supports `align_corners`=False only"):
         posenc.resample_grid(t, (4, 4), num_prefix_tokens=1, old_grid_shape=(3, 4), antialias=True, align_corners=True)
+    with pytest.raises(ValueError, match="`antialias`=True supports `align_corners`=False only"):
+        posenc.grid_interpolation_taps((3, 4), (4, 4), antialias=True, align_corners=True)
     with pytest.raises(TypeError, match="align_corners"):
         posenc.resample_grid(t, (4, 4), num_prefix_tokens=1, old_grid_shape=(3, 4), align_corners=0)
     with pytest.raises(ValueError, match="new_grid_shape"):

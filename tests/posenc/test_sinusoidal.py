@@ -482,6 +482,25 @@ def test_array_positions_accuracy(xp, kind):
         assert err <= 2.5e-7, err
 
 
+def test_padding_index_no_position_can_equal(xp):
+    """A padding index that no position of the positions' dtype can equal
+    zeroes no row: torch would wrap 2**32 + 1 around int32 to 1 and round
+    2**24 + 1 to 2**24 in float32, JAX refuse it; exact ids still match."""
+    table = lambda p, **kw: xp.call(posenc.sinusoidal, p, 8, **kw)  # noqa: E731
+    ints = xp.asarray([0, 1, 2], "int32")
+    want = ref_table(np.array([0, 1, 2]), 8)
+    xp.assert_close(table(ints, padding_idx=2**32 + 1), want, atol=10 * xp.tol())
+    xp.assert_close(table(ints, padding_idx=-(2**70)), want, atol=10 * xp.tol())
+    xp.assert_close(table(ints, padding_idx=1), want * [[1], [0], [1]], atol=10 * xp.tol())  # control
+    reals = xp.asarray([2.0**24, 3.0], "float32")
+    want = ref_table(np.array([2.0**24, 3.0]), 8)
+    # (angles near 2**24 rad: float64 tables within 1e-10 of them, float32 ones within posenc's bound)
+    xp.assert_close(table(reals, padding_idx=2**24 + 1), want, atol=2.5e-7)
+    xp.assert_close(table(reals, padding_idx=2**24), want * [[0], [1]], atol=2.5e-7)  # control
+    n = xp.call(posenc.sinusoidal, 3, 8, padding_idx=2**64, xp=xp.ns, device=xp.device)
+    xp.assert_close(n, ref_table(np.arange(3), 8), atol=10 * xp.tol())
+
+
 def test_padding_row_matches_m2m100(xp):
     """fairseq / M2M100: the padding row is zero (``padding_idx``), the other
     rows the fairseq table; on every backend, against transformers' own table."""
