@@ -828,7 +828,9 @@ def _fast_key(arrays: dict[str, Any] | None, dtype: Any, float_output: bool) -> 
         parts.append((type(v), v.dtype, v.device))
     if not parts:
         return None
-    key = (tuple(parts), dtype, float_output)
+    # (the dtype's type first: a lookup compares it before the dtype, never
+    # array-api-strict's dtype with NumPy's, which strict warns about)
+    key = (tuple(parts), type(dtype), dtype, float_output)
     try:
         hash(key)
     except TypeError:

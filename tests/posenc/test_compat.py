@@ -3,6 +3,8 @@ what a call accepts, and the host-constant mark is torch's."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,24 @@ def test_cached_contexts_still_refuse_mixed_namespaces_and_devices():
         _compat.resolve({"x": x, "y": torch.zeros(2)})
     with pytest.raises(ValueError, match="device"):
         _compat.resolve({"x": torch.zeros(2), "y": torch.zeros(2, device="meta")})
+
+
+def test_cached_contexts_compare_no_dtypes_across_libraries():
+    """A requested dtype of another library, after a cached context with
+    NumPy's equal-hashing dtype, is refused as such: the lookup compares the
+    dtypes' types first (array-api-strict warns when its dtype is compared
+    with NumPy's, an error where warnings are errors)."""
+    xs = pytest.importorskip("array_api_strict")
+    x = np.zeros((3, 1), np.float32)
+    _cache.clear()
+    posenc.sinusoidal(x[:, 0], 4, dtype=np.dtype("float32"))
+    assert hash(xs.float32) == hash(np.dtype("float32"))  # (the collision this guards against)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match="`dtype` must be a real floating dtype of array_api_compat.numpy"):
+            posenc.sinusoidal(x[:, 0], 4, dtype=xs.float32)
+        with pytest.raises(TypeError, match="`dtype` must be a real floating dtype of array_api_compat.numpy"):
+            posenc.rope_axes_cos_sin(x, [2], dtype=xs.float32)
 
 
 def test_cached_plans_keep_every_check():
