@@ -247,11 +247,12 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
 
 
 def check_magnitude(
-    p: Array, limit: int, read: Callable[[Any], tuple[int, int] | None] | None, name: str = "positions"
+    p: Array, limit: int, read: Callable[[Any], tuple[int, int] | None] | None, name: str = "`positions`"
 ) -> tuple[Array | None, tuple[int, int] | None]:
     """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
-    limit``, else ``(None, (min, max))``.  Elsewhere (traced, lazy or device
+    limit``, naming the arguments ``name`` that made ``p``, else ``(None,
+    (min, max))``.  Elsewhere (traced, lazy or device
     arrays, read without a round trip): ``(mask, None)``, the mask of the
     rows that must be NaN."""
     got = None if read is None else read(p)
@@ -262,7 +263,7 @@ def check_magnitude(
         bad = hi if hi >= limit else lo
         what = "float64 tables" if limit == EXACT_F64 else "float32 tables of integer position arrays"
         hint = "" if limit == EXACT_F64 else ": use float64 tables (exact for |p| < 2**53)"
-        msg = f"`{name}` holds the position {bad}: {what} are exact for |p| < 2**{limit.bit_length() - 1} only{hint}"
+        msg = f"{name} holds the position {bad}: {what} are exact for |p| < 2**{limit.bit_length() - 1} only{hint}"
         raise ValueError(msg)
     return None, got
 
@@ -409,7 +410,9 @@ class Angles:
     #: position is a NaN row), None where nothing needs checking
     mask: float | None = None
 
-    def __call__(self, p: Array) -> tuple[Array, Array]:
+    def __call__(self, p: Array, name: str = "`positions`") -> tuple[Array, Array]:
+        """``(sin, cos)`` of the positions ``p``; ``name``: the arguments that
+        made them, for the refusal of a position beyond :attr:`limit`."""
         lane = self.fused
         if lane is not None:  # one launch: the angles, laid out, NaN rows beyond the bound
             s, c = lane.turns(p, self.dev, 1.0, not self.integer, None, self.mask)
@@ -417,7 +420,7 @@ class Angles:
             return cast(s, work, xp), cast(c, work, xp)
         bad = extremes = None
         if self.limit is not None:
-            bad, extremes = check_magnitude(p, self.limit, self.read)
+            bad, extremes = check_magnitude(p, self.limit, self.read, name)
         if self.rows is not None and bad is None:
             got = _gathered_sincos(p, self, extremes)
             if got is not None:

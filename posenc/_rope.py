@@ -153,8 +153,9 @@ def compact_cos_sin(
     else:
         if isinstance(positions, int) or is_symbolic(positions):
             positions = ctx.xp.arange(positions, device=ctx.device)
+        shown = "`positions`" if type(offset) is int and offset == 0 else "`positions` + `offset`"
         positions, wrapped = _checks.add_offset(positions, offset, ctx)
-        s, c = _angles.prepare(positions, freqs, ctx)(positions)
+        s, c = _angles.prepare(positions, freqs, ctx)(positions, shown)
         if wrapped is not None:  # traced positions whose sum left the integer type: NaN rows
             s, c = _angles.nan_rows(s, c, wrapped, ctx)
     if attention != 1.0:

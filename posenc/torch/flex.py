@@ -139,7 +139,10 @@ def _same_device(tensors: dict[str, Any], device: Any = None) -> torch.device | 
 
 
 def _finite(x: torch.Tensor, name: str) -> None:
-    """Refuse NaN / inf in a concrete tensor (never on traced or meta ones)."""
+    """Refuse NaN / inf in a concrete tensor (never on traced or meta ones),
+    after its size (a broadcast view may hold more elements than posenc's
+    limit, and the scan, like what is made of it, one of each)."""
+    _checks.check_size(tuple(x.shape), f"`{name}`", f"`{name}`")
     if x.numel() and _compat.is_concrete(x) and not bool(torch.isfinite(x).all()):
         msg = f"`{name}` must hold finite values, got {_checks.show(x)} with NaN or inf"
         raise ValueError(msg)

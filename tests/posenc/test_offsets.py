@@ -161,6 +161,21 @@ def test_positions_beyond_the_exact_range(xp, dtype, limit, fn):
             xp.call(call, pos)
 
 
+def test_positions_moved_beyond_the_exact_range_by_an_offset_name_it():
+    """An offset that carries integer positions past the exact range is named
+    with them: the positions alone are inside it."""
+    x = np.zeros((1, 2), np.float32)
+    ids = np.array([0, 5], np.int32)
+    for call in (
+        lambda: posenc.rope(x, ids[:1], offset=2**41),
+        lambda: posenc.rope_cos_sin(ids, 2, offset=2**41, dtype=np.float32),
+    ):
+        with pytest.raises(ValueError, match=r"`positions` \+ `offset` holds the position 219902325555[27]: "):
+            call()
+    cos, _ = posenc.rope_cos_sin(ids, 2, offset=2**31, dtype=np.float32)  # control: inside, exact rows
+    np.testing.assert_allclose(cos[:, 0], np.cos(np.array([2**31, 2**31 + 5], np.float64)), atol=2.5e-7)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_range_tables_beyond_2_53_are_refused(dtype):
     cos, _ = posenc.rope_cos_sin(2, 8, offset=2**53 - 2, dtype=dtype)  # the last exact range

@@ -240,12 +240,19 @@ def _kerple(draw: Draw, be: Backend) -> Case:
     return Case(be, (r1, r2), kw, kind="object", check=_score_check(be, heads, q, k, r1.dtype, want))
 
 
+def _broadcast_gates() -> Any:
+    import torch
+
+    return torch.zeros(1).expand(2**41)  # one value, 2**41 elements
+
+
 @register(
     "torch.flex.forgetting_gate",
     backends=BACKENDS,
     trio=FACTORY,
     function=RETURNS_FUNCTION,
-    no_allocation="closes over the n cumulative sums of the caller's gates (the size of its input)",
+    # the n cumulative sums of the caller's gates: a broadcast view of more than the limit is refused by its size
+    huge=(lambda: ((_broadcast_gates(),), {"causal": False}),),
     aliases={
         "log_gates": ("backward_log_gates",),
         "backward_log_gates": ("log_gates", "causal"),
