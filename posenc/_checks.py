@@ -455,7 +455,7 @@ def check_sections(mrope_section: Any, dim: int) -> tuple[int, int, int]:
         raise ValueError(msg)
     out = tuple(check_int(s, "mrope_section", minimum=0) for s in mrope_section)
     if sum(out) != dim // 2:
-        msg = f"`mrope_section` must sum to dim // 2 = {dim // 2} for dim={dim}, got {list(out)} (sum {sum(out)})"
+        msg = f"`mrope_section` must sum to `dim` // 2 = {dim // 2} for `dim` = {dim}, got {list(out)} (sum {sum(out)})"
         raise ValueError(msg)
     return out  # type: ignore[return-value]
 

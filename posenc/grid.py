@@ -134,7 +134,7 @@ def _per_axis(value: Any, name: str, nd: int, check: Any) -> tuple[Any, ...]:
     """A number for every axis, or one per axis (a sequence of ``nd``), each through ``check``."""
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         if len(value) != nd:
-            msg = f"`{name}` must be a number or one per axis ({nd} for this grid), got {_checks.show(value)}"
+            msg = f"`{name}` must be a number or one per axis of `grid_shape` ({nd}), got {_checks.show(value)}"
             raise ValueError(msg)
         return tuple(check(v, name) for v in value)
     return (check(value, name),) * nd

@@ -123,6 +123,10 @@ def test_bad_arguments():
         posenc.sincos_grid((4, 4), 32, base_size=1e-300)
     with pytest.raises(ValueError, match="interpolation_scale"):
         posenc.sincos_grid((4, 4), 32, interpolation_scale=1e39)
+    # one per axis: the refusal names the grid that sets the count
+    one_per_axis = r"`interpolation_scale` must be a number or one per axis of `grid_shape` \(2\)"
+    with pytest.raises(ValueError, match=one_per_axis):
+        posenc.sincos_grid((4, 4), 32, interpolation_scale=(2.0,))
     with pytest.raises(TypeError, match="interpolation_scale"):
         posenc.sincos_grid((4, 4), 32, interpolation_scale="2")
     with pytest.raises(ValueError, match="num_prefix_tokens"):

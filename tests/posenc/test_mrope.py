@@ -150,6 +150,10 @@ def test_from_hf_splats_into_mrope_only():
     np.testing.assert_allclose(cos, ref_mrope(PID, 32, (4, 6, 6))[0], atol=1e-13)
     with pytest.raises(TypeError, match="mrope_section"):
         posenc.rope_cos_sin(PID[0], **kw)
+    # sections that do not fill the head: both arguments named (either may be the wrong one)
+    short = r"`mrope_section` must sum to `dim` // 2 = 16 for `dim` = 32, got \[4, 6, 5\]"
+    with pytest.raises(ValueError, match=short):
+        posenc.mrope_cos_sin(PID, 32, mrope_section=(4, 6, 5))
     # the Qwen3-VL family interleaves, with the modeling code's sections when the config has none
     kw = scaling.from_hf({"model_type": "qwen3_vl_text", "head_dim": 128})
     assert kw["mrope_section"] == (24, 20, 20) and kw["mrope_interleaved"] is True
