@@ -609,7 +609,7 @@ def axial_rope_cos_sin(
     reverse_axes = _checks.check_bool(reverse_axes, "reverse_axes")
     nd = len(shape)
     if dim % (2 * nd):
-        msg = f"`dim` must be divisible by 2 * ndim = {2 * nd} for a {nd}-D grid, got {dim}"
+        msg = f"`dim` must be divisible by 2 * ndim = {2 * nd} for the {nd}-D `grid_shape` {shape}, got {dim}"
         raise ValueError(msg)
     m = dim // (2 * nd)
     n = math.prod(shape)

@@ -81,6 +81,11 @@ def grid_layout(
     return prefix, h, w
 
 
+#: ``patches`` may name up to four maps per patch of the grid, and never
+#: fewer than this many (repeats included)
+PATCHES_AT_LEAST = 64
+
+
 def _patch_list(patches: Any, h: int, w: int) -> list[tuple[int, int]] | None:
     """``(row, col)`` of each chosen patch, or None for all of them."""
     if patches is None:
@@ -90,7 +95,7 @@ def _patch_list(patches: Any, h: int, w: int) -> list[tuple[int, int]] | None:
         msg = f"`patches` must be {what}, got {show(patches)}"
         raise TypeError(msg)
     shape = getattr(patches, "shape", None)
-    limit = 4 * h * w
+    limit = max(PATCHES_AT_LEAST, 4 * h * w)  # (an iterable is read that far, no further)
     if isinstance(shape, tuple) and math.prod(int(s) for s in shape) > 2 * limit:
         msg = f"`patches` must be {what} (at most {limit}), got {show(patches)}"
         raise ValueError(msg)
@@ -204,7 +209,8 @@ def plot_grid_similarity(
     patches : sequence, optional
         Only these patches, each a row-major index or a ``(row, col)`` pair
         (counted from 0), drawn in that order on a near-square layout with
-        the patch itself outlined.  Default: every patch, laid out as the
+        the patch itself outlined; a patch may repeat, up to 64 maps or four
+        per patch of the grid, whichever is more.  Default: every patch, laid out as the
         grid (the axes then count rows and columns from 1, as the paper).
     fig : matplotlib.figure.Figure or SubFigure, optional
         Where to draw; default a new pyplot figure as wide as

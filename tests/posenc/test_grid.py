@@ -412,7 +412,7 @@ def _shift_both(pos, i, j):
 
 
 def test_axial_rope_bad_input():
-    with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 4"):
+    with pytest.raises(ValueError, match=r"`dim` must be divisible by 2 \* ndim = 4 for the 2-D `grid_shape` \(3, 3\)"):
         posenc.axial_rope_cos_sin((3, 3), 6)
     with pytest.raises(ValueError, match="`dim` must be divisible by 2 \\* ndim = 6"):
         posenc.axial_rope_cos_sin((2, 3, 3), 16)

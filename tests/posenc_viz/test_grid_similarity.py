@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import matplotlib.pyplot as plt
@@ -113,6 +114,15 @@ def test_same_figure_from_torch_and_numpy(fig_test, fig_ref):
     plot_grid_similarity(grid, [2, 3], fig=fig_ref, cmap="RdBu_r")
 
 
+def test_a_patch_may_repeat_on_a_small_grid():
+    """Repeats count toward the limit of 64 maps (or four per patch): five
+    maps of the one patch of a 1x1 grid are drawn."""
+    fig = plot_grid_similarity(np.ones((1, 4)), (1, 1), patches=[0, 0, (0, 0), 0, 0])
+    maps = _maps(fig)
+    assert len(maps) == 5 and {ax.get_label() for ax in maps} == {"patch (0, 0)"}
+    plt.close(fig)
+
+
 def test_chosen_patches_are_outlined():
     grid = np.asarray(posenc.sincos_grid((3, 5), 16, flatten=True))
     fig = plot_grid_similarity(grid, (3, 5), patches=[(2, 4), 6, np.int64(0)], vmin=0.0)
@@ -162,6 +172,8 @@ def test_bad_arguments():
         (dict(patches=[4]), ValueError, r"`patches` must hold indices in \[0, 3\]"),
         (dict(patches=[(2, 0)]), ValueError, r"inside the 2x2 grid, got \(2, 0\)"),
         (dict(patches=[1.0]), TypeError, "got an item 1.0"),
+        # (a 2x2 grid: 64 maps at most, repeats included; an endless iterable is read no further)
+        (dict(patches=itertools.repeat(0)), ValueError, r"`patches` must be .* \(at most 64\), got more"),
         (dict(fig="new"), TypeError, "`fig` must be a matplotlib Figure"),
         (dict(cbar=1), TypeError, "`cbar` must be a bool"),
         (dict(vmin=1.0, vmax=0.0), ValueError, "`vmin` must be less than `vmax`"),
