@@ -462,7 +462,7 @@ def apply_plan(
     if rotary_dim is not None:
         rotary_dim = _checks.check_dim(rotary_dim, "rotary_dim", even=True)
         if rotary_dim != implied:
-            other = "compact=False (full tables)" if compact else "compact=True (tables of rotary_dim // 2 values)"
+            other = "`compact`=False (full tables)" if compact else "`compact`=True (tables of rotary_dim // 2 values)"
             msg = (
                 f"`rotary_dim` = {rotary_dim} does not match `cos` of width {width}: "
                 f"{'compact' if compact else 'full'} tables of that width rotate {implied} features. "
@@ -526,7 +526,7 @@ def apply_many(
         raise ValueError(msg)
     for i, x in enumerate(xs):
         if isinstance(x, (tuple, list)):
-            msg = f"`x[{i}]` must be an array, got a {type(x).__name__}: pass a flat tuple (q, k)"
+            msg = f"`x` must be an array or a flat tuple (q, k) of arrays, got a {type(x).__name__} at x[{i}]"
             raise TypeError(msg)
     opts = (layout, rotary_dim, compact, heads_axis)
     if compiling():  # no keys, no memos, no Triton pair: each rotated as its plan says

@@ -220,8 +220,11 @@ def test_apply_rope_tuple_errors():
     q = np.ones((2, 3, 4))
     with pytest.raises(ValueError, match="non-empty tuple"):
         posenc.apply_rope((), cos, sin)
-    with pytest.raises(TypeError, match=r"`x\[1\]` must be an array, got a tuple"):
+    nested = r"`x` must be an array or a flat tuple \(q, k\) of arrays, got a tuple at x\[1\]"
+    with pytest.raises(TypeError, match=nested):
         posenc.apply_rope((q, (q,)), cos, sin)
+    with pytest.raises(TypeError, match=r"`x` must be .*, got a list at x\[0\]"):  # a ragged nested list
+        posenc.apply_rope([[1, 2], [3]], cos, sin)
     with pytest.raises(ValueError, match="head dimension 2"):
         posenc.apply_rope((q, np.ones((2, 3, 2))), cos, sin)
     out = posenc.apply_rope([q], cos, sin)  # a list, one array
@@ -771,8 +774,10 @@ def test_table_width_is_the_rotary_width():
     np.testing.assert_allclose(
         posenc.apply_rope(x, c8[..., :4], s8[..., :4], compact=True), ref_apply(x, c8, s8), atol=1e-14
     )
-    with pytest.raises(ValueError, match="compact"):
+    with pytest.raises(ValueError, match=r"or pass `compact`=True \(tables of rotary_dim // 2 values\)"):
         posenc.apply_rope(x, c8[..., :4], s8[..., :4], rotary_dim=8)
+    with pytest.raises(ValueError, match=r"or pass `compact`=False \(full tables\)"):
+        posenc.apply_rope(x, c8[..., :4], s8[..., :4], rotary_dim=4, compact=True)
     # full tables of the head's width read as compact ones (twice as wide):
     # the refusal names the argument that doubled the width, and the way back
     with pytest.raises(ValueError, match=r"`compact`=True .* pass compact=False"):

@@ -35,7 +35,11 @@ class Spec:
     figure function (fewer examples, figures closed after).  ``function``: why
     the name returns a function, not an array (the mutation test, which
     scribbles over results, skips it).  ``backends``:
-    the fuzz backends it runs on (default: all of them).
+    the fuzz backends it runs on (default: all of them).  ``data``: the
+    caller's data that the name transforms without reading it (activations
+    such as ``apply_rope``'s ``x``: never scanned, a hot path): a NaN or inf
+    there gives NaN or inf where the arithmetic puts them, with the
+    RuntimeWarning NumPy gives the formula written out (``inf * 0``).
     """
 
     name: str
@@ -49,6 +53,7 @@ class Spec:
     viz: bool = False
     function: str | None = None
     backends: tuple[BackendKind, ...] | None = None
+    data: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Spec] = {}

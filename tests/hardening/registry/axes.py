@@ -74,6 +74,7 @@ def _rope_axes_cos_sin(draw: Draw, be: Backend) -> Case:
 
 @register(
     "rope_axes",
+    data=("x",),
     aliases={
         "x": ("ids", "axes_dim", "freqs"),
         "ids": ("x", "axes_dim", "freqs"),

@@ -59,6 +59,7 @@ def _rope_x(draw: Draw, be: Backend) -> tuple[Any, tuple, int]:
 
 @register(
     "apply_rope",
+    data=("x",),
     huge=(
         lambda: (
             (
@@ -90,6 +91,7 @@ def _apply_rope(draw: Draw, be: Backend) -> Case:
 
 @register(
     "rope",
+    data=("x",),
     huge=(lambda: ((np.broadcast_to(np.zeros((1, 1), np.float32), (2**30, 2**11)), 2**30), {}),),
     trio="rotates `x`: the result has x's namespace, device and dtype",
 )
