@@ -11,7 +11,7 @@ EXTRAS := viz,test,docs,bench
 # torch is pinned and installed first, on its own, so that no other package can pull a different build
 TORCH  := torch==2.13.0
 
-.PHONY: figures test docs bench gpu-bundle lock test-latest clean
+.PHONY: figures test docs bench gpu-bundle lock test-latest test-device-torch clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,23 @@ test-latest:
 	.venv-latest/bin/python -m pytest -n 2 -p no:cacheprovider || status=1; \
 	.venv-latest/bin/python tests/posenc/data/make_hf_sweep.py --compare || status=1; \
 	exit $$status
+
+# test-device-torch: the suite on the CPU under the torch release of the GPU
+# machines the device check runs on (torch 2.11 and the Triton it brings; a
+# CUDA build of about 5 GB, not part of CI): what that torch's tracer and
+# Triton's interpreter make of posenc, found before a device run
+DEVICE_TORCH := torch==2.11.0
+test-device-torch:
+	rm -rf .venv-device
+	$(PYTHON) -m venv .venv-device
+	.venv-device/bin/python -m pip install -q -c $(LOCK) pip
+	.venv-device/bin/python -m pip install -q "$(DEVICE_TORCH)"
+	# the lock's other packages (its torch and the Triton pinned for the CPU interpreter give way)
+	grep -v -E '^(torch|triton)==' $(LOCK) > .venv-device/requirements.txt
+	.venv-device/bin/python -m pip install -q -r .venv-device/requirements.txt
+	.venv-device/bin/python -m pip install -q --no-deps -e .
+	.venv-device/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+	.venv-device/bin/python -m pytest -n 2 -p no:cacheprovider tests/posenc tests/hardening
 
 clean:
 	rm -rf docs/_build docs/api/generated docs/auto_examples .pytest_cache .hypothesis

@@ -573,7 +573,7 @@ def cumulative_gate_bias(
     """
     causal = _checks.check_bool(causal, "causal")
     if backward_log_gates is not None and causal:
-        msg = "`backward_log_gates` applies to causal=False (a causal bias has no keys after the query)"
+        msg = "`backward_log_gates` applies to `causal`=False (a causal bias has no keys after the query)"
         raise ValueError(msg)
     params = {"log_gates": log_gates, "backward_log_gates": backward_log_gates}
     if dtype is None:

@@ -292,7 +292,8 @@ def sincos_grid(
         rounded to float32 (``n_k / base_size`` in float64 first); the
         angles are then exact for those coordinates.  diffusers' 2-D tables
         are these float32 coordinates in float64 angles: the float64 tables
-        agree to the last bits.
+        agree to the last bits.  On a device without float64, coordinates
+        of ``2**32`` or more are refused (its tables are exact below).
     crop_from : tuple of int, optional
         The table is the centre crop of the table of this larger grid:
         SD3's ``PatchEmbed(pos_embed_max_size=M)`` is ``crop_from=(M, M)``
@@ -398,6 +399,9 @@ def sincos_grid(
         freqs = [_axis_freqs(w // 2, base) for w in widths]
     _checks.check_size((prefix + math.prod(shape), dim), "table")
     coords = _grid_coords(full, starts, shape, sizes, scales)
+    if not ctx.float64:  # (host coordinates: refused here, where the device path would give NaN rows)
+        given = (("`base_size`", sizes is not None), ("`interpolation_scale`", any(v != 1.0 for v in scales)))
+        _check_f32_coords(coords, " with ".join(name for name, on in given if on))
     xp_ = ctx.xp
     sins, coss = _axis_sincos(shape, freqs, ctx, coords)
     out = _arrange(sins, coss, order, dim, ctx)
@@ -426,6 +430,19 @@ def _grid_coords(
             raise ValueError(msg)
         out.append(_scaled_coords(f, start, n, None if sizes is None else sizes[k], scale))
     return out
+
+
+def _check_f32_coords(coords: list[int | np.ndarray], names: str) -> None:
+    """Refuse float coordinates a device without float64 cannot reduce
+    exactly (``|p| >= 2**32``: its paths give NaN rows there), naming the
+    arguments that scaled them."""
+    top = max((float(np.max(np.abs(c))) for c in coords if isinstance(c, np.ndarray) and c.size), default=0.0)
+    if top >= _angles.EXACT_F32:
+        msg = (
+            f"{names} puts grid coordinates at {top:.6g}: the tables of a device without float64 are exact "
+            f"for |p| < 2**32 only"
+        )
+        raise ValueError(msg)
 
 
 _F32_MAX = float(np.finfo(np.float32).max)

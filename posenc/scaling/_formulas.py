@@ -667,8 +667,8 @@ class LongRoPE(Scaling):
     def _formula(self, n: Any, dim: int, base: float, seq_len: int | None) -> Any:
         if len(self.short_factor) != dim // 2:
             msg = (
-                f"`short_factor` and `long_factor` of LongRoPE must have dim // 2 = {dim // 2} entries "
-                f"for dim={dim}, got {len(self.short_factor)}"
+                f"`short_factor` and `long_factor` of LongRoPE must have `dim` // 2 = {dim // 2} entries "
+                f"for `dim` = {dim}, got {len(self.short_factor)}"
             )
             raise ValueError(msg)
         long = seq_len is not None and seq_len > self.original_max_positions

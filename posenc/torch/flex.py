@@ -708,7 +708,7 @@ def forgetting_gate(
     e = None
     if backward_log_gates is not None:
         if causal:
-            msg = "`backward_log_gates` applies to causal=False (a causal bias has no keys after the query)"
+            msg = "`backward_log_gates` applies to `causal`=False (a causal bias has no keys after the query)"
             raise ValueError(msg)
         e = _tensor(backward_log_gates, "backward_log_gates", "float", shape)
         if e.shape != g.shape:

@@ -305,7 +305,7 @@ def test_gate_bias_gradients_torch_and_jax():
         (lambda: posenc.cumulative_gate_bias(np.array(0.5)), ValueError, "log_gates"),
         (lambda: posenc.cumulative_gate_bias(np.arange(3)), TypeError, "log_gates"),
         (lambda: posenc.cumulative_gate_bias(np.zeros(3), causal=None), TypeError, "causal"),
-        (lambda: posenc.cumulative_gate_bias(np.zeros(3), backward_log_gates=np.zeros(3)), ValueError, "backward"),
+        (lambda: posenc.cumulative_gate_bias(np.zeros(3), backward_log_gates=np.zeros(3)), ValueError, "causal"),
         (
             lambda: posenc.cumulative_gate_bias(np.zeros(3), causal=False, backward_log_gates=np.zeros(4)),
             ValueError,

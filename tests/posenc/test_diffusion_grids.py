@@ -265,3 +265,20 @@ def test_cls_and_extra_tokens(emb):
     one = posenc.sincos_grid((4, 4), 32, base_size=4, cls_token=True, dtype="float64")
     np.testing.assert_array_equal(one, got[1:])
     assert math.prod(emb.get_2d_sincos_pos_embed(32, 4, extra_tokens=2).shape) == 16 * 32  # not without cls_token
+
+
+def test_coordinates_a_device_without_float64_cannot_reduce_are_refused(xp):
+    """A base_size or interpolation_scale that puts the coordinates at 2**32
+    or beyond: refused on a device without float64 (whose paths would give
+    NaN rows), an exact table where float64 is at hand; inside the range,
+    the same table on every backend."""
+    call = lambda **kw: xp.call(posenc.sincos_grid, (2, 3), 8, xp=xp.ns, device=xp.device, **kw)  # noqa: E731
+    if xp.float64:
+        assert np.isfinite(xp.to_numpy(call(base_size=2**41))).all() if xp.has_values else True
+    else:
+        with pytest.raises(ValueError, match=r"`base_size` puts grid coordinates at 1\.466\d*e\+12: .* 2\*\*32"):
+            call(base_size=2**41)
+        with pytest.raises(ValueError, match=r"`interpolation_scale` puts grid coordinates"):
+            call(interpolation_scale=1e-12)
+    want = np.asarray(posenc.sincos_grid((2, 3), 8, base_size=2**20))  # control: inside the range
+    xp.assert_close(call(base_size=2**20), want, atol=2.5e-7, dtype=xp.default_float)

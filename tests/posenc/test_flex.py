@@ -518,7 +518,7 @@ def test_transformers_t5_attention(decoder):
         (lambda: flex.kerple(torch.ones(2), -torch.ones(2)), "r2"),
         (lambda: flex.kerple(torch.ones(2), torch.full((2,), 3.0), kind="power"), "r2"),
         (lambda: flex.forgetting_gate(torch.tensor([0.0, float("nan")])), "log_gates"),
-        (lambda: flex.forgetting_gate(torch.zeros(3), backward_log_gates=torch.zeros(3)), "backward_log_gates"),
+        (lambda: flex.forgetting_gate(torch.zeros(3), backward_log_gates=torch.zeros(3)), "causal"),
         (lambda: flex.compose(), "score_mods"),
         (lambda: flex.compose(3), "score_mods"),
         (lambda: flex.sliding_window(0), "window"),

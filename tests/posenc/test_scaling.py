@@ -220,6 +220,8 @@ def test_llama3_bands():
 
 def test_longrope_switch_and_attention():
     s = scaling.LongRoPE(SHORT, LONG, 64, factor=4.0)
+    with pytest.raises(ValueError, match=r"must have `dim` // 2 = 4 entries for `dim` = 8, got 8"):
+        posenc.rope_frequencies(8, scaling=s)  # factors for dim 16: both arguments named
     short = posenc.rope_frequencies(16, scaling=s)
     np.testing.assert_array_equal(posenc.rope_frequencies(16, scaling=s, seq_len=64), short)
     long = posenc.rope_frequencies(16, scaling=s, seq_len=65)
