@@ -91,9 +91,11 @@ test-device-torch:
 	$(PYTHON) -m venv .venv-device
 	.venv-device/bin/python -m pip install -q -c $(LOCK) pip
 	.venv-device/bin/python -m pip install -q "$(DEVICE_TORCH)"
-	# the lock's other packages (its torch and the Triton pinned for the CPU interpreter give way)
-	grep -v -E '^(torch|triton)==' $(LOCK) > .venv-device/requirements.txt
-	.venv-device/bin/python -m pip install -q -r .venv-device/requirements.txt
+	# the lock's other packages (its torch, the Triton pinned for the CPU interpreter and the
+	# setuptools that torch 2.11 caps give way; nothing may replace the torch installed above)
+	grep -v -E '^(torch|triton|setuptools)==' $(LOCK) > .venv-device/requirements.txt
+	echo "$(DEVICE_TORCH)" > .venv-device/constraints.txt
+	.venv-device/bin/python -m pip install -q -c .venv-device/constraints.txt -r .venv-device/requirements.txt
 	.venv-device/bin/python -m pip install -q --no-deps -e .
 	.venv-device/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 	.venv-device/bin/python -m pytest -n 2 -p no:cacheprovider tests/posenc tests/hardening
