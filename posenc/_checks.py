@@ -371,10 +371,19 @@ def check_offset(offset: Any, name: str, ctx: _compat.Context | None, *, bits: i
     """
     if _trace.is_symbolic(offset):
         return offset
+    if isinstance(offset, np.integer):  # a NumPy integer scalar: a host number, whatever the namespace
+        offset = int(offset)
     if not isinstance(offset, int) and _compat.is_array(offset) and getattr(offset, "ndim", None) == 0:
         xp = _compat.resolve({name: offset}).xp if ctx is None else ctx.xp
         if not _compat.is_integer_dtype(xp, offset.dtype):
-            msg = f"`{name}` must be an integer, got {show(offset)}"
+            own = _compat.resolve({name: offset}).xp if ctx is not None else xp  # (the refusal's path only)
+            if own is not xp and _compat.is_integer_dtype(own, offset.dtype):
+                msg = (
+                    f"`{name}` must be an int or a 0-d integer array of the call's namespace "
+                    f"({xp.__name__}), got {show(offset)}"
+                )
+            else:
+                msg = f"`{name}` must be an integer, got {show(offset)}"
             raise TypeError(msg)
         if not _compat.is_concrete(offset):
             return offset  # traced: shapes never depend on it

@@ -547,7 +547,7 @@ def _dtype_is(xp: Any, dtype: Any, kind: str) -> bool:
     torch's tracer (NumPy's ``isdtype`` costs microseconds per call)."""
     if _tracing():
         return _isdtype(xp, dtype, kind)
-    key: Any = (xp, dtype, kind)
+    key: Any = (xp, type(dtype), dtype, kind)  # (the type first: see _fast_key)
     try:
         got = _DTYPE_KIND.get(key)
     except TypeError:  # an unhashable non-dtype

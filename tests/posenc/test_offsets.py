@@ -11,6 +11,7 @@ another position.  The oracle is the float64 formula ``sin(p * base**(-2i/dim))`
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -187,3 +188,35 @@ def test_range_tables_beyond_2_53_are_refused(dtype):
     ):
         with pytest.raises(ValueError, match=r"`offset` puts positions at .*exact for integer \|p\| < 2\*\*53"):
             call()
+
+
+def test_offset_as_a_numpy_integer_scalar(xp):
+    """A NumPy integer scalar is a host number, as a Python int, whatever the
+    arrays' namespace: the same table as offset=5."""
+    x = xp.asarray(np.zeros((3, 8)), "float32")
+    want = xp.call(posenc.add_sinusoidal, x, offset=5)
+    got = xp.call(lambda a: posenc.add_sinusoidal(a, offset=np.int64(5)), x)
+    xp.assert_close(got, xp.to_numpy(want) if xp.has_values else posenc.sinusoidal(np.arange(5, 8), 8), atol=0)
+
+
+def test_offset_of_another_namespace_is_refused_as_such():
+    """A 0-d integer array of another namespace than the call's is refused
+    naming the namespace (it is an integer), without a warning from
+    array-api-strict's dtype comparisons; a float one as not an integer."""
+    torch = pytest.importorskip("torch")
+    xs = pytest.importorskip("array_api_strict")
+    add = posenc.add_sinusoidal
+    calls = [
+        (lambda: add(torch.zeros(1, 2), offset=np.array(5)), r"namespace \(array_api_compat\.torch\)"),
+        (lambda: add(np.zeros((1, 2)), offset=torch.tensor(5)), r"namespace \(array_api_compat\.numpy\)"),
+        (lambda: posenc.add_sinusoidal(np.zeros((1, 2)), offset=np.array(5.0)), "`offset` must be an integer"),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = xs.asarray(np.zeros((1, 2), np.float32))
+        want = posenc.add_sinusoidal(x, offset=xs.asarray(5))  # keeps (strict, int64) in the dtype-kind memo
+        got = posenc.add_sinusoidal(x, offset=np.int64(5))  # then NumPy's int64, which hashes alike
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        for call, match in calls:
+            with pytest.raises(TypeError, match=match):
+                call()
