@@ -162,7 +162,10 @@ def _axis_dims(value: Any, dim: int, shape: tuple[int, ...], order: str) -> tupl
         raise TypeError(msg)
     dims = tuple(_checks.check_dim(v, "axis_dims", even=True) for v in value)
     if len(dims) != nd or sum(dims) != dim:
-        msg = f"`axis_dims` must hold one even width per axis ({nd}) summing to `dim` = {dim}, got {dims}"
+        msg = (
+            f"`axis_dims` must hold one even width per axis of `grid_shape` ({nd}) summing to `dim` = {dim}, "
+            f"got {dims}"
+        )
         raise ValueError(msg)
     return dims
 

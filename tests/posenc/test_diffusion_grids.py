@@ -101,7 +101,7 @@ def test_bad_arguments():
         posenc.sincos_grid((4, 4), 32, order="mae_st")
     with pytest.raises(ValueError, match="mae_st"):
         posenc.sincos_grid((2, 4, 4), 40, order="mae_st")
-    with pytest.raises(ValueError, match="axis_dims"):
+    with pytest.raises(ValueError, match=r"`axis_dims` must hold one even width per axis of `grid_shape` \(2\) "):
         posenc.sincos_grid((4, 4), 32, axis_dims=(16, 8))
     with pytest.raises(ValueError, match="axis_dims"):
         posenc.sincos_grid((4, 4), 32, axis_dims=(15, 17))
