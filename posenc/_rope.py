@@ -364,7 +364,7 @@ def _align(
         if 1 < tl < xl:
             msg = (
                 f"`{name}` of leading shape {tuple(shape)} has {tl} leading axes but `x` of leading shape "
-                f"{tuple(x_shape)} has {xl}: which axis of `x` holds the heads is ambiguous. Pass heads_axis "
+                f"{tuple(x_shape)} has {xl}: which axis of `x` holds the heads is ambiguous. Pass `heads_axis` "
                 f"(heads_axis=1 for x of shape (batch, heads, seq, head_dim), heads_axis=2 for (batch, seq, heads, "
                 f"head_dim)), or give `{name}` the rank of `x` (e.g. a size-1 heads axis: cos[:, None])"
             )
@@ -373,15 +373,15 @@ def _align(
     if tl == xl:
         if shape[heads] != 1:
             msg = (
-                f"`{name}` of leading shape {tuple(shape)} has {shape[heads]} entries on the heads axis "
-                f"{heads} of `x`; tables and positions carry no heads axis (or a size-1 one)"
+                f"`{name}` of leading shape {tuple(shape)} has {shape[heads]} entries on the heads axis of `x` "
+                f"(`heads_axis` = {heads}); tables and positions carry no heads axis (or a size-1 one)"
             )
             raise ValueError(msg)
         return None
     if tl > xl - 1:
         msg = (
             f"`{name}` of leading shape {tuple(shape)} has more leading axes than `x` of leading shape "
-            f"{tuple(x_shape)} without its heads axis {heads}"
+            f"{tuple(x_shape)} without its heads axis (`heads_axis` = {heads})"
         )
         raise ValueError(msg)
     full = (1,) * (xl - 1 - tl) + tuple(shape)
