@@ -684,6 +684,8 @@ def rope_plan(
     lead = _checks.broadcast_shapes(tuple(x.shape[:-1]), pshape if aligned is None else aligned)
     if lead is None:
         msg = f"`positions` of shape {pshape} do not broadcast against the leading axes {tuple(x.shape[:-1])} of `x`"
+        if heads is not None:  # (the alignment follows heads_axis)
+            msg += f" with its heads on `heads_axis` = {heads}" + ("" if aligned is None else f" (as {aligned})")
         raise ValueError(msg)
     _checks.check_size(lead + (head_dim,), "output", "`x` or `positions`")
     scaling = check_scaling(scaling)

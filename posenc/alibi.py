@@ -311,7 +311,9 @@ def alibi_bias(
         Slopes of shape ``(num_heads,)`` to use instead of
         :func:`alibi_slopes` (learned or custom slopes; gradients flow to
         them).  The output then follows their namespace, device and, unless
-        ``dtype`` is given, their dtype.
+        ``dtype`` is given, their dtype.  They are not checked for NaN or
+        inf (learned parameters, often on a device): such a slope gives NaN
+        or inf entries in its head.
     max_bias : float, optional
         ``max_bias`` of :func:`alibi_slopes` (default 8.0); not with
         ``slopes``.

@@ -756,6 +756,9 @@ def test_ambiguous_table_ranks_are_refused():
         posenc.apply_rope(q, cos[:, None] * np.ones((1, 3, 1, 1)), sin[:, None] * np.ones((1, 3, 1, 1)), heads_axis=1)
     with pytest.raises(ValueError, match="heads_axis"):
         posenc.apply_rope(q, cos, sin, heads_axis=3)
+    # positions that fit no axis once heads_axis has placed the heads: named with it
+    with pytest.raises(ValueError, match=r"do not broadcast .* with its heads on `heads_axis` = 1"):
+        posenc.rope(q, np.zeros((5,), np.int64), heads_axis=1)
     # explicit ranks and the (seq, d) table keep working without the argument
     posenc.apply_rope(q, cos[:, None], sin[:, None])
     posenc.apply_rope(q, cos[0], sin[0])
