@@ -345,7 +345,11 @@ def sinusoidal(
       (tensors cannot be made read-only, and ``load_state_dict`` writes into
       registered buffers in place).  On the CPU that copy is torch's
       copy-on-write clone: it shares memory with the cached table until it is
-      first written to, so a repeated call costs no copy either.
+      first written to, so a repeated call costs no copy either.  On a GPU
+      where posenc's Triton kernel runs (torch on CUDA; CuPy with torch
+      installed) nothing is kept: each call writes a fresh table in one
+      launch, which costs about what a copy of a kept table would, and no
+      device memory is held between calls.
 
     Tables of array positions are computed on every call and are writable.
     On Dask an int ``positions`` gives a lazy table chunked along the rows

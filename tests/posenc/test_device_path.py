@@ -288,6 +288,24 @@ def test_sinusoidal_of_positions():
     _close(out, posenc.sinusoidal(p.numpy(), 64), 2.5e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_sinusoidal_of_a_length_is_one_launch_and_not_kept(dtype):
+    """``sinusoidal(n, dim)`` on a device: one launch on the first call as
+    on later ones (the table kernel, no copy of a kept table), a fresh
+    table each time, nothing kept in the table cache."""
+    from posenc import _cache
+
+    dt = getattr(torch, dtype)
+    posenc.sinusoidal(8, 64, dtype=dt, xp=torch)  # (the host constants of the call: made outside the count)
+    with no_reads(), count_launches() as first:
+        a = posenc.sinusoidal(4096, 64, dtype=dt, xp=torch)
+    b, later = warm_launches(posenc.sinusoidal, 4096, 64, dtype=dt, xp=torch)
+    assert first.total() == 1 and later.total() == 1, (str(first), str(later))
+    assert len(_cache.TABLES) == 0 and a.data_ptr() != b.data_ptr()
+    assert torch.equal(a, b)
+    _close(a.float(), posenc.sinusoidal(4096, 64), 2.5e-7 if dtype == "float32" else 4e-3)
+
+
 # ------------------------------------------------------------------ no value read back
 def test_limits_become_nan_rows_without_a_read():
     ids = torch.tensor([[3, 2**32, -(2**33), 7]])
