@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 
 from . import _kernels
-from ._compat import Array, Context, default_dtype, is_concrete, is_integer_dtype
+from ._compat import Array, Context, default_dtype, int_range, is_concrete, is_integer_dtype
 from ._kernels.eft import two_sum
 from ._trace import graph_constant, is_symbolic
 from ._turns import (
@@ -247,17 +247,23 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
 
 
 def check_magnitude(
-    p: Array, limit: int, read: Callable[[Any], tuple[int, int] | None] | None, name: str = "`positions`"
+    p: Array,
+    limit: int,
+    read: Callable[[Any], tuple[int, int] | None] | None,
+    name: str = "`positions`",
+    *,
+    unsigned: bool = False,
 ) -> tuple[Array | None, tuple[int, int] | None]:
     """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
     limit``, naming the arguments ``name`` that made ``p``, else ``(None,
     (min, max))``.  Elsewhere (traced, lazy or device
     arrays, read without a round trip): ``(mask, None)``, the mask of the
-    rows that must be NaN."""
+    rows that must be NaN (``unsigned``: of ``p >= limit`` alone, as
+    array-api-strict refuses to compare an unsigned array with ``-limit``)."""
     got = None if read is None else read(p)
     if got is None:
-        return (p >= limit) | (p <= -limit), None
+        return ((p >= limit) if unsigned else (p >= limit) | (p <= -limit)), None
     lo, hi = got
     if hi >= limit or lo <= -limit:
         bad = hi if hi >= limit else lo
@@ -409,6 +415,8 @@ class Angles:
     #: :attr:`limit` for integer positions, ``inf`` for real ones (an infinite
     #: position is a NaN row), None where nothing needs checking
     mask: float | None = None
+    #: the positions' dtype is unsigned (no lower bound to check)
+    unsigned: bool = False
 
     def __call__(self, p: Array, name: str = "`positions`") -> tuple[Array, Array]:
         """``(sin, cos)`` of the positions ``p``; ``name``: the arguments that
@@ -420,7 +428,7 @@ class Angles:
             return cast(s, work, xp), cast(c, work, xp)
         bad = extremes = None
         if self.limit is not None:
-            bad, extremes = check_magnitude(p, self.limit, self.read, name)
+            bad, extremes = check_magnitude(p, self.limit, self.read, name, unsigned=self.unsigned)
         if self.rows is not None and bad is None:
             got = _gathered_sincos(p, self, extremes)
             if got is not None:
@@ -435,7 +443,7 @@ class Angles:
         :meth:`__call__` can mask the rows (device arrays)."""
         if self.limit is None or self.fused is not None:  # (a fused lane checks in its kernel)
             return True
-        return check_magnitude(p, self.limit, self.read)[0] is None
+        return check_magnitude(p, self.limit, self.read, unsigned=self.unsigned)[0] is None
 
 
 def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
@@ -452,16 +460,17 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
     limit = integer_limit(p, ctx) if integer else None
     read = None if limit is None or not is_concrete(p) else _kernels.extremes(p, ctx)
+    unsigned = limit is not None and int(ctx.xp.iinfo(p.dtype).min) == 0
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
-        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read)
+        return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read, unsigned=unsigned)
     lane = _kernels.turns(p, ctx)
     # (a host lane reads the host turns: the device copies are made if a call takes the portable path)
     dev = () if lane is not None and lane.host else _device_turns(freqs, ctx, ("v1", "v2"))
     if lane is not None and lane.fused:
         mask = (None if limit is None else float(limit)) if integer else math.inf
-        return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, None, limit, None, lane, mask)
-    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows, limit, read)
+        return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, None, limit, None, lane, mask, unsigned)
+    return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows, limit, read, unsigned=unsigned)
 
 
 def nan_rows(s: Array, c: Array, bad: Array, ctx: Context) -> tuple[Array, Array]:
@@ -481,7 +490,7 @@ def dense_span(p: Array, extremes: tuple[int, int] | None = None) -> tuple[int, 
     decide it (none where ``extremes``, their ``(min, max)``, were read
     already); else None."""
     size = math.prod(p.shape)
-    lo, hi = extremes if extremes is not None else (int(p.min()), int(p.max()))
+    lo, hi = extremes if extremes is not None else int_range(None, p)
     span = hi - lo + 1
     if span > 2 * size or max(abs(lo), abs(hi)) >= EXACT_F64:
         return None

@@ -428,7 +428,7 @@ def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = 
     safe = src.max <= top.max and src.min + olo >= top.min and src.max + ohi <= top.max
     p = positions if positions.dtype == wide else None
     if not safe and ranged and _compat.is_concrete(positions) and math.prod(positions.shape):
-        lo, hi = int(xp.min(positions)), int(xp.max(positions))
+        lo, hi = _compat.int_range(xp, positions)
         if lo + offset < top.min or hi + offset > top.max or hi > top.max:
             msg = (
                 f"`{name}` = {offset} moves positions {lo} .. {hi} out of {wide} "
@@ -446,6 +446,8 @@ def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = 
         wrapped = total < p if offset > 0 else total > p
     else:
         wrapped = xp.where(offset >= 0, total < p, total > p)
+    if src.min == 0 and src.max > top.max:  # uint64 positions from 2**63 turned negative in the wide type
+        wrapped = wrapped | (p < 0)
     return total, wrapped
 
 

@@ -283,6 +283,36 @@ def is_concrete(x: Array) -> bool:
     return has_values(x) and in_host_memory(x)
 
 
+def int_range(xp: Any, x: Array) -> tuple[int, int]:
+    """``(min, max)`` of a concrete, non-empty integer array as Python ints
+    (two reductions; ``xp`` its namespace, or None for a NumPy array or a
+    torch tensor).
+
+    torch has no reduction, sum or ordering comparison of uint16, uint32
+    and uint64 tensors: those are read as int64, uint64 through its bits with
+    the sign bit flipped (``u - 2**63``, a map onto int64 that keeps the
+    order: exact over the whole uint64 range)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.dtype in _torch_unsigned_wide(torch):
+        if x.dtype == torch.uint64:
+            lo, hi = torch.aminmax(x.view(torch.int64) ^ _INT64_MIN)
+            return int(lo) - _INT64_MIN, int(hi) - _INT64_MIN
+        lo, hi = torch.aminmax(x.to(torch.int64))
+        return int(lo), int(hi)
+    if xp is None:
+        return int(x.min()), int(x.max())
+    return int(xp.min(x)), int(xp.max(x))
+
+
+#: the smallest int64, the sign bit: flipped in uint64's bits by :func:`int_range`
+_INT64_MIN = -(2**63)
+
+
+def _torch_unsigned_wide(torch: Any) -> tuple[Any, ...]:
+    """torch's unsigned dtypes wider than uint8 (torch 2.3 and later)."""
+    return tuple(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name))
+
+
 # --------------------------------------------------------------------------
 # namespaces
 # --------------------------------------------------------------------------

@@ -119,8 +119,10 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
         if size == 0:
             return None
         xp = _compat.resolve({"positions": positions}).xp
-        top = xp.max(positions)
-        top = float(top) + offset + 1.0
+        if _compat.is_integer_dtype(xp, positions.dtype):
+            top = float(_compat.int_range(xp, positions)[1] + offset + 1)
+        else:
+            top = float(xp.max(positions)) + offset + 1.0
         if not math.isfinite(top):
             return None
         return max(1, math.ceil(top))
@@ -289,7 +291,11 @@ def tables(plan: TablePlan, positions: int | Array, offset: Any) -> tuple[Array,
         return _tables.rope_range(offset, positions, freqs, plan.layout, plan.attention, ctx)
     a = plan.angles
     if a is not None and a.rows is not None:  # dense integer positions: rows of a range's cached tables
-        bad, extremes = (None, None) if a.limit is None else _angles.check_magnitude(positions, a.limit, a.read)
+        bad, extremes = (
+            (None, None)
+            if a.limit is None
+            else _angles.check_magnitude(positions, a.limit, a.read, unsigned=a.unsigned)
+        )
         if bad is None:
             got = _tables.gathered_rope(positions, a.rows, freqs, plan.layout, plan.attention, ctx, extremes)
             if got is not None:

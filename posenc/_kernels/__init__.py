@@ -655,8 +655,7 @@ def _extremes_torch(p: Any) -> tuple[int, int] | None:
         return v, v
     if n == 0:
         return 0, 0
-    lo, hi = torch.aminmax(p)
-    return int(lo), int(hi)
+    return _compat.int_range(torch, p)  # (torch's uint16, uint32, uint64 included)
 
 
 def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int] | None] | None:

@@ -269,9 +269,19 @@ def take_rows_numpy(table: np.ndarray, p: np.ndarray, lo: int) -> np.ndarray:
     return rows.reshape(tuple(p.shape) + (table.shape[1],))
 
 
+def _wide(p: Array) -> Array:
+    """Integer positions as int64 (int64 and int32 as they are): torch
+    indexes with these two only, has no arithmetic in uint16, uint32 and
+    uint64, and differences of 8- and 16-bit integers wrap (in uint8, 0 - 255
+    is 1).  Positions here lie within a range table's span (below 2**53)."""
+    import torch
+
+    return p if p.dtype in (torch.int64, torch.int32) else p.to(torch.int64)
+
+
 def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
     """:func:`take_rows_numpy` in torch (one ``index_select``)."""
-    idx = (p - lo).reshape(-1)
+    idx = (_wide(p) - lo).reshape(-1)
     return table.index_select(0, idx).reshape(tuple(p.shape) + (table.shape[1],))
 
 
@@ -284,7 +294,7 @@ def take_pair_numpy(s: np.ndarray, c: np.ndarray, p: np.ndarray, lo: int) -> tup
 
 def take_pair_torch(s: Array, c: Array, p: Array, lo: int) -> tuple[Array, Array]:
     """:func:`take_pair_numpy` in torch."""
-    idx = (p - lo).reshape(-1)
+    idx = (_wide(p) - lo).reshape(-1)
     shape = tuple(p.shape) + (s.shape[1],)
     return s.index_select(0, idx).reshape(shape), c.index_select(0, idx).reshape(shape)
 
@@ -294,7 +304,7 @@ def is_consecutive_torch(p: Array) -> bool:
     one (an ``arange`` of any shape); one pass over ``p``."""
     import torch
 
-    flat = p.reshape(-1)
+    flat = _wide(p).reshape(-1)
     return flat.numel() < 2 or bool(torch.all(flat[1:] - flat[:-1] == 1))
 
 

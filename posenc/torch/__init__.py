@@ -91,6 +91,12 @@ def _ids(position_ids: Any, device: Any) -> torch.Tensor:
     ):
         msg = f"`position_ids` must be an integer tensor, got {_checks.show(position_ids)}"
         raise TypeError(msg)
+    if position_ids.dtype == torch.uint64 and _compat.is_concrete(position_ids) and position_ids.numel():
+        # (int64 would wrap ids from 2**63 to negative ones: the refusal names the id itself)
+        top = _compat.int_range(torch, position_ids)[1]
+        if top >= 2**63:
+            msg = f"`position_ids` holds the id {top}: beyond int64 (tables are exact for ids below 2**53)"
+            raise ValueError(msg)
     if position_ids.dtype not in (torch.int64, torch.int32):
         return position_ids.to(device=device, dtype=torch.int64)
     return position_ids.to(device)

@@ -533,10 +533,13 @@ def relative_table(
         _ndim(idx, "index", (2,), "(q, k)")
         _same_device({"table": t, "index": idx})
         rows = int(t.shape[0])
-        if idx.numel() and _compat.is_concrete(idx) and not bool(((idx >= 0) & (idx < rows)).all()):
-            lo, hi = int(idx.min()), int(idx.max())
-            msg = f"`index` must hold rows of `table` in [0, {rows}), got values in [{lo}, {hi}]"
-            raise ValueError(msg)
+        if idx.numel() and _compat.is_concrete(idx):
+            lo, hi = _compat.int_range(torch, idx)
+            if lo < 0 or hi >= rows:
+                msg = f"`index` must hold rows of `table` in [0, {rows}), got values in [{lo}, {hi}]"
+                raise ValueError(msg)
+        if idx.dtype not in (torch.int64, torch.int32):
+            idx = idx.to(torch.int64)  # (a uint8 tensor would index as a mask; torch has no uint16+ indexing)
 
         def score_mod(score: torch.Tensor, b: Any, h: Any, q_idx: Any, kv_idx: Any) -> torch.Tensor:
             return score + t[idx[q_idx, kv_idx], h].to(score.dtype)

@@ -232,6 +232,23 @@ def test_relative_table_swin_window(class_token, heads):
     _check(_flex(q, k, v, flex.relative_table(table, index)), want)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "uint64"])
+def test_relative_table_index_of_every_integer_dtype(dtype):
+    """An index of any integer dtype gives the rows it names: torch would
+    take a uint8 index as a mask, and has no comparison of uint16 or uint64
+    tensors (the range check), so the index is widened to int64."""
+    window, heads = (3, 4), 3
+    index = posenc.relative_position_index(window, xp=torch)
+    table = _randn(5 * 7, heads, seed=6)
+    n = index.shape[0]
+    q, k, v = _qkv(2, heads, n, n)
+    want = _sdpa(q, k, v, table[index].permute(2, 0, 1))
+    narrow = index.to(getattr(torch, dtype))
+    _check(_flex(q, k, v, flex.relative_table(table, narrow)), want)
+    with pytest.raises(ValueError, match=r"`index` must hold rows of `table` in \[0, 35\), got values in \[0, 40\]"):
+        flex.relative_table(table, torch.tensor([[0, 40]], dtype=getattr(torch, dtype)))
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_relative_table_shaw_clipped(shape):
     q_len, k_len, off = shape
