@@ -84,16 +84,18 @@ def plot_rope_audit(
     errs = [np.asarray(m.error)[np.asarray(m.positions) > 0] for m in mods]
     positive = [v[v > 0] for v in (*floors, *errs) if np.any(v > 0)]
     bottom = min(float(v.min()) for v in positive) / 10 if positive else 1e-9
+    drawn = False
     for m, fl, err in zip(mods, floors, errs):
         p = np.asarray(m.positions)
         p = p[p > 0]
-        if p.size == 0:
+        if p.size == 0:  # (position 0 alone: nothing on a log axis)
             continue
+        drawn = True
         (line,) = ax.plot(p, np.maximum(err, bottom), label=f"{m.name or '<source>'}: {m.cause}", **kwargs)
         ax.fill_between(p, bottom, np.maximum(fl, bottom), color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
     set_labels(ax, xlabel, ylabel, title)
-    if legend and mods:
+    if legend and drawn:
         ax.legend(loc="best", fontsize="small")
     return ax

@@ -5,6 +5,7 @@ subcommand on a Llama 3.1 config.json (its table printed, its figure written).""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -70,6 +71,17 @@ def test_not_audited_modules_are_not_drawn_and_bad_input(ax):
         posenc_viz.plot_rope_audit({"error": [1.0]}, ax=ax)
     with pytest.raises(TypeError, match="`legend` must be a bool"):
         posenc_viz.plot_rope_audit(report, ax=ax, legend=1)
+
+
+def test_a_module_audited_at_position_zero_alone_draws_nothing(ax):
+    """Position 0 is left out (log scale): a module audited there alone
+    gives no curve, and no legend (matplotlib would warn of one with no
+    labelled artist)."""
+    report = RopeAudit((RopeModuleAudit("m", "R", "float32", True, "", "cause", (0,), (0.0,), (0.0,)),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        posenc_viz.plot_rope_audit(report, ax=ax)
+    assert not ax.get_lines() and ax.get_legend() is None
 
 
 def test_cli_audit(tmp_path, capsys):
