@@ -1,0 +1,131 @@
+"""Hostile positions at the sizes where posenc's kernels take over.
+
+The fuzz of every public function (test_fuzz.py) draws small arrays and
+checks shapes, dtypes and bounds: it never reaches the kernels that start at
+a size (rows of a cached range table from :data:`posenc._kernels.GATHER_MIN`
+table elements, the float64 turns of torch CPU tables), and a wrong row of
+valid sines would pass its checks.  Here integer positions of every width,
+in orders that wrap in their own dtype (``0 - 255`` is ``1`` in uint8),
+dense, repeated, reversed, permuted, strided or transposed, on NumPy, torch
+CPU and the device path, at sizes on both sides of those thresholds, are
+compared with the float64 formula.  (The fast path of uint8 positions
+``128 .. 255, 0 .. 127`` once returned the rows of ``0 .. 255``.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posenc
+from posenc import _kernels
+
+torch = pytest.importorskip("torch")
+
+#: integer dtypes and the positions drawn in each (float32 tables are exact
+#: for |p| < 2**32: wider dtypes start anywhere below 2**31)
+RANGES = {
+    "uint8": (0, 255),
+    "int8": (-128, 127),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31) + 1, 2**31 - 1),
+    "uint32": (0, 2**31),
+    "int64": (-(2**31), 2**31),
+    "uint64": (0, 2**31),
+}
+ORDERS = ("arange", "rotated", "reversed", "permuted", "repeated", "sparse")
+BOUND = 2.5e-7
+
+
+def _values(data, dtype: str) -> np.ndarray:
+    lo, hi = RANGES[dtype]
+    n = data.draw(st.integers(1, 600), label="n")
+    order = data.draw(st.sampled_from(ORDERS), label="order")
+    if order == "sparse":
+        return np.array(data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), dtype=np.int64)
+    span = min(n, hi - lo + 1)
+    start = data.draw(st.integers(lo, hi - span + 1), label="start")
+    v = np.arange(start, start + span, dtype=np.int64)
+    if order == "rotated":
+        v = np.roll(v, data.draw(st.integers(0, span - 1), label="shift"))
+    elif order == "reversed":
+        v = v[::-1]
+    elif order == "permuted":
+        v = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed")).permutation(v)
+    elif order == "repeated":
+        v = np.resize(v, n)
+    return v
+
+
+def _on(kind: str, v: np.ndarray, dtype: str, layout: str):
+    """``v`` as ``dtype`` on ``kind``, in memory laid out as ``layout``
+    (positions of shape (2, k) for the 2-D layouts)."""
+    two = v.size % 2 == 0 and layout != "flat"
+    a = v.reshape(2, -1) if two else v
+    if kind == "numpy":
+        p = a.astype(dtype)
+        if two and layout == "transposed":
+            p = np.ascontiguousarray(p.T).T
+        elif two and layout == "strided":
+            p = np.repeat(p, 2, axis=1)[:, ::2]
+        return p, a
+    t = torch.from_numpy(a.copy()).to(getattr(torch, dtype))  # (a copy: from_numpy takes no negative strides)
+    if two and layout == "transposed":
+        t = t.T.contiguous().T
+    elif two and layout == "strided":
+        t = torch.stack([t, t], dim=-1).reshape(2, -1)[:, ::2]
+    return t, a
+
+
+def _formula(p: np.ndarray, dim: int, rope: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The exact values (the angles of the mathematical frequencies formed
+    without rounding: ``sin(float64(p * w))`` is off by ``|p w| 2**-53``, 2e-7
+    near 2**31)."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+
+    s, c = exact_angle_sincos(p.reshape(-1).astype(np.float64), *math_frequencies(dim))
+    s, c = s.reshape(*p.shape, -1), c.reshape(*p.shape, -1)
+    if rope:
+        s, c = np.concatenate([s, s], axis=-1), np.concatenate([c, c], axis=-1)
+    return s, c
+
+
+def _np(x) -> np.ndarray:
+    return x.double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float64)
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_positions_of_every_width_at_the_kernels_sizes(data):
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    dtype = data.draw(st.sampled_from(sorted(RANGES)), label="dtype")
+    v = _values(data, dtype)
+    layout = data.draw(st.sampled_from(["flat", "contiguous", "transposed", "strided"]), label="layout")
+    p, values = _on("numpy" if kind == "numpy" else "torch", v, dtype, layout)
+    # tables of (size x dim / 2) elements, on both sides of GATHER_MIN
+    dim = data.draw(st.sampled_from([2, 16, 130, 256, 512]), label="dim")
+    call = data.draw(st.sampled_from(["sinusoidal", "rope_cos_sin", "offset"]), label="call")
+    offset = data.draw(st.integers(-(2**20), 2**20), label="offset") if call == "offset" else 0
+    f32 = np.float32 if kind == "numpy" else torch.float32
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        if call == "sinusoidal":
+            got = (posenc.sinusoidal(p, dim, dtype=f32),)
+        else:
+            got = posenc.rope_cos_sin(p, dim, offset=offset, dtype=f32)
+    s, c = _formula(values + offset, dim, rope=call != "sinusoidal")
+    if call == "sinusoidal":
+        want = np.zeros((*values.shape, dim))
+        want[..., 0 : 2 * s.shape[-1] : 2], want[..., 1 : 2 * s.shape[-1] : 2] = s, c
+        wants = (want,)
+    else:
+        wants = (c, s)
+    for g, w in zip(got, wants):
+        g = _np(g)
+        assert g.shape == w.shape
+        err = float(np.abs(g - w).max()) if g.size else 0.0
+        assert err <= BOUND, (kind, dtype, layout, dim, call, err)
