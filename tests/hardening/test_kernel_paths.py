@@ -99,7 +99,7 @@ def _np(x) -> np.ndarray:
     return x.double().numpy() if isinstance(x, torch.Tensor) else np.asarray(x, dtype=np.float64)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, report_multiple_bugs=False)
 @given(data=st.data())
 def test_positions_of_every_width_at_the_kernels_sizes(data):
     kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
@@ -129,3 +129,69 @@ def test_positions_of_every_width_at_the_kernels_sizes(data):
         assert g.shape == w.shape
         err = float(np.abs(g - w).max()) if g.size else 0.0
         assert err <= BOUND, (kind, dtype, layout, dim, call, err)
+
+
+#: real dtypes of positions and the magnitudes drawn in each: float32 tables
+#: are exact for real |p| < 2**22 (bfloat16 and float16 hold only a few
+#: integers that large: their positions stay below 2**15)
+REALS = {"float16": 2.0**15, "bfloat16": 2.0**15, "float32": 2.0**22, "float64": 2.0**22}
+
+
+@settings(max_examples=200, report_multiple_bugs=False)
+@given(data=st.data())
+def test_real_positions_at_the_kernels_sizes(data):
+    """Real positions (sinusoidal, rope_cos_sin, timestep_embedding) on
+    both sides of the kernels' thresholds: the float64 turns of torch CPU
+    tables from :data:`posenc._kernels.angles.F64_MIN` elements while the
+    angles stay below :data:`~posenc._kernels.angles.F64_ANGLE_LIMIT`, the
+    exact reduction beyond; strided and transposed; against the exact values."""
+    from benchmarks.accuracy import exact_angle_sincos
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    dtype = data.draw(st.sampled_from(sorted(REALS)), label="dtype")
+    if kind == "numpy" and dtype == "bfloat16":
+        dtype = "float32"
+    top = min(data.draw(st.sampled_from([1.0, 1000.0, 2.0**16, REALS[dtype]]), label="top"), REALS[dtype])
+    n = data.draw(st.integers(1, 600), label="n")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    v = np.random.default_rng(seed).uniform(-top, top, n)
+    layout = data.draw(st.sampled_from(["flat", "contiguous", "transposed", "strided"]), label="layout")
+    if kind == "numpy":
+        p, _ = _on("numpy", v, dtype, layout)
+        values = np.asarray(p, dtype=np.float64)
+    else:
+        p, _ = _on("torch", v, dtype, layout)
+        values = p.double().numpy()
+    dim = data.draw(st.sampled_from([2, 16, 130, 320, 512]), label="dim")
+    call = data.draw(st.sampled_from(["sinusoidal", "rope_cos_sin", "timestep_embedding"]), label="call")
+    f32 = np.float32 if kind == "numpy" else torch.float32
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        if call == "sinusoidal":
+            got = (posenc.sinusoidal(p, dim, dtype=f32),)
+        elif call == "rope_cos_sin":
+            got = posenc.rope_cos_sin(p, dim, dtype=f32)
+        else:
+            got = (posenc.timestep_embedding(p, dim, downscale_freq_shift=0.0, dtype=f32),)
+    if call == "timestep_embedding":  # diffusers' spacing with shift 0: exp(-ln(10000) i / (dim // 2))
+        from benchmarks.accuracy import math_frequencies
+
+        s, c = exact_angle_sincos(values.reshape(-1), *math_frequencies(2 * (dim // 2)))
+    else:
+        s, c = _formula(values, dim, rope=call == "rope_cos_sin")
+    s, c = s.reshape(*values.shape, -1), c.reshape(*values.shape, -1)
+    if call == "sinusoidal":
+        want = np.zeros((*values.shape, dim))
+        want[..., 0 : 2 * s.shape[-1] : 2], want[..., 1 : 2 * s.shape[-1] : 2] = s, c
+        wants = (want,)
+    elif call == "timestep_embedding":
+        want = np.zeros((*values.shape, dim))
+        h = s.shape[-1]
+        want[..., :h], want[..., h : 2 * h] = s, c
+        wants = (want,)
+    else:
+        wants = (c, s)
+    for g, w in zip(got, wants):
+        g = _np(g)
+        assert g.shape == w.shape
+        err = float(np.abs(g - w).max()) if g.size else 0.0
+        assert err <= BOUND, (kind, dtype, layout, dim, call, top, err)
