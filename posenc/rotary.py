@@ -267,6 +267,9 @@ def apply_rope(
         axes broadcast against ``x``'s: either ``(seq, rotary_dim)``, or the
         rank of ``x`` (``(batch, 1, seq, rotary_dim)``, Hugging Face's
         ``cos.unsqueeze(1)``), or any shape together with ``heads_axis``.
+        Full tables are Hugging Face's formula: the second feature of a pair
+        takes its own entries (``cos[..., i + h]``), so tables whose pairs
+        hold two values are rotated alike on every path.
     layout : {"half", "interleaved"}
         Which features are paired, see :func:`rope_cos_sin`.
     rotary_dim : int, optional

@@ -10,6 +10,7 @@ in ``tests/posenc/test_kernels.py``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -197,10 +198,15 @@ def rotate_numpy(
         xc = xb[..., :rotary_dim].view(cis.dtype)
         np.multiply(xc, cis, out=out[..., :rotary_dim].view(cis.dtype))
     else:
-        # out = x * [c, c] + swap_halves(x) * [-s, s], on views of shape (..., 2, half)
+        # out = x * [c1, c2] + swap_halves(x) * [-s1, s2], on views of shape (..., 2, half): the halves of
+        # full tables, or a compact table's one value per pair twice
         shape2 = lead + (2, half)
-        cc = np.broadcast_to(np.stack([c, c], axis=-2), shape2)
-        ss = np.broadcast_to(np.stack([-s, s], axis=-2), shape2)
+        if c.shape[-1] == rotary_dim:
+            cc = np.broadcast_to(c.reshape(c.shape[:-1] + (2, half)), shape2)
+            ss = np.broadcast_to(np.stack([-s[..., :half], s[..., half:]], axis=-2), shape2)
+        else:
+            cc = np.broadcast_to(np.stack([c, c], axis=-2), shape2)
+            ss = np.broadcast_to(np.stack([-s, s], axis=-2), shape2)
         xr = np.broadcast_to(x[..., :rotary_dim].reshape(tuple(x.shape[:-1]) + (2, half)), shape2)
         orr = out[..., :rotary_dim].reshape(shape2)  # splitting the last axis: a view
         xs = xr[..., ::-1, :]
@@ -243,15 +249,18 @@ def rotate_torch(x: Array, c: Array, s: Array, layout: str, rotary_dim: int, lea
         oc = torch.view_as_complex(out[..., :rotary_dim].unflatten(-1, (half, 2)))
         torch.mul(xc, torch.complex(c, s), out=oc)
     else:
-        # per block: out = x * [c, c] (one contiguous pass), then the cross
-        # terms in place while the block's x and out are still in cache
-        cc = torch.cat([c, c], dim=-1).expand(lead + (rotary_dim,))
-        ss = s.expand(lead + (half,))
+        # per block: out = x * [c1, c2] (one contiguous pass), then the cross
+        # terms in place while the block's x and out are still in cache (the
+        # halves of full tables, or a compact table's one value per pair twice)
+        full = c.shape[-1] == rotary_dim
+        cc = (c if full else torch.cat([c, c], dim=-1)).expand(lead + (rotary_dim,))
+        s1 = (s[..., :half] if full else s).expand(lead + (half,))
+        s2 = (s[..., half:] if full else s).expand(lead + (half,))
         for idx in blocks(lead + (head_dim,), TORCH_BLOCK):
-            o, xi, si = out[idx], xb[idx], ss[idx]
+            o, xi = out[idx], xb[idx]
             torch.mul(xi[..., :rotary_dim], cc[idx], out=o[..., :rotary_dim])
-            o[..., :half].addcmul_(xi[..., half:rotary_dim], si, value=-1.0)
-            o[..., half:rotary_dim].addcmul_(xi[..., :half], si)
+            o[..., :half].addcmul_(xi[..., half:rotary_dim], s1[idx], value=-1.0)
+            o[..., half:rotary_dim].addcmul_(xi[..., :half], s2[idx])
     if rotary_dim < head_dim:
         out[..., rotary_dim:].copy_(xb[..., rotary_dim:])
     return out
@@ -281,14 +290,32 @@ def complex_viewable(x: Array) -> bool:
     return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
 
 
-def _one_per_pair(c: Array, s: Array, layout: str, rotary_dim: int, compact: bool) -> tuple[Array, Array]:
-    """The first half (every other value, interleaved) of full tables, whose
-    pairs :func:`posenc.rope_cos_sin` fills with one value; compact tables as
-    they are."""
-    if compact:
+def _one_per_pair(c: Array, s: Array, layout: str, compact: bool) -> tuple[Array, Array] | None:
+    """The tables the fast paths take: half-layout and compact tables as
+    they are; of full interleaved tables, every other value, where each pair
+    holds one value in both tables, bit for bit (as :func:`posenc.rope_cos_sin`
+    fills them: one complex number per pair), else None.  Full tables
+    whose pairs hold two values (any tables a caller makes) are Hugging
+    Face's formula, which a complex product of one value per pair would
+    not give (one pass over the tables, a fraction of the rotation's)."""
+    if compact or layout == "half":
         return c, s
-    h = rotary_dim // 2
-    return (c[..., :h], s[..., :h]) if layout == "half" else (c[..., ::2], s[..., ::2])
+    bits = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}[_itemsize(c)]
+    for t in (c, s):
+        u = t.view(getattr(sys.modules["torch"], bits)) if not isinstance(t, np.ndarray) else t.view(bits)
+        if not _equal(u[..., 0::2], u[..., 1::2]):
+            return None
+    return c[..., ::2], s[..., ::2]
+
+
+def _itemsize(t: Array) -> int:
+    return int(t.itemsize) if isinstance(t, np.ndarray) else int(t.element_size())
+
+
+def _equal(a: Array, b: Array) -> bool:
+    if isinstance(a, np.ndarray):
+        return bool(np.array_equal(a, b))
+    return bool(sys.modules["torch"].equal(a, b))
 
 
 def rotate_large_numpy(
@@ -299,10 +326,12 @@ def rotate_large_numpy(
     or None where it does not apply (a strided feature axis)."""
     if not rotate_ok("numpy", x, c, s):
         return None
-    c, s = _one_per_pair(c, s, layout, rotary_dim, compact)
     c = c if c.dtype == wt else c.astype(wt)
     s = s if s.dtype == wt else s.astype(wt)
-    return rotate_numpy(x, c, s, layout, rotary_dim, lead)
+    tables = _one_per_pair(c, s, layout, compact)
+    if tables is None:
+        return None
+    return rotate_numpy(x, *tables, layout, rotary_dim, lead)
 
 
 def rotate_large_torch(
@@ -313,7 +342,9 @@ def rotate_large_torch(
     feature axis, pairs torch cannot view as complex numbers)."""
     if not rotate_ok("torch", x, c, s) or (layout == "interleaved" and not complex_viewable(x)):
         return None
-    c, s = _one_per_pair(c, s, layout, rotary_dim, compact)
     c = c if c.dtype == wt else c.to(wt)
     s = s if s.dtype == wt else s.to(wt)
-    return rotate_torch(x, c, s, layout, rotary_dim, lead)
+    tables = _one_per_pair(c, s, layout, compact)
+    if tables is None:
+        return None
+    return rotate_torch(x, *tables, layout, rotary_dim, lead)

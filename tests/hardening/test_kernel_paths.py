@@ -195,3 +195,88 @@ def test_real_positions_at_the_kernels_sizes(data):
         assert g.shape == w.shape
         err = float(np.abs(g - w).max()) if g.size else 0.0
         assert err <= BOUND, (kind, dtype, layout, dim, call, top, err)
+
+
+#: x dtypes of the rotation and their unit roundoff
+EPS = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+
+
+def _rotate_f64(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str) -> np.ndarray:
+    """Hugging Face's formulas in float64 (``x * cos + rotate(x) * sin``
+    over the tables' width, the rest passed through)."""
+    rd = c.shape[-1]
+    xr = x[..., :rd]
+    if layout == "half":
+        h = rd // 2
+        rot = np.concatenate([-xr[..., h:], xr[..., :h]], axis=-1)
+    else:
+        rot = np.stack([-xr[..., 1::2], xr[..., 0::2]], axis=-1).reshape(xr.shape)
+    return np.concatenate([xr * c + rot * s, x[..., rd:]], axis=-1)
+
+
+@settings(max_examples=200, report_multiple_bugs=False)
+@given(data=st.data())
+def test_rotations_at_the_kernels_sizes(data):
+    """``apply_rope`` of queries (and keys) of every float dtype, laid out
+    contiguous, transposed ``(batch, seq, heads, dim)`` with ``heads_axis``
+    or strided, with full, partial or compact tables of another dtype that
+    broadcast over the heads, at sizes on both sides of the rotation kernels'
+    thresholds, on NumPy, torch and the device path, against the float64
+    formula (the tables need not be cosines: any values are rotated alike)."""
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    names = ["float16", "float32", "float64"] + (["bfloat16"] if kind != "numpy" else [])
+    xdt = data.draw(st.sampled_from(names), label="x dtype")
+    tdt = data.draw(st.sampled_from([xdt, "float32"]), label="table dtype")
+    b, h, kh = data.draw(st.integers(1, 2), label="b"), data.draw(st.integers(1, 8), label="h"), 0
+    if data.draw(st.booleans(), label="with k"):
+        kh = data.draw(st.integers(1, 8), label="k heads")
+    seq = data.draw(st.integers(1, 300), label="seq")
+    d = 2 * data.draw(st.integers(1, 64), label="d/2")
+    rd = 2 * data.draw(st.integers(1, d // 2), label="rotary/2")
+    layout = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
+    compact = data.draw(st.booleans(), label="compact")
+    form = data.draw(st.sampled_from(["bhsd", "bshd", "strided"]), label="x layout")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    # values that every dtype holds exactly (the oracle sees what the call sees)
+    xs = [rng.uniform(-4, 4, (b, n, seq, d)) for n in ([h, kh] if kh else [h])]
+    width = rd // 2 if compact else rd
+    c = rng.uniform(-1, 1, (b, seq, width))
+    s = rng.uniform(-1, 1, (b, seq, width))
+
+    def to(a: np.ndarray, dt: str):
+        if kind == "numpy":
+            return a.astype(dt)
+        return torch.from_numpy(a).to(getattr(torch, dt))
+
+    def back(a) -> np.ndarray:
+        return _np(a)
+
+    xs_b = [to(x, xdt) for x in xs]
+    xs = [back(x) for x in xs_b]  # rounded to the dtype
+    c_b, s_b = to(c, tdt), to(s, tdt)
+    c, s = back(c_b), back(s_b)
+    if form == "bshd":  # (batch, seq, heads, dim) views of the same values
+        if kind == "numpy":
+            xs_b = [x.transpose(0, 2, 1, 3).copy().transpose(0, 2, 1, 3) for x in xs_b]
+        else:
+            xs_b = [x.transpose(1, 2).contiguous().transpose(1, 2) for x in xs_b]
+    elif form == "strided":
+        if kind == "numpy":
+            xs_b = [np.repeat(x, 2, axis=-1)[..., ::2] for x in xs_b]
+        else:
+            xs_b = [torch.stack([x, x], dim=-1).reshape(*x.shape[:-1], 2 * d)[..., ::2] for x in xs_b]
+    arg = tuple(xs_b) if len(xs_b) > 1 else xs_b[0]
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        got = posenc.apply_rope(arg, c_b, s_b, layout=layout, compact=compact, heads_axis=1)
+    got = got if isinstance(got, tuple) else (got,)
+    if compact:
+        full = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
+        c, s = full(c), full(s)
+    for g, x in zip(got, xs):
+        want = _rotate_f64(x, c[:, None], s[:, None], layout)
+        gv = back(g)
+        assert gv.shape == want.shape
+        # a float32 (float64) result within a few roundings; a half one rounded once more
+        tol = (8 * 2.0**-24 if xdt != "float64" else 8 * 2.0**-53) * 8 + 2 * EPS[xdt] * 8
+        err = float(np.abs(gv - want).max()) if gv.size else 0.0
+        assert err <= tol, (kind, xdt, tdt, form, layout, compact, rd, d, err)

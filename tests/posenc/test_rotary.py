@@ -180,6 +180,24 @@ def test_apply_rope(xp, layout, rotary_dim, compact):
     xp.assert_close(got, ref_apply(x, cos, sin, layout, r), atol=8 * xp.tol(), dtype=xa.dtype)
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("rotary_dim", [None, 2, 8])
+def test_apply_rope_full_tables_whose_pairs_hold_two_values(xp, layout, rotary_dim):
+    """Full tables are Hugging Face's formula on every path: the second
+    feature of a pair takes its own entries.  Tables that are no RoPE
+    tables at all (random values) at a size that takes the blocked NumPy /
+    torch CPU rotations, which once rotated both features of a pair by the
+    first one's entries (an error of 10)."""
+    x = rng(3).standard_normal((1, 8, 300, 16))  # (from posenc._kernels.ROTATE_MIN elements)
+    r = 16 if rotary_dim is None else rotary_dim
+    cos, sin = rng(4).uniform(-1, 1, (2, 300, r))
+    got = xp.call(
+        posenc.apply_rope, xp.asarray(x), xp.asarray(cos), xp.asarray(sin), layout=layout, rotary_dim=rotary_dim
+    )
+    xa = xp.asarray(x)
+    xp.assert_close(got, ref_apply(x, cos, sin, layout, r), atol=8 * xp.tol(), dtype=xa.dtype)
+
+
 def test_apply_rope_broadcasts_tables(xp):
     """HF style: cos (batch, 1, seq, d) against x (batch, heads, seq, d); and
     tables with more leading axes than x."""
