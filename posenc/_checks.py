@@ -399,6 +399,10 @@ def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = 
     """``positions + offset`` in an integer type wide enough for the sum, and
     a mask of the positions whose sum left it (``None`` where none can).
 
+    Floating positions are added in float64 where the device has it (the
+    sum of a float32 position and an int is exact there; without float64
+    it rounds to the positions' dtype).
+
     Integer positions of a narrower dtype (uint8, int8, int16, int32, uint32)
     are widened to :func:`posenc._compat.widest_int` first: NumPy, torch and
     JAX add a Python int in the array's own dtype and wrap (``uint8`` 255 + 1
@@ -406,12 +410,17 @@ def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = 
     positions near 2**63; int32, JAX's default without x64), concrete
     positions are read and refused with a ``ValueError`` naming ``name``;
     traced ones (``jax.jit``) get the mask, whose rows the caller makes NaN
-    (never a finite wrong row).  Floating positions are added as they are.
+    (never a finite wrong row).
     """
     if type(offset) is int and offset == 0:
         return positions, None
     xp = ctx.xp
     if not _compat.is_integer_dtype(xp, positions.dtype):
+        # in float64 where the device has it: a float32 position plus an
+        # int is exact there, and would round to float32 (6790.3137 is
+        # 6790.3135: 2e-4 rad at the first frequency)
+        if ctx.float64 and positions.dtype != xp.float64:
+            positions = xp.astype(positions, xp.float64)
         return positions + offset, None
     wide = _compat.widest_int(xp)
     top = xp.iinfo(wide)

@@ -280,3 +280,53 @@ def test_rotations_at_the_kernels_sizes(data):
         tol = (8 * 2.0**-24 if xdt != "float64" else 8 * 2.0**-53) * 8 + 2 * EPS[xdt] * 8
         err = float(np.abs(gv - want).max()) if gv.size else 0.0
         assert err <= tol, (kind, xdt, tdt, form, layout, compact, rd, d, err)
+
+
+@settings(max_examples=150, report_multiple_bugs=False)
+@given(data=st.data())
+def test_rope_in_one_call_at_the_kernels_sizes(data):
+    """``rope(x, positions, offset=...)`` of integer or real position ids
+    ``(batch, seq)`` with ``heads_axis``, partial rotary, both layouts, on
+    both sides of the decode step's one-pass lane and of the blocked
+    rotations, on NumPy, torch and the device path, against the formula on
+    the exact angles."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    xdt = data.draw(st.sampled_from(["float32", "float64"] + (["bfloat16"] if kind != "numpy" else [])), label="x")
+    pdt = data.draw(st.sampled_from(["int32", "int64", "uint16", "float32", "float64"]), label="positions")
+    b, h = data.draw(st.integers(1, 2), label="b"), data.draw(st.integers(1, 8), label="h")
+    seq = data.draw(st.integers(1, 200), label="seq")
+    d = 2 * data.draw(st.integers(1, 64), label="d/2")
+    rd = 2 * data.draw(st.integers(1, d // 2), label="rotary/2")
+    layout = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
+    offset = data.draw(st.sampled_from([0, 0, 7, 4096, -3]), label="offset")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    top = 60000 if pdt == "uint16" else 2**20
+    pos = rng.integers(0, top, (b, seq)).astype(np.float64)
+    if pdt.startswith("float"):
+        pos += rng.uniform(0, 1, (b, seq))
+    if offset < 0 and pdt == "uint16":
+        offset = 3
+    x = rng.uniform(-4, 4, (b, h, seq, d))
+    if kind == "numpy":
+        xa, pa = x.astype(xdt), pos.astype(pdt)
+    else:
+        xa = torch.from_numpy(x).to(getattr(torch, xdt))
+        pa = torch.from_numpy(pos).to(getattr(torch, pdt))
+    xv, pv = _np(xa), _np(pa)
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        got = posenc.rope(xa, pa, layout=layout, rotary_dim=rd, offset=offset, heads_axis=1)
+    s, c = exact_angle_sincos((pv + offset).reshape(-1), *math_frequencies(rd))
+    s, c = s.reshape(b, 1, seq, -1), c.reshape(b, 1, seq, -1)
+    if layout == "half":
+        s, c = np.concatenate([s, s], -1), np.concatenate([c, c], -1)
+    else:
+        s, c = np.repeat(s, 2, -1), np.repeat(c, 2, -1)
+    want = _rotate_f64(xv, c, s, layout)
+    g = _np(got)
+    assert g.shape == want.shape
+    # the tables' error (2.5e-7) times |x| <= 4 in each of two products, and the rounding of the result
+    tol = 4 * 2 * 2.5e-7 + 8 * 4 * EPS[xdt] * 2
+    err = float(np.abs(g - want).max())
+    assert err <= tol, (kind, xdt, pdt, layout, rd, d, offset, err)

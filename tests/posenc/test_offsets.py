@@ -220,3 +220,28 @@ def test_offset_of_another_namespace_is_refused_as_such():
         for call, match in calls:
             with pytest.raises(TypeError, match=match):
                 call()
+
+
+@pytest.mark.parametrize("fn", ["rope_cos_sin", "rope"])
+def test_real_positions_plus_an_offset_add_exactly(xp, fn):
+    """A float32 position plus an int offset is the exact sum where the
+    device has float64 (in float32, 2694.3137 + 4096 rounds to 6790.3135:
+    2e-4 rad at the first frequency); without float64 the sum rounds to
+    float32, as documented."""
+    if not xp.has_values:
+        pytest.skip(f"{xp.name} arrays have no values")
+    p = np.array([2694.3137], dtype=np.float32)
+    exact = float(p[0]) + 4096  # float64: exact
+    pos = xp.asarray(p, dtype="float32")
+    x = xp.asarray(np.array([[1.0, 0.0]]), dtype="float32")  # rope: x2 = 0 -> x'1 = cos
+
+    def call(q):
+        if fn == "rope_cos_sin":
+            return posenc.rope_cos_sin(q, 2, offset=4096, xp=xp.ns)[0][..., 0]
+        return posenc.rope(x, q, offset=4096)[..., 0]
+
+    got = xp.to_numpy(xp.call(call, pos))
+    rounded = float(np.float32(p[0]) + np.float32(4096))
+    assert abs(math.cos(exact) - math.cos(rounded)) > 1e-4  # (the two sums' rows differ)
+    at = exact if xp.float64 else rounded
+    np.testing.assert_allclose(got, [math.cos(at)], atol=2.5e-7 if xp.float64 else 1e-6, rtol=0)
