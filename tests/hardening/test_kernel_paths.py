@@ -330,3 +330,52 @@ def test_rope_in_one_call_at_the_kernels_sizes(data):
     tol = 4 * 2 * 2.5e-7 + 8 * 4 * EPS[xdt] * 2
     err = float(np.abs(g - want).max())
     assert err <= tol, (kind, xdt, pdt, layout, rd, d, offset, err)
+
+
+@settings(max_examples=150, report_multiple_bugs=False)
+@given(data=st.data())
+def test_rope_axes_at_the_kernels_sizes(data):
+    """``rope_axes_cos_sin`` of integer or real ids ``(..., n_axes)`` (Flux's
+    three axes, Wan's, DINOv3's normalised coordinates in turns), both
+    layouts, per-axis bases, on NumPy, torch and the device path, on both
+    sides of the kernels' sizes, against the exact angles of each axis."""
+    import mpmath
+
+    from benchmarks.accuracy import exact_angle_sincos
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    pdt = data.draw(st.sampled_from(["int32", "int64", "uint16", "float32", "float64"]), label="ids")
+    axes = data.draw(st.sampled_from([(16, 56, 56), (44, 42, 42), (32, 32), (8,), (2, 4, 6)]), label="axes")
+    bases = data.draw(st.sampled_from([10000.0, 256.0, tuple(100.0 * (k + 1) for k in range(len(axes)))]), label="base")
+    layout = data.draw(st.sampled_from(["interleaved", "half"]), label="layout")
+    turns = pdt.startswith("float") and data.draw(st.booleans(), label="turns")
+    n = data.draw(st.integers(1, 5000), label="n")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    ids = rng.integers(0, 4096, (n, len(axes))).astype(np.float64)
+    if pdt.startswith("float"):
+        ids = rng.uniform(-1, 1, (n, len(axes))) if turns else ids + rng.uniform(0, 1, (n, len(axes)))
+    ia = ids.astype(pdt) if kind == "numpy" else torch.from_numpy(ids).to(getattr(torch, pdt))
+    iv = _np(ia)
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        c, s = posenc.rope_axes_cos_sin(ia, axes, base=bases, layout=layout, turns=turns)
+    bs = bases if isinstance(bases, tuple) else (bases,) * len(axes)
+    ss, cs = [], []
+    for k, (dk, bk) in enumerate(zip(axes, bs)):
+        with mpmath.workprec(200):
+            unit = 2 * mpmath.pi if turns else 1
+            exact = [mpmath.mpf(bk) ** (-mpmath.mpf(2 * i) / dk) * unit for i in range(dk // 2)]
+            hi = np.array([float(x) for x in exact])
+            lo = np.array([float(x - mpmath.mpf(float(h))) for x, h in zip(exact, hi)])
+        sk, ck = exact_angle_sincos(iv[:, k], hi, lo)
+        ss.append(sk)
+        cs.append(ck)
+    s_all, c_all = np.concatenate(ss, -1), np.concatenate(cs, -1)
+    if layout == "interleaved":
+        ws, wc = np.repeat(s_all, 2, -1), np.repeat(c_all, 2, -1)
+    else:
+        ws, wc = np.concatenate([s_all, s_all], -1), np.concatenate([c_all, c_all], -1)
+    for g, w in ((c, wc), (s, ws)):
+        g = _np(g)
+        assert g.shape == w.shape
+        err = float(np.abs(g - w).max())
+        assert err <= BOUND, (kind, pdt, axes, bases, layout, turns, n, err)
