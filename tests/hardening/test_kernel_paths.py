@@ -379,3 +379,84 @@ def test_rope_axes_at_the_kernels_sizes(data):
         assert g.shape == w.shape
         err = float(np.abs(g - w).max())
         assert err <= BOUND, (kind, pdt, axes, bases, layout, turns, n, err)
+
+
+def _mp_pairs(values) -> tuple[np.ndarray, np.ndarray]:
+    """mpmath numbers as float64 pairs ``(hi, lo)``."""
+    import mpmath
+
+    hi = np.array([float(x) for x in values])
+    lo = np.array([float(x - mpmath.mpf(float(h))) for x, h in zip(values, hi)])
+    return hi, lo
+
+
+@settings(max_examples=150, report_multiple_bugs=False)
+@given(data=st.data())
+def test_table_options_at_the_kernels_sizes(data):
+    """The options of the sinusoidal and timestep tables at the kernels'
+    sizes: ``convention`` (paper, fairseq, tensor2tensor), ``layout``
+    (interleaved, concat), odd ``dim`` (a zero column), ``padding_idx``;
+    ``flip_sin_to_cos``, ``downscale_freq_shift``, ``scale`` and
+    ``max_period``, against the exact frequencies (mpmath) and angles."""
+    import mpmath
+
+    from benchmarks.accuracy import exact_angle_sincos
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    call = data.draw(st.sampled_from(["sinusoidal", "timestep_embedding"]), label="call")
+    pdt = data.draw(st.sampled_from(["int64", "int32", "float32", "float64"]), label="positions")
+    n = data.draw(st.integers(1, 3000), label="n")
+    dim = data.draw(st.integers(2, 330), label="dim")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    v = rng.integers(0, 2000, n).astype(np.float64)
+    if pdt.startswith("float"):
+        v += rng.uniform(0, 1, n)
+    pa = v.astype(pdt) if kind == "numpy" else torch.from_numpy(v).to(getattr(torch, pdt))
+    pv = _np(pa)
+    half = dim // 2
+    f32 = np.float32 if kind == "numpy" else torch.float32
+    ctx = _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext()
+    if call == "sinusoidal":
+        convention = data.draw(st.sampled_from(["paper", "fairseq", "tensor2tensor"]), label="convention")
+        layout = data.draw(st.sampled_from(["interleaved", "concat"]), label="layout")
+        pad = data.draw(st.sampled_from([None, 1, int(v[0]) if pdt.startswith("int") else None]), label="padding_idx")
+        with ctx:
+            got = posenc.sinusoidal(pa, dim, convention=convention, layout=layout, padding_idx=pad, dtype=f32)
+        with mpmath.workprec(200):
+            if convention == "paper":
+                w = [mpmath.mpf(10000) ** (-mpmath.mpf(2 * i) / dim) for i in range(half)]
+            else:  # fairseq and tensor2tensor (min 1, max 10000): exp(-i ln(10000) / (half - 1))
+                w = [mpmath.exp(-i * mpmath.log(10000) / max(half - 1, 1)) for i in range(half)]
+            hi, lo = _mp_pairs(w)
+        s, c = exact_angle_sincos(pv, hi, lo)
+        want = np.zeros((n, dim))
+        if layout == "interleaved":
+            want[:, 0 : 2 * half : 2], want[:, 1 : 2 * half : 2] = s, c
+        else:
+            want[:, :half], want[:, half : 2 * half] = s, c
+        if pad is not None:
+            want[pv == pad] = 0.0
+    else:
+        flip = data.draw(st.booleans(), label="flip")
+        shift = data.draw(st.sampled_from([0.0, 1.0, 0.5]), label="shift")
+        scale = data.draw(st.sampled_from([1.0, 1000.0, 0.25]), label="scale")
+        period = data.draw(st.sampled_from([10000.0, 10.0, 1e6]), label="max_period")
+        if half > 1 and not half - shift > 0:
+            shift = 0.0
+        with ctx:
+            got = posenc.timestep_embedding(
+                pa, dim, flip_sin_to_cos=flip, downscale_freq_shift=shift, scale=scale, max_period=period, dtype=f32
+            )
+        with mpmath.workprec(200):
+            den = mpmath.mpf(half) - mpmath.mpf(shift)
+            # (i = 0: the exponent 0 whatever the denominator, 0 for dim 2 or 3 with shift 1)
+            ln = mpmath.log(mpmath.mpf(period))
+            w = [mpmath.mpf(scale) * mpmath.exp(-ln * i / den if i else 0) for i in range(half)]
+            hi, lo = _mp_pairs(w)
+        s, c = exact_angle_sincos(pv, hi, lo)
+        want = np.zeros((n, dim))
+        want[:, :half], want[:, half : 2 * half] = (c, s) if flip else (s, c)
+    g = _np(got)
+    assert g.shape == want.shape
+    err = float(np.abs(g - want).max())
+    assert err <= BOUND, (kind, call, pdt, n, dim, err)
