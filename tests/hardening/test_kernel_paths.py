@@ -460,3 +460,56 @@ def test_table_options_at_the_kernels_sizes(data):
     assert g.shape == want.shape
     err = float(np.abs(g - want).max())
     assert err <= BOUND, (kind, call, pdt, n, dim, err)
+
+
+@settings(max_examples=60, report_multiple_bugs=False)
+@given(data=st.data())
+def test_rotary_module_over_a_run_of_calls(data):
+    """``posenc.torch.RotaryEmbedding`` over a run of calls (its cache grows,
+    ids fall outside it, are negative, of every integer dtype, offsets are
+    ints or 0-d tensors), float32 / float64 / bfloat16 tables, both layouts,
+    on torch and the device path: each call's rotation against the formula
+    on the exact angles of its positions."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+    from posenc.torch import RotaryEmbedding
+
+    kind = data.draw(st.sampled_from(["torch", "torch-device"]), label="backend")
+    dim = 2 * data.draw(st.integers(1, 32), label="dim/2")
+    base = data.draw(st.sampled_from([10000.0, 500000.0]), label="base")
+    layout = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
+    mdt = data.draw(st.sampled_from(["float32", "float64", "bfloat16"]), label="tables")
+    cap = data.draw(st.sampled_from([1, 16, 300]), label="max_positions")
+    hi, lo = math_frequencies(dim, base)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        m = RotaryEmbedding(dim, base=base, layout=layout, max_positions=cap, dtype=getattr(torch, mdt))
+        for step in range(data.draw(st.integers(1, 4), label="calls")):
+            seq = data.draw(st.integers(1, 64), label=f"seq {step}")
+            how = data.draw(st.sampled_from(["offset", "tensor offset", "ids", "batch ids"]), label=f"how {step}")
+            q = torch.from_numpy(rng.uniform(-2, 2, (2, 3, seq, dim))).to(getattr(torch, mdt))
+            k = torch.from_numpy(rng.uniform(-2, 2, (2, 1, seq, dim))).to(getattr(torch, mdt))
+            if how in ("offset", "tensor offset"):
+                off = data.draw(st.integers(0, 5000), label=f"offset {step}")
+                pos = np.broadcast_to(np.arange(off, off + seq), (2, seq))
+                arg = {"offset": off if how == "offset" else torch.tensor(off)}
+            else:
+                idt = data.draw(st.sampled_from(["int64", "int32", "int16", "uint8", "uint16"]), label=f"ids {step}")
+                top = 255 if idt == "uint8" else 30000
+                bottom = 0 if idt.startswith("u") else -300
+                shape = (seq,) if how == "ids" else (2, seq)
+                ids = rng.integers(bottom, top, shape)
+                pos = np.broadcast_to(ids, (2, seq))
+                arg = {"position_ids": torch.from_numpy(ids).to(getattr(torch, idt))}
+            qo, ko = m(q, k, **arg)
+            s, c = exact_angle_sincos(pos.reshape(-1).astype(np.float64), hi, lo)
+            s, c = s.reshape(2, 1, seq, -1), c.reshape(2, 1, seq, -1)
+            if layout == "half":
+                s, c = np.concatenate([s, s], -1), np.concatenate([c, c], -1)
+            else:
+                s, c = np.repeat(s, 2, -1), np.repeat(c, 2, -1)
+            # the tables rounded to their dtype, the products and the sum rounded in it (bf16: in float32, once)
+            tol = {"float64": 1e-12, "float32": 4e-6, "bfloat16": 0.07}[mdt]
+            for got, x in ((qo, q), (ko, k)):
+                want = _rotate_f64(_np(x), c, s, layout)
+                err = float(np.abs(_np(got) - want).max())
+                assert err <= tol, (kind, mdt, layout, how, step, err)
