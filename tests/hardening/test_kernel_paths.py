@@ -226,7 +226,7 @@ def test_rotations_at_the_kernels_sizes(data):
     kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
     names = ["float16", "float32", "float64"] + (["bfloat16"] if kind != "numpy" else [])
     xdt = data.draw(st.sampled_from(names), label="x dtype")
-    tdt = data.draw(st.sampled_from([xdt, "float32"]), label="table dtype")
+    tdt = data.draw(st.sampled_from([xdt, "float32", "float64", "float16"]), label="table dtype")
     b, h, kh = data.draw(st.integers(1, 2), label="b"), data.draw(st.integers(1, 8), label="h"), 0
     if data.draw(st.booleans(), label="with k"):
         kh = data.draw(st.integers(1, 8), label="k heads")
@@ -235,7 +235,7 @@ def test_rotations_at_the_kernels_sizes(data):
     rd = 2 * data.draw(st.integers(1, d // 2), label="rotary/2")
     layout = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
     compact = data.draw(st.booleans(), label="compact")
-    form = data.draw(st.sampled_from(["bhsd", "bshd", "strided"]), label="x layout")
+    form = data.draw(st.sampled_from(["bhsd", "bshd", "heads axis 2", "strided"]), label="x layout")
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
     # values that every dtype holds exactly (the oracle sees what the call sees)
     xs = [rng.uniform(-4, 4, (b, n, seq, d)) for n in ([h, kh] if kh else [h])]
@@ -265,10 +265,16 @@ def test_rotations_at_the_kernels_sizes(data):
             xs_b = [np.repeat(x, 2, axis=-1)[..., ::2] for x in xs_b]
         else:
             xs_b = [torch.stack([x, x], dim=-1).reshape(*x.shape[:-1], 2 * d)[..., ::2] for x in xs_b]
+    heads_axis = 1
+    if form == "heads axis 2":  # x of shape (batch, seq, heads, dim), its own memory order
+        xs_b = [x.transpose(0, 2, 1, 3).copy() if kind == "numpy" else x.transpose(1, 2).contiguous() for x in xs_b]
+        heads_axis = data.draw(st.sampled_from([2, -2]), label="heads_axis")
     arg = tuple(xs_b) if len(xs_b) > 1 else xs_b[0]
     with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
-        got = posenc.apply_rope(arg, c_b, s_b, layout=layout, compact=compact, heads_axis=1)
+        got = posenc.apply_rope(arg, c_b, s_b, layout=layout, compact=compact, heads_axis=heads_axis)
     got = got if isinstance(got, tuple) else (got,)
+    if form == "heads axis 2":  # back to (batch, heads, seq, dim) for the oracle
+        got = tuple(g.transpose(0, 2, 1, 3) if kind == "numpy" else g.transpose(1, 2) for g in got)
     if compact:
         full = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
         c, s = full(c), full(s)
