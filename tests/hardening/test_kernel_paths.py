@@ -519,3 +519,44 @@ def test_rotary_module_over_a_run_of_calls(data):
                 want = _rotate_f64(_np(x), c, s, layout)
                 err = float(np.abs(_np(got) - want).max())
                 assert err <= tol, (kind, mdt, layout, how, step, err)
+
+
+@settings(max_examples=100, report_multiple_bugs=False)
+@given(data=st.data())
+def test_add_sinusoidal_at_the_kernels_sizes(data):
+    """``add_sinusoidal(x, offset=..., input_scale=...)`` of embeddings of
+    every float dtype, any leading axes, strided, on NumPy, torch and the
+    device path, called twice (the second call reads the kept table), against
+    ``x * input_scale`` plus the exact table."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    xdt = data.draw(st.sampled_from(["float32", "float64", "float16"] + (["bfloat16"] if kind != "numpy" else [])))
+    lead = data.draw(st.sampled_from([(), (2,), (1, 3)]), label="lead")
+    seq = data.draw(st.integers(1, 700), label="seq")
+    dim = data.draw(st.integers(1, 200), label="dim")
+    offset = data.draw(st.sampled_from([0, 1, 4096, 2**20]), label="offset")
+    scale = data.draw(st.sampled_from([1.0, 8.0]), label="input_scale")
+    strided = data.draw(st.booleans(), label="strided")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    x = rng.uniform(-1, 1, (*lead, seq, dim))
+    if kind == "numpy":
+        xa = x.astype(xdt)
+        xa = np.repeat(xa, 2, axis=-1)[..., ::2] if strided else xa
+    else:
+        xa = torch.from_numpy(x).to(getattr(torch, xdt))
+        xa = torch.stack([xa, xa], -1).reshape(*xa.shape[:-1], 2 * dim)[..., ::2] if strided else xa
+    xv = _np(xa)
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        outs = [posenc.add_sinusoidal(xa, offset=offset, input_scale=scale) for _ in range(2)]
+    s, c = exact_angle_sincos(np.arange(offset, offset + seq, dtype=np.float64), *math_frequencies(dim))
+    table = np.zeros((seq, dim))
+    table[:, 0 : 2 * (dim // 2) : 2], table[:, 1 : 2 * (dim // 2) : 2] = s, c
+    want = xv * scale + table
+    eps = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}[xdt]
+    tol = 2.5e-7 + 4 * eps * (scale + 1)  # the table's bound, the rounding of the table and of the sum
+    for out in outs:
+        g = _np(out)
+        assert g.shape == want.shape and str(out.dtype).endswith(xdt)
+        err = float(np.abs(g - want).max())
+        assert err <= tol, (kind, xdt, lead, seq, dim, offset, scale, strided, err)
