@@ -118,17 +118,25 @@ def test_positions_of_every_width_at_the_kernels_sizes(data):
         else:
             got = posenc.rope_cos_sin(p, dim, offset=offset, dtype=f32)
     s, c = _formula(values + offset, dim, rope=call != "sinusoidal")
-    if call == "sinusoidal":
-        want = np.zeros((*values.shape, dim))
-        want[..., 0 : 2 * s.shape[-1] : 2], want[..., 1 : 2 * s.shape[-1] : 2] = s, c
-        wants = (want,)
-    else:
-        wants = (c, s)
+    wants = (_interleaved(s, c, dim),) if call == "sinusoidal" else (c, s)
+    _within(got, wants, BOUND, (kind, dtype, layout, dim, call))
+
+
+def _interleaved(s: np.ndarray, c: np.ndarray, dim: int) -> np.ndarray:
+    """A sinusoidal table ``sin, cos, sin, cos, ...`` of ``dim`` columns (a
+    zero last one for odd ``dim``)."""
+    want = np.zeros((*s.shape[:-1], dim))
+    want[..., 0 : 2 * s.shape[-1] : 2], want[..., 1 : 2 * s.shape[-1] : 2] = s, c
+    return want
+
+
+def _within(got, wants, bound: float, what) -> None:
+    """Each array of ``got`` has the shape of its ``wants`` and lies within ``bound`` of it."""
     for g, w in zip(got, wants):
         g = _np(g)
-        assert g.shape == w.shape
+        assert g.shape == w.shape, (what, g.shape, w.shape)
         err = float(np.abs(g - w).max()) if g.size else 0.0
-        assert err <= BOUND, (kind, dtype, layout, dim, call, err)
+        assert err <= bound, (*what, err)
 
 
 #: real dtypes of positions and the magnitudes drawn in each: float32 tables
@@ -180,9 +188,7 @@ def test_real_positions_at_the_kernels_sizes(data):
         s, c = _formula(values, dim, rope=call == "rope_cos_sin")
     s, c = s.reshape(*values.shape, -1), c.reshape(*values.shape, -1)
     if call == "sinusoidal":
-        want = np.zeros((*values.shape, dim))
-        want[..., 0 : 2 * s.shape[-1] : 2], want[..., 1 : 2 * s.shape[-1] : 2] = s, c
-        wants = (want,)
+        wants = (_interleaved(s, c, dim),)
     elif call == "timestep_embedding":
         want = np.zeros((*values.shape, dim))
         h = s.shape[-1]
@@ -190,11 +196,7 @@ def test_real_positions_at_the_kernels_sizes(data):
         wants = (want,)
     else:
         wants = (c, s)
-    for g, w in zip(got, wants):
-        g = _np(g)
-        assert g.shape == w.shape
-        err = float(np.abs(g - w).max()) if g.size else 0.0
-        assert err <= BOUND, (kind, dtype, layout, dim, call, top, err)
+    _within(got, wants, BOUND, (kind, dtype, layout, dim, call, top))
 
 
 #: x dtypes of the rotation and their unit roundoff
@@ -278,14 +280,10 @@ def test_rotations_at_the_kernels_sizes(data):
     if compact:
         full = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
         c, s = full(c), full(s)
-    for g, x in zip(got, xs):
-        want = _rotate_f64(x, c[:, None], s[:, None], layout)
-        gv = back(g)
-        assert gv.shape == want.shape
-        # a float32 (float64) result within a few roundings; a half one rounded once more
-        tol = (8 * 2.0**-24 if xdt != "float64" else 8 * 2.0**-53) * 8 + 2 * EPS[xdt] * 8
-        err = float(np.abs(gv - want).max()) if gv.size else 0.0
-        assert err <= tol, (kind, xdt, tdt, form, layout, compact, rd, d, err)
+    wants = [_rotate_f64(x, c[:, None], s[:, None], layout) for x in xs]
+    # a float32 (float64) result within a few roundings; a half one rounded once more
+    tol = (8 * 2.0**-24 if xdt != "float64" else 8 * 2.0**-53) * 8 + 2 * EPS[xdt] * 8
+    _within(got, wants, tol, (kind, xdt, tdt, form, layout, compact, rd, d))
 
 
 @settings(max_examples=150, report_multiple_bugs=False)
@@ -329,13 +327,9 @@ def test_rope_in_one_call_at_the_kernels_sizes(data):
         s, c = np.concatenate([s, s], -1), np.concatenate([c, c], -1)
     else:
         s, c = np.repeat(s, 2, -1), np.repeat(c, 2, -1)
-    want = _rotate_f64(xv, c, s, layout)
-    g = _np(got)
-    assert g.shape == want.shape
     # the tables' error (2.5e-7) times |x| <= 4 in each of two products, and the rounding of the result
     tol = 4 * 2 * 2.5e-7 + 8 * 4 * EPS[xdt] * 2
-    err = float(np.abs(g - want).max())
-    assert err <= tol, (kind, xdt, pdt, layout, rd, d, offset, err)
+    _within((got,), (_rotate_f64(xv, c, s, layout),), tol, (kind, xdt, pdt, layout, rd, d, offset))
 
 
 @settings(max_examples=150, report_multiple_bugs=False)
@@ -380,11 +374,7 @@ def test_rope_axes_at_the_kernels_sizes(data):
         ws, wc = np.repeat(s_all, 2, -1), np.repeat(c_all, 2, -1)
     else:
         ws, wc = np.concatenate([s_all, s_all], -1), np.concatenate([c_all, c_all], -1)
-    for g, w in ((c, wc), (s, ws)):
-        g = _np(g)
-        assert g.shape == w.shape
-        err = float(np.abs(g - w).max())
-        assert err <= BOUND, (kind, pdt, axes, bases, layout, turns, n, err)
+    _within((c, s), (wc, ws), BOUND, (kind, pdt, axes, bases, layout, turns, n))
 
 
 def _mp_pairs(values) -> tuple[np.ndarray, np.ndarray]:
@@ -435,10 +425,10 @@ def test_table_options_at_the_kernels_sizes(data):
                 w = [mpmath.exp(-i * mpmath.log(10000) / max(half - 1, 1)) for i in range(half)]
             hi, lo = _mp_pairs(w)
         s, c = exact_angle_sincos(pv, hi, lo)
-        want = np.zeros((n, dim))
         if layout == "interleaved":
-            want[:, 0 : 2 * half : 2], want[:, 1 : 2 * half : 2] = s, c
+            want = _interleaved(s, c, dim)
         else:
+            want = np.zeros((n, dim))
             want[:, :half], want[:, half : 2 * half] = s, c
         if pad is not None:
             want[pv == pad] = 0.0
@@ -462,10 +452,7 @@ def test_table_options_at_the_kernels_sizes(data):
         s, c = exact_angle_sincos(pv, hi, lo)
         want = np.zeros((n, dim))
         want[:, :half], want[:, half : 2 * half] = (c, s) if flip else (s, c)
-    g = _np(got)
-    assert g.shape == want.shape
-    err = float(np.abs(g - want).max())
-    assert err <= BOUND, (kind, call, pdt, n, dim, err)
+    _within((got,), (want,), BOUND, (kind, call, pdt, n, dim))
 
 
 @settings(max_examples=60, report_multiple_bugs=False)
@@ -550,13 +537,8 @@ def test_add_sinusoidal_at_the_kernels_sizes(data):
     with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
         outs = [posenc.add_sinusoidal(xa, offset=offset, input_scale=scale) for _ in range(2)]
     s, c = exact_angle_sincos(np.arange(offset, offset + seq, dtype=np.float64), *math_frequencies(dim))
-    table = np.zeros((seq, dim))
-    table[:, 0 : 2 * (dim // 2) : 2], table[:, 1 : 2 * (dim // 2) : 2] = s, c
-    want = xv * scale + table
+    want = xv * scale + _interleaved(s, c, dim)
     eps = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}[xdt]
     tol = 2.5e-7 + 4 * eps * (scale + 1)  # the table's bound, the rounding of the table and of the sum
-    for out in outs:
-        g = _np(out)
-        assert g.shape == want.shape and str(out.dtype).endswith(xdt)
-        err = float(np.abs(g - want).max())
-        assert err <= tol, (kind, xdt, lead, seq, dim, offset, scale, strided, err)
+    assert all(str(out.dtype).endswith(xdt) for out in outs)
+    _within(outs, (want, want), tol, (kind, xdt, lead, seq, dim, offset, scale, strided))
