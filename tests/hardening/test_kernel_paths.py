@@ -542,3 +542,56 @@ def test_add_sinusoidal_at_the_kernels_sizes(data):
     tol = 2.5e-7 + 4 * eps * (scale + 1)  # the table's bound, the rounding of the table and of the sum
     assert all(str(out.dtype).endswith(xdt) for out in outs)
     _within(outs, (want, want), tol, (kind, xdt, lead, seq, dim, offset, scale, strided))
+
+
+def _mrope_axis(sections: tuple[int, int, int], interleaved: bool) -> np.ndarray:
+    """The axis (0 temporal, 1 height, 2 width) of each frequency: contiguous
+    sections (Qwen2-VL), or Qwen3-VL's turns (transformers'
+    ``apply_interleaved_mrope``: height at ``1, 4, ...`` below ``3 *
+    sections[1]``, width at ``2, 5, ...`` below ``3 * sections[2]``)."""
+    m = sum(sections)
+    if not interleaved:
+        return np.repeat(np.arange(3), sections)
+    axis = np.zeros(m, dtype=int)
+    for a in (1, 2):
+        axis[a : 3 * sections[a] : 3] = a
+    return axis
+
+
+@settings(max_examples=100, report_multiple_bugs=False)
+@given(data=st.data())
+def test_mrope_at_the_kernels_sizes(data):
+    """``mrope_cos_sin`` of ``(3, batch, seq)`` ids of every integer width
+    and real ones, contiguous or interleaved sections, both layouts, on
+    NumPy, torch and the device path, against each frequency's exact angle
+    of its axis's position."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    pdt = data.draw(st.sampled_from(["int64", "int32", "uint16", "uint8", "float32"]), label="ids")
+    dim = 2 * data.draw(st.sampled_from([3, 12, 64]), label="dim/2")
+    m = dim // 2
+    a = data.draw(st.integers(0, m), label="t section")
+    b = data.draw(st.integers(0, m - a), label="h section")
+    sections = (a, b, m - a - b)
+    interleaved = data.draw(st.booleans(), label="interleaved")
+    layout = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
+    bsz, seq = data.draw(st.integers(1, 2), label="batch"), data.draw(st.integers(1, 1500), label="seq")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    ids = rng.integers(0, 255 if pdt == "uint8" else 5000, (3, bsz, seq)).astype(np.float64)
+    if pdt.startswith("float"):
+        ids += rng.uniform(0, 1, ids.shape)
+    ia = ids.astype(pdt) if kind == "numpy" else torch.from_numpy(ids).to(getattr(torch, pdt))
+    iv = _np(ia)
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        c, s = posenc.mrope_cos_sin(ia, dim, mrope_section=sections, mrope_interleaved=interleaved, layout=layout)
+    hi, lo = math_frequencies(dim)
+    axis = _mrope_axis(sections, interleaved)
+    ws, wc = np.empty((bsz, seq, m)), np.empty((bsz, seq, m))
+    for ax in range(3):
+        cols = np.flatnonzero(axis == ax)
+        if cols.size:
+            sa, ca = exact_angle_sincos(iv[ax].reshape(-1), hi[cols], lo[cols])
+            ws[..., cols], wc[..., cols] = sa.reshape(bsz, seq, -1), ca.reshape(bsz, seq, -1)
+    lay = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
+    _within((c, s), (lay(wc), lay(ws)), BOUND, (kind, pdt, sections, interleaved, layout))
