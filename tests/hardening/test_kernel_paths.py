@@ -595,3 +595,43 @@ def test_mrope_at_the_kernels_sizes(data):
             ws[..., cols], wc[..., cols] = sa.reshape(bsz, seq, -1), ca.reshape(bsz, seq, -1)
     lay = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
     _within((c, s), (lay(wc), lay(ws)), BOUND, (kind, pdt, sections, interleaved, layout))
+
+
+@settings(max_examples=80, report_multiple_bugs=False)
+@given(data=st.data())
+def test_rope_cache_formats_at_the_kernels_sizes(data):
+    """``rope_cache(n, dim, format=...)`` in every layout of the fused
+    kernels, float32 / float64 / complex64 / complex128, on NumPy, torch and
+    the device path, up to tables of the kernels' sizes, against the exact
+    angles (and a second call, the table handed out again, equal)."""
+    from benchmarks.accuracy import exact_angle_sincos, math_frequencies
+
+    kind = data.draw(st.sampled_from(["numpy", "torch", "torch-device"]), label="backend")
+    fmt = data.draw(st.sampled_from(["vllm", "flashinfer", "flash_attn", "hf", "complex"]), label="format")
+    n = data.draw(st.integers(1, 3000), label="n")
+    dim = 2 * data.draw(st.integers(1, 64), label="dim/2")
+    base = data.draw(st.sampled_from([10000.0, 500000.0]), label="base")
+    ns = np if kind == "numpy" else torch
+    kw: dict = {"format": fmt, "base": base, "xp": ns}
+    if fmt == "hf":
+        kw["layout"] = data.draw(st.sampled_from(["half", "interleaved"]), label="layout")
+    if fmt == "complex":
+        kw["dtype"] = data.draw(st.sampled_from([ns.complex64, ns.complex128]), label="dtype")
+    elif fmt != "flashinfer":
+        kw["dtype"] = data.draw(st.sampled_from([ns.float32, ns.float64]), label="dtype")
+    with _kernels.as_device() if kind == "torch-device" else contextlib.nullcontext():
+        got, again = (posenc.rope_cache(n, dim, **kw) for _ in range(2))
+    s, c = exact_angle_sincos(np.arange(n, dtype=np.float64), *math_frequencies(dim, base))
+    if fmt in ("vllm", "flashinfer"):
+        parts, wants = (got,), (np.concatenate([c, s], -1),)
+    elif fmt == "flash_attn":
+        parts, wants = got, (c, s)
+    elif fmt == "hf":
+        lay = (lambda t: np.concatenate([t, t], -1)) if kw["layout"] == "half" else (lambda t: np.repeat(t, 2, -1))
+        parts, wants = got, (lay(c), lay(s))
+    else:  # complex: cos + i sin, compared as its two parts
+        z = got.numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
+        parts, wants = (z.real, z.imag), (c, s)
+    _within(parts, wants, BOUND, (kind, fmt, n, dim))
+    for a, b in zip(got if isinstance(got, tuple) else (got,), again if isinstance(again, tuple) else (again,)):
+        assert (np.asarray(a) == np.asarray(b)).all() if kind == "numpy" else torch.equal(a, b)
