@@ -293,7 +293,7 @@ def int_range(xp: Any, x: Array) -> tuple[int, int]:
     the sign bit flipped (``u - 2**63``, a map onto int64 that keeps the
     order: exact over the whole uint64 range)."""
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor) and x.dtype in _torch_unsigned_wide(torch):
+    if torch is not None and isinstance(x, torch.Tensor) and not x.dtype.is_signed and x.dtype.itemsize > 1:
         if x.dtype == torch.uint64:
             lo, hi = torch.aminmax(x.view(torch.int64) ^ _INT64_MIN)
             return int(lo) - _INT64_MIN, int(hi) - _INT64_MIN
@@ -306,11 +306,6 @@ def int_range(xp: Any, x: Array) -> tuple[int, int]:
 
 #: the smallest int64, the sign bit: flipped in uint64's bits by :func:`int_range`
 _INT64_MIN = -(2**63)
-
-
-def _torch_unsigned_wide(torch: Any) -> tuple[Any, ...]:
-    """torch's unsigned dtypes wider than uint8 (torch 2.3 and later)."""
-    return tuple(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name))
 
 
 # --------------------------------------------------------------------------

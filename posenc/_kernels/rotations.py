@@ -10,7 +10,6 @@ in ``tests/posenc/test_kernels.py``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -290,32 +289,34 @@ def complex_viewable(x: Array) -> bool:
     return x.shape[-1] % 2 == 0 and x.storage_offset() % 2 == 0 and all(st % 2 == 0 for st in x.stride()[:-1])
 
 
-def _one_per_pair(c: Array, s: Array, layout: str, compact: bool) -> tuple[Array, Array] | None:
+def _one_per_pair(c: Array, s: Array, layout: str, compact: bool, same_pairs: Any) -> tuple[Array, Array] | None:
     """The tables the fast paths take: half-layout and compact tables as
     they are; of full interleaved tables, every other value, where each pair
-    holds one value in both tables, bit for bit (as :func:`posenc.rope_cos_sin`
-    fills them: one complex number per pair), else None.  Full tables
-    whose pairs hold two values (any tables a caller makes) are Hugging
-    Face's formula, which a complex product of one value per pair would
-    not give (one pass over the tables, a fraction of the rotation's)."""
+    holds one value in both tables, bit for bit (``same_pairs``; as
+    :func:`posenc.rope_cos_sin` fills them: one complex number per pair),
+    else None.  Full tables whose pairs hold two values (any tables a caller
+    makes) are Hugging Face's formula, which a complex product of one value
+    per pair would not give (one pass over the tables, a fraction of the
+    rotation's)."""
     if compact or layout == "half":
         return c, s
-    bits = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}[_itemsize(c)]
-    for t in (c, s):
-        u = t.view(getattr(sys.modules["torch"], bits)) if not isinstance(t, np.ndarray) else t.view(bits)
-        if not _equal(u[..., 0::2], u[..., 1::2]):
-            return None
+    if not (same_pairs(c) and same_pairs(s)):
+        return None
     return c[..., ::2], s[..., ::2]
 
 
-def _itemsize(t: Array) -> int:
-    return int(t.itemsize) if isinstance(t, np.ndarray) else int(t.element_size())
+def _same_pairs_numpy(t: np.ndarray) -> bool:
+    """Whether each pair of the last axis of the float32 / float64 ``t`` holds one value, bit for bit."""
+    u = t.view(f"i{t.itemsize}")
+    return bool(np.array_equal(u[..., 0::2], u[..., 1::2]))
 
 
-def _equal(a: Array, b: Array) -> bool:
-    if isinstance(a, np.ndarray):
-        return bool(np.array_equal(a, b))
-    return bool(sys.modules["torch"].equal(a, b))
+def _same_pairs_torch(t: Array) -> bool:
+    """:func:`_same_pairs_numpy` of a torch tensor."""
+    import torch
+
+    u = t.view(torch.int32 if t.element_size() == 4 else torch.int64)
+    return bool(torch.equal(u[..., 0::2], u[..., 1::2]))
 
 
 def rotate_large_numpy(
@@ -328,7 +329,7 @@ def rotate_large_numpy(
         return None
     c = c if c.dtype == wt else c.astype(wt)
     s = s if s.dtype == wt else s.astype(wt)
-    tables = _one_per_pair(c, s, layout, compact)
+    tables = _one_per_pair(c, s, layout, compact, _same_pairs_numpy)
     if tables is None:
         return None
     return rotate_numpy(x, *tables, layout, rotary_dim, lead)
@@ -344,7 +345,7 @@ def rotate_large_torch(
         return None
     c = c if c.dtype == wt else c.to(wt)
     s = s if s.dtype == wt else s.to(wt)
-    tables = _one_per_pair(c, s, layout, compact)
+    tables = _one_per_pair(c, s, layout, compact, _same_pairs_torch)
     if tables is None:
         return None
     return rotate_torch(x, *tables, layout, rotary_dim, lead)

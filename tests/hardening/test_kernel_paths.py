@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import posenc
 from posenc import _kernels
+from tests.posenc.test_rotary import ref_apply  # Hugging Face's formula in float64
 
 torch = pytest.importorskip("torch")
 
@@ -203,19 +204,6 @@ def test_real_positions_at_the_kernels_sizes(data):
 EPS = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
-def _rotate_f64(x: np.ndarray, c: np.ndarray, s: np.ndarray, layout: str) -> np.ndarray:
-    """Hugging Face's formulas in float64 (``x * cos + rotate(x) * sin``
-    over the tables' width, the rest passed through)."""
-    rd = c.shape[-1]
-    xr = x[..., :rd]
-    if layout == "half":
-        h = rd // 2
-        rot = np.concatenate([-xr[..., h:], xr[..., :h]], axis=-1)
-    else:
-        rot = np.stack([-xr[..., 1::2], xr[..., 0::2]], axis=-1).reshape(xr.shape)
-    return np.concatenate([xr * c + rot * s, x[..., rd:]], axis=-1)
-
-
 @settings(max_examples=200, report_multiple_bugs=False)
 @given(data=st.data())
 def test_rotations_at_the_kernels_sizes(data):
@@ -280,7 +268,7 @@ def test_rotations_at_the_kernels_sizes(data):
     if compact:
         full = (lambda t: np.concatenate([t, t], -1)) if layout == "half" else (lambda t: np.repeat(t, 2, -1))
         c, s = full(c), full(s)
-    wants = [_rotate_f64(x, c[:, None], s[:, None], layout) for x in xs]
+    wants = [ref_apply(x, c[:, None], s[:, None], layout, c.shape[-1]) for x in xs]
     # a float32 (float64) result within a few roundings; a half one rounded once more
     tol = (8 * 2.0**-24 if xdt != "float64" else 8 * 2.0**-53) * 8 + 2 * EPS[xdt] * 8
     _within(got, wants, tol, (kind, xdt, tdt, form, layout, compact, rd, d))
@@ -329,7 +317,7 @@ def test_rope_in_one_call_at_the_kernels_sizes(data):
         s, c = np.repeat(s, 2, -1), np.repeat(c, 2, -1)
     # the tables' error (2.5e-7) times |x| <= 4 in each of two products, and the rounding of the result
     tol = 4 * 2 * 2.5e-7 + 8 * 4 * EPS[xdt] * 2
-    _within((got,), (_rotate_f64(xv, c, s, layout),), tol, (kind, xdt, pdt, layout, rd, d, offset))
+    _within((got,), (ref_apply(xv, c, s, layout, c.shape[-1]),), tol, (kind, xdt, pdt, layout, rd, d, offset))
 
 
 @settings(max_examples=150, report_multiple_bugs=False)
@@ -503,7 +491,7 @@ def test_rotary_module_over_a_run_of_calls(data):
             # the tables rounded to their dtype, the products and the sum rounded in it (bf16: in float32, once)
             tol = {"float64": 1e-12, "float32": 4e-6, "bfloat16": 0.07}[mdt]
             for got, x in ((qo, q), (ko, k)):
-                want = _rotate_f64(_np(x), c, s, layout)
+                want = ref_apply(_np(x), c, s, layout, c.shape[-1])
                 err = float(np.abs(_np(got) - want).max())
                 assert err <= tol, (kind, mdt, layout, how, step, err)
 
