@@ -285,19 +285,21 @@ def is_concrete(x: Array) -> bool:
 
 def int_range(xp: Any, x: Array) -> tuple[int, int]:
     """``(min, max)`` of a concrete, non-empty integer array as Python ints
-    (two reductions; ``xp`` its namespace, or None for a NumPy array or a
-    torch tensor).
+    (one reduction for torch tensors, two elsewhere; ``xp`` its namespace,
+    or None for a NumPy array or a torch tensor).
 
     torch has no reduction, sum or ordering comparison of uint16, uint32
     and uint64 tensors: those are read as int64, uint64 through its bits with
     the sign bit flipped (``u - 2**63``, a map onto int64 that keeps the
     order: exact over the whole uint64 range)."""
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor) and not x.dtype.is_signed and x.dtype.itemsize > 1:
-        if x.dtype == torch.uint64:
-            lo, hi = torch.aminmax(x.view(torch.int64) ^ _INT64_MIN)
-            return int(lo) - _INT64_MIN, int(hi) - _INT64_MIN
-        lo, hi = torch.aminmax(x.to(torch.int64))
+    if torch is not None and isinstance(x, torch.Tensor):  # (one reduction for both)
+        if not x.dtype.is_signed and x.dtype.itemsize > 1:
+            if x.dtype == torch.uint64:
+                lo, hi = torch.aminmax(x.view(torch.int64) ^ _INT64_MIN)
+                return int(lo) - _INT64_MIN, int(hi) - _INT64_MIN
+            x = x.to(torch.int64)
+        lo, hi = torch.aminmax(x)
         return int(lo), int(hi)
     if xp is None:
         return int(x.min()), int(x.max())
