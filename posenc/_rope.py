@@ -108,9 +108,14 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
         return seq_len
     if isinstance(positions, int) and isinstance(offset, int):
         return positions + offset if positions + offset > 0 else None
+    xp = None
+    if _compat.is_array(positions) and not is_symbolic(positions):
+        xp = _compat.resolve({"positions": positions}).xp
+        real = _compat.is_integer_dtype(xp, positions.dtype) or _compat.is_real_float_dtype(xp, positions.dtype)
+        if not real:  # (bool, complex: not positions, which the caller's checks refuse by name)
+            return None
     if (
-        not is_symbolic(positions)
-        and _compat.is_array(positions)
+        xp is not None
         and _compat.is_concrete(positions)
         and not _compat.is_array(offset)
         and not is_symbolic(offset)
@@ -118,7 +123,6 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
         size = math.prod(positions.shape)
         if size == 0:
             return None
-        xp = _compat.resolve({"positions": positions}).xp
         if _compat.is_integer_dtype(xp, positions.dtype):
             top = float(_compat.int_range(xp, positions)[1] + offset + 1)
         else:

@@ -129,6 +129,16 @@ def test_one_length_over_every_row(xp, kind):
     xp.assert_close(sin, es, atol=4 * xp.tol(), dtype=xp.default_float)
 
 
+@pytest.mark.parametrize("kind", ["complex64", "bool"])
+def test_ids_of_another_kind_with_a_length_dependent_scaling(xp, kind):
+    """Complex or boolean ids are refused by name, not read for the
+    scaling's length first (which took the real part of complex ids, with
+    NumPy's ComplexWarning, before the refusal); warnings are errors here."""
+    pid = xp.asarray(np.asarray(STRADDLE) != 0) if kind == "bool" else xp.asarray(STRADDLE, dtype=kind)
+    with pytest.raises(TypeError, match=r"`position_ids` must be an array of integer or real floating dtype"):
+        xp.call(posenc.mrope_cos_sin, pid, 16, mrope_section=[2, 3, 3], scaling=scaling.DynamicNTK(2.0, 64))
+
+
 def test_equal_rows_are_plain_rope():
     p = np.arange(50)
     cos, sin = posenc.mrope_cos_sin(np.stack([p, p, p]), 64, mrope_section=[16, 8, 8], mrope_interleaved=True)
