@@ -320,8 +320,12 @@ def sincos_range(start: int, n: int, freqs: Freqs | np.ndarray, ctx: Context) ->
 # --------------------------------------------------------------------------
 # arrays of positions
 # --------------------------------------------------------------------------
-def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> tuple[Array, Array]:
-    """``(sin, cos)`` of ``positions[..., None] * freqs`` in ``ctx.work`` dtype.
+def sincos(
+    positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context, name: str = "`positions`"
+) -> tuple[Array, Array]:
+    """``(sin, cos)`` of ``positions[..., None] * freqs`` in ``ctx.work`` dtype;
+    ``name``: the argument that holds the positions, for the refusal of one
+    beyond the exact range (:meth:`Angles.__call__`).
 
     ``positions`` is a Python int n (meaning 0..n-1), a traced length (torch
     ``SymInt``) or a validated real array.  Array positions take one of three
@@ -342,7 +346,7 @@ def sincos(positions: int | Array, freqs: Freqs | np.ndarray, ctx: Context) -> t
         return sincos_range(0, positions, freqs, ctx)
     if is_symbolic(positions):
         positions = ctx.xp.arange(positions, device=ctx.device)
-    return prepare(positions, freqs, ctx)(positions)
+    return prepare(positions, freqs, ctx)(positions, name)
 
 
 def table_kernel(

@@ -325,7 +325,7 @@ def timestep_embedding(
     angles = plan.angles
     if angles is None and plan.joined is not None:  # (two threads may both make them: the same)
         angles = plan.angles = _angles.prepare(t, plan.exact.freqs, ctx)
-    s, c = angles(t) if angles is not None else _angles.sincos(t, plan.exact.freqs, ctx)
+    s, c = angles(t, "`t`") if angles is not None else _angles.sincos(t, plan.exact.freqs, ctx, "`t`")
     parts = [c, s] if flip else [s, c]
     if dim % 2:
         parts.append(xp_.zeros(lead + (1,), dtype=s.dtype, device=ctx.device))

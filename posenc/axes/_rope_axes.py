@@ -204,7 +204,8 @@ def _axes_compact(ids: Array, plan: _Plan, half: bool = False) -> tuple[Array, A
     xp = ctx.xp
     cs, ss = [], []
     for k, (f, a) in enumerate(zip(plan.freqs, plan.attention)):
-        s, c = _angles.sincos(ids[..., k], f, ctx) if plan.angles is None else plan.angles[k](ids[..., k])
+        p = ids[..., k]
+        s, c = _angles.sincos(p, f, ctx, "`ids`") if plan.angles is None else plan.angles[k](p, "`ids`")
         if a != 1.0:
             c, s = c * a, s * a
         cs.append(c)

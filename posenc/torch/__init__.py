@@ -102,6 +102,25 @@ def _ids(position_ids: Any, device: Any) -> torch.Tensor:
     return position_ids.to(device)
 
 
+def _named(renames: tuple[tuple[str, str], ...], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a public function a module calls, with its
+    refusals naming the module's own arguments: each ``(old, new)`` of
+    ``renames`` (`` `positions` `` of a module's ``position_ids``) replaced
+    in the message."""
+    try:
+        return fn(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        for old, new in renames:
+            msg = msg.replace(old, new)
+        raise type(exc)(msg) from None
+
+
+#: the refusals of a module's tables named by its arguments (:func:`_named`)
+_AS_IDS = (("`positions`", "`position_ids`"),)
+_AS_OFFSET = (("`positions`", "`offset`"),)
+
+
 def _refilled(module: nn.Module, name: str) -> torch.Tensor | None:
     """The buffer ``name`` of ``module`` if it holds values to recompute
     (not on the ``meta`` device), else ``None``."""
@@ -345,25 +364,27 @@ class RotaryEmbedding(_FromConfig):
         if self.length_dependent:
             pos = seq if position_ids is None else position_ids
             start = 0 if position_ids is not None else offset
-            return posenc.rope_cos_sin(
-                pos, self.dim, **kw, seq_len=seq_len, offset=start, dtype=dt, device=dev, xp=torch
-            )
+            return _named(
+                _AS_IDS if position_ids is not None else (), posenc.rope_cos_sin,
+                pos, self.dim, **kw, seq_len=seq_len, offset=start, dtype=dt, device=dev, xp=torch,
+            )  # fmt: skip
         if position_ids is not None:
             ids = _ids(position_ids, dev)
             if _trace.compiling() or not _compat.is_concrete(ids):
                 # traced (or meta) ids cannot be bounded, device ids are not read back (no
                 # sync): the exact tables of these ids (on a GPU one launch), never another row
-                return posenc.rope_cos_sin(ids, self.dim, **kw, dtype=dt, xp=torch)
+                return _named(_AS_IDS, posenc.rope_cos_sin, ids, self.dim, **kw, dtype=dt, xp=torch)
             if ids.numel():
                 lo, hi = (int(v) for v in torch.aminmax(ids))
                 if lo < 0 or (hi >= self.cached and not self._grow(hi + 1)):
                     # negative or far ids: their tables directly
-                    return posenc.rope_cos_sin(ids, self.dim, **kw, dtype=dt, xp=torch)
+                    return _named(_AS_IDS, posenc.rope_cos_sin, ids, self.dim, **kw, dtype=dt, xp=torch)
             return self.cos_cached[ids], self.sin_cached[ids]
         offset = _int_offset(offset)
         if not _fits(offset, seq, self.cached):
             if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
-                return posenc.rope_cos_sin(_positions(seq, offset, dev), self.dim, **kw, dtype=dt, xp=torch)
+                pos = _positions(seq, offset, dev)
+                return _named(_AS_OFFSET, posenc.rope_cos_sin, pos, self.dim, **kw, dtype=dt, xp=torch)
             if not self._grow(offset + seq):
                 # far out: this call's tables directly, nothing kept
                 return posenc.rope_cos_sin(seq, self.dim, **kw, offset=offset, dtype=dt, device=dev, xp=torch)
@@ -528,12 +549,12 @@ class SinusoidalEmbedding(_FromConfig):
         if not _fits(offset, seq, self.cached):
             if _trace.compiling() or isinstance(offset, torch.Tensor) or offset < 0:
                 pos = _positions(seq, offset, dev)
-                pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=dt, xp=torch)
+                pe = _named(_AS_OFFSET, posenc.sinusoidal, pos, self.dim, **self.options, dtype=dt, xp=torch)
             else:
                 n = _grow_rows(offset + seq, self.cached, self.dim * self.table.element_size(), self.max_positions)
                 if n is None:  # far out: this call's rows directly, nothing kept
                     pos = torch.arange(seq, device=dev, dtype=torch.int64) + offset
-                    pe = posenc.sinusoidal(pos, self.dim, **self.options, dtype=dt, xp=torch)
+                    pe = _named(_AS_OFFSET, posenc.sinusoidal, pos, self.dim, **self.options, dtype=dt, xp=torch)
                 else:
                     self._fill(n)
                     pe = self.table[offset : offset + seq]
@@ -744,7 +765,9 @@ class Timesteps(nn.Module):
     def forward(self, timesteps: torch.Tensor) -> torch.Tensor:
         """The embeddings of ``timesteps`` (any shape; diffusers' are 1-D),
         shape ``timesteps.shape + (num_channels,)``."""
-        return posenc.timestep_embedding(timesteps, self.num_channels, **self._kwargs())
+        return _named(
+            (("`t`", "`timesteps`"),), posenc.timestep_embedding, timesteps, self.num_channels, **self._kwargs()
+        )
 
     def extra_repr(self) -> str:
         out = (

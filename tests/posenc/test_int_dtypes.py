@@ -130,3 +130,64 @@ def test_rotary_module_uint64_ids_beyond_int64_named():
         qx[..., 8:] = 1.0  # x2 = 1: the rotated first half is -sin
         out, _ = m(qx, qx, position_ids=ids)
         np.testing.assert_allclose(-out[0, 0, :, :8].double().numpy(), np.sin(a)[0], atol=1e-6, rtol=0)
+
+
+#: calls whose integer positions come from an argument not called
+#: ``positions``: the argument a refusal must name
+NAMED = {
+    "timestep_embedding": ("`t`", lambda p, ns: posenc.timestep_embedding(p, 8, xp=ns)),
+    "rope_axes_cos_sin": ("`ids`", lambda p, ns: posenc.rope_axes_cos_sin(ns.stack([p, p], axis=-1), [4, 4], xp=ns)),
+    "mrope_cos_sin": (
+        "`position_ids`", lambda p, ns: posenc.mrope_cos_sin(ns.stack([p, p, p]), 8, mrope_section=[2, 1, 1], xp=ns)
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("call", sorted(NAMED))
+def test_positions_beyond_the_exact_range_name_their_argument(xp, call, dtype):
+    """Positions of 2**62 read in host memory are refused by the name of the
+    argument that holds them (they said `positions` for timestep_embedding's
+    ``t`` and rope_axes_cos_sin's ``ids``); elsewhere their rows are NaN."""
+    from .test_offsets import _in_host_memory
+
+    if not hasattr(xp.ns, dtype) or not xp.has_values:
+        pytest.skip(f"{xp.name}: no {dtype} arrays with values")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (JAX without x64 narrows 64-bit integers, and says so)
+        p = xp.asarray(np.array([3, 2**62], dtype=dtype), dtype=dtype)
+    if dtype not in str(p.dtype):
+        pytest.skip(f"{xp.name} makes {p.dtype} of {dtype} data")
+    name, fn = NAMED[call]
+    if xp.host and _in_host_memory(xp, p):
+        with pytest.raises(ValueError, match=f"{name} holds the position {2**62}"):
+            xp.call(fn, p, xp.ns)
+        return
+    got = xp.to_numpy(xp.call(fn, p, xp.ns)[0] if call != "timestep_embedding" else xp.call(fn, p, xp.ns))
+    assert np.isnan(got[..., 1, :]).all() and np.isfinite(got[..., 0, :]).all()
+
+
+def test_torch_modules_name_their_own_arguments():
+    """A module's refusal names the module's argument, not that of the
+    function it calls (`positions` of RotaryEmbedding's ``position_ids`` or
+    ``offset``, `t` of Timesteps' ``timesteps``)."""
+    torch = pytest.importorskip("torch")
+    from posenc.torch import RotaryEmbedding, SinusoidalEmbedding, Timesteps
+
+    big = 2**62
+    q = k = torch.zeros(1, 2, 2, 16)
+    with pytest.raises(ValueError, match=f"`position_ids` holds the position {big}"):
+        RotaryEmbedding(16)(q, k, position_ids=torch.tensor([[3, big]]))
+    with pytest.raises(ValueError, match=f"`offset` holds the position {-big}"):
+        RotaryEmbedding(16)(q, k, offset=-big)
+    with pytest.raises(ValueError, match="`offset` holds the position"):
+        SinusoidalEmbedding(16)(torch.zeros(1, 2, 16), offset=big)
+    with pytest.raises(ValueError, match=f"`timesteps` holds the position {big}"):
+        Timesteps(16, True, 0)(torch.tensor([3, big]))
+    with pytest.raises(TypeError, match="`timesteps` must be an array of integer or real floating dtype"):
+        Timesteps(16, True, 0)(torch.tensor([1j]))
+    # within range: the modules' tables (the renaming path returns what the function does)
+    t = torch.tensor([3, 700])
+    emb = Timesteps(16, True, 0)(t)
+    np.testing.assert_array_equal(emb.numpy(), posenc.timestep_embedding(t, 16, flip_sin_to_cos=True,
+                                                                          downscale_freq_shift=0).numpy())
