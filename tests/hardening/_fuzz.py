@@ -229,6 +229,38 @@ def _complex(be: Backend) -> Any:
         return a
 
 
+def _strided(be: Backend) -> Any:
+    """Every other element of a float array: a view with a step of two
+    (kernels that read memory through NumPy views must follow the stride)."""
+    return _np_on(be, np.array([0.5, 9.0, 1.0, 9.0, 2.0]))[::2]
+
+
+def _read_only(be: Backend) -> Any:
+    """A read-only NumPy array (nothing may write into a caller's array);
+    elsewhere a plain one."""
+    a = np.array([0.5, 1.0, 2.0])
+    if be.kind is not BackendKind.NUMPY:
+        return _np_on(be, a)
+    a.setflags(write=False)
+    return a
+
+
+def _float16_top(be: Backend) -> Any:
+    """float16 values up to its largest (float32 where the namespace has no
+    float16: the standard's namespaces need not)."""
+    a = np.array([0.0, 6e4, 65504.0])
+    return be.asarray(a, "float16" if hasattr(be.ns, "float16") else "float32")
+
+
+def _int_extremes(be: Backend, dtype: str) -> Any:
+    """The smallest, zero and the largest of an integer dtype (positions far
+    beyond the exact range: refused on the host, NaN rows on a device)."""
+    info = np.iinfo(dtype)
+    if be.family == "jax" and info.bits == 64:
+        dtype, info = dtype.replace("64", "32"), np.iinfo(dtype.replace("64", "32"))
+    return be.asarray(np.array([info.min, 0, info.max], dtype=dtype), dtype=dtype)
+
+
 def _broadcast_huge(be: Backend) -> Any:
     """A zero-stride view of 2**41 elements: no memory, a huge shape."""
     if be.kind is BackendKind.TORCH:
@@ -300,6 +332,13 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("float (3,) with inf", "inf array", lambda be: _np_on(be, np.array([0.0, np.inf, 1.0])), finite=False),
     Hostile("bool (3,)", "bool array", lambda be: be.asarray(np.array([True, False, True]))),
     Hostile("complex (3,)", "complex array", _complex),
+    Hostile("strided float (3,)", "float array", _strided),
+    Hostile("read-only float (3,)", "float array", _read_only),
+    Hostile("float (3,) subnormal", "float array", lambda be: _np_on(be, np.array([5e-324, -0.0, 1e-310]))),
+    Hostile("float16 (3,) near max", "float array", _float16_top),
+    Hostile("float (3,) huge", "float array", lambda be: _np_on(be, np.array([0.0, 1e30, 1.0])), finite=False),
+    Hostile("int64 extremes (3,)", "int array", lambda be: _int_extremes(be, "int64"), finite=False),
+    Hostile("uint64 extremes (3,)", "int array", lambda be: _int_extremes(be, "uint64"), finite=False),
     Hostile("uint8 (3,)", "int array", lambda be: be.asarray(np.array([0, 200, 255]), dtype="uint8")),
     Hostile("int8 (3,) negative", "int array", lambda be: be.asarray(np.array([-128, -1, 5]), dtype="int8")),
     # other namespaces and devices
