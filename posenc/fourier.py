@@ -209,7 +209,7 @@ def fourier_features(
             a = x[..., None, :] * w[:, None]  # (..., nb, d)
             sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
         else:
-            s, c = _angles.sincos(coords, f, ctx)  # (..., d, nb)
+            s, c = _angles.sincos(coords, f, ctx, "`coords`")  # (..., d, nb)
             sc = xp_.stack([s, c], axis=-1)  # (..., d, nb, 2)
             k = len(lead)
             sc = xp_.permute_dims(sc, tuple(range(k)) + (k + 1, k + 2, k))  # (..., nb, 2, d)

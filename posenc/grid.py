@@ -538,7 +538,7 @@ def sincos_coords(
     m = _pairs_per_axis(dim, nd, order, f"ndim = `coords`.shape[-1] = {nd}")
     lead = tuple(coords.shape[:-1])
     _checks.check_size(lead + (dim,), "table")
-    s, c = _angles.sincos(coords, _axis_freqs(m, base), ctx)  # (..., nd, m)
+    s, c = _angles.sincos(coords, _axis_freqs(m, base), ctx, "`coords`")  # (..., nd, m)
     sins = [s[..., k, :] for k in range(nd)]
     coss = [c[..., k, :] for k in range(nd)]
     return _arrange(sins, coss, order, dim, ctx)

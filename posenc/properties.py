@@ -86,7 +86,7 @@ def shift_matrix(
         # the output size is checked before the offsets are scanned for NaN
         k = _checks.check_positions(offset, "offset", ctx, out_tail=(dim, dim), what="matrix")
         lead = tuple(k.shape)
-        s, c = _angles.sincos(k, w, ctx)  # lead + (m,)
+        s, c = _angles.sincos(k, w, ctx, "`offset`")  # lead + (m,)
     else:
         off = _checks.check_float(offset, "offset")
         lead = ()
@@ -243,7 +243,7 @@ def similarity_by_offset(
             f"(largest {limit:.3g})"
         )
         raise ValueError(msg)
-    _, c = _angles.sincos(k, w, ctx)
+    _, c = _angles.sincos(k, w, ctx, "`offsets`")
     out = ctx.xp.sum(c, axis=-1)
     if normalize:
         out = out / float(max(dim // 2, 1))

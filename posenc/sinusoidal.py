@@ -718,7 +718,7 @@ def add_sinusoidal(
     _, w = freq_args(dim, base, convention, min_timescale, max_timescale)
     if _compat.is_array(offset):  # a traced offset (jax.jit, torch.compile): the array path
         pos, wrapped = _checks.add_offset(xp_.arange(seq, device=ctx.device), offset, ctx)
-        s, c = _angles.sincos(pos, w, ctx)
+        s, c = _angles.sincos(pos, w, ctx, "`offset`")
         if wrapped is not None:  # positions that left the integer type: NaN rows
             s, c = _angles.nan_rows(s, c, wrapped, ctx)
         pe = _tables.assemble(s, c, dim, layout, ctx)
