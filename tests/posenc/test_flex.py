@@ -249,6 +249,73 @@ def test_relative_table_index_of_every_integer_dtype(dtype):
         flex.relative_table(table, torch.tensor([[0, 40]], dtype=getattr(torch, dtype)))
 
 
+#: positions whose differences wrap in their own dtype (uint8 0 - 255 is 1,
+#: int8 100 - (-100) is -56) or that torch cannot subtract at all (uint16+)
+NARROW_POSITIONS = {
+    "uint8": [[0, 255, 7, 200], [3, 0, 250, 1]],
+    "int8": [[-100, 100, 0, 127], [-128, 5, 90, -90]],
+    "uint16": [[0, 60000, 7, 1], [65535, 0, 3, 9]],
+    "int16": [[-30000, 30000, 0, 5], [1, 2, 3, 4]],
+    "int32": [[-(2**31), 2**31 - 1, 0, 5], [1, 2, 3, 4]],
+    "uint32": [[0, 2**32 - 1, 7, 1], [5, 4, 3, 2]],
+    "uint64": [[0, 2**40, 7, 1], [5, 4, 3, 2]],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(NARROW_POSITIONS))
+@pytest.mark.parametrize("kind", ["alibi", "t5", "kerple"])
+def test_positions_of_every_integer_dtype(kind, dtype):
+    """Per-token positions of any integer dtype give the scores of the same
+    positions in int64 (the oracle: posenc's dense bias of int64 positions):
+    a uint8 or int8 pair that wraps in its own dtype gave another bias,
+    silently, and torch computes no difference of uint16+ tensors."""
+    heads = 3
+    wide = torch.tensor(NARROW_POSITIONS[dtype], dtype=torch.int64)
+    narrow = wide.to(getattr(torch, dtype))
+    assert torch.equal(narrow.to(torch.int64), wide)  # (the values fit the dtype)
+    q, k, v = _qkv(2, heads, 4, 4, seed=3)
+    if kind == "alibi":
+        make, bias = (lambda p: flex.alibi(heads, positions=p)), posenc.alibi_bias(heads, positions=wide, xp=torch)
+    else:
+        rel = wide[:, None, :] - wide[:, :, None]  # (batch, q, k): the key's position minus the query's
+        if kind == "kerple":  # the log kernel, -r1 log(1 + r2 |i - j|), in float64
+            r1, r2 = torch.tensor([1.0, 0.5, 2.0], dtype=F64), torch.tensor([1.0, 0.3, 0.7], dtype=F64)
+            make = lambda p: flex.kerple(r1, r2, positions=p)  # noqa: E731
+            bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * rel[:, None].abs().to(F64))
+        else:
+            table = _randn(32, heads, seed=4)
+            make = lambda p: flex.t5(table, positions=p)  # noqa: E731
+            bias = table[posenc.t5_bucket(rel)].permute(0, 3, 1, 2)
+    want = _sdpa(q, k, v, bias.to(F64))
+    _check(_flex(q, k, v, make(narrow)), want)
+    _check(_flex(q, k, v, make(wide)), want)
+
+
+def test_prefix_lm_lengths_of_every_integer_dtype():
+    """Per-row prefix lengths of any integer dtype (torch compares no uint16+
+    tensor with the indices: the check raised NotImplementedError)."""
+    q_idx, kv_idx = torch.arange(5)[:, None], torch.arange(5)
+    want = (kv_idx < 2) | (kv_idx <= q_idx)
+    for dtype in (torch.uint8, torch.int8, torch.uint16, torch.uint32, torch.uint64, torch.int32):
+        got = flex.prefix_lm(torch.tensor([2, 4], dtype=dtype))(0, 0, q_idx, kv_idx)
+        assert torch.equal(got, want), dtype
+    with pytest.raises(ValueError, match=r"`prefix_len` must lie within \+-2\*\*62"):
+        flex.prefix_lm(torch.tensor([2**63], dtype=torch.uint64))
+
+
+def test_positions_beyond_int64_differences_are_refused():
+    """Positions whose differences could leave int64 are refused where they
+    are read; uint64 ones that cannot be read (a device) by their dtype."""
+    from posenc import _kernels
+
+    with pytest.raises(ValueError, match=r"`positions` must lie within \+-2\*\*62"):
+        flex.alibi(2, positions=torch.tensor([0, 2**63 - 1]))
+    with pytest.raises(ValueError, match=r"`positions` must lie within \+-2\*\*62"):
+        flex.t5(_randn(32, 2), positions=torch.tensor([2**63 + 1, 0], dtype=torch.uint64))
+    with _kernels.as_device(), pytest.raises(TypeError, match="`positions` of dtype uint64 cannot be bounded"):
+        flex.kerple(torch.ones(2), torch.ones(2), positions=torch.tensor([0, 5], dtype=torch.uint64))
+
+
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_relative_table_shaw_clipped(shape):
     q_len, k_len, off = shape
