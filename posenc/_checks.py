@@ -421,7 +421,8 @@ def add_offset(positions: Array, offset: Any, ctx: _compat.Context, name: str = 
         # 6790.3135: 2e-4 rad at the first frequency)
         if ctx.float64 and positions.dtype != xp.float64:
             positions = xp.astype(positions, xp.float64)
-        return positions + offset, None
+        # (a Python int as a float: torch cannot convert one beyond int64, up to the 2**64 offsets allow)
+        return positions + (float(offset) if type(offset) is int else offset), None
     wide = _compat.widest_int(xp)
     top = xp.iinfo(wide)
     src = xp.iinfo(positions.dtype)

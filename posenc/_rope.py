@@ -132,7 +132,7 @@ def effective_seq_len(seq_len: int | None, positions: Any, offset: Any, scaling:
         return max(1, math.ceil(top))
     msg = (
         f"`seq_len` is required with `scaling` = {_shown(scaling)} for traced, lazy or device "
-        "positions (its tables depend on the sequence length; Hugging Face uses max(positions) + 1, which posenc "
+        "`positions` (its tables depend on the sequence length; Hugging Face uses max(positions) + 1, which posenc "
         "does not read back from a device): pass seq_len"
     )
     raise ValueError(msg)

@@ -245,3 +245,23 @@ def test_real_positions_plus_an_offset_add_exactly(xp, fn):
     assert abs(math.cos(exact) - math.cos(rounded)) > 1e-4  # (the two sums' rows differ)
     at = exact if xp.float64 else rounded
     np.testing.assert_allclose(got, [math.cos(at)], atol=2.5e-7 if xp.float64 else 1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("off", [2**64, -(2**64), 2**63 + 2**40])
+def test_real_positions_plus_an_offset_beyond_int64(xp, off):
+    """An int offset beyond int64 (offsets up to 2**64 are allowed) with real
+    positions: torch raised OverflowError converting the int.  The sums lie
+    beyond the exact range of real positions in float32 tables (2**30 for the
+    float64 sums, 2**50 for the float32 sums of devices without float64):
+    refused by name where posenc reads positions, NaN rows elsewhere."""
+    from .test_offsets import _in_host_memory
+
+    if not xp.has_values:
+        pytest.skip(f"{xp.name} arrays have no values")
+    p = xp.asarray(np.array([0.0, 3.0], dtype=np.float32), dtype="float32")
+    if xp.host and _in_host_memory(xp, p):
+        with pytest.raises(ValueError, match=r"`positions` \+ `offset` holds the position"):
+            xp.call(posenc.rope_cos_sin, p, 4, offset=off, dtype=xp.ns.float32, xp=xp.ns)
+        return
+    cos, sin = xp.call(posenc.rope_cos_sin, p, 4, offset=off, dtype=xp.ns.float32, xp=xp.ns)
+    assert np.isnan(xp.to_numpy(cos)).all() and np.isnan(xp.to_numpy(sin)).all()
