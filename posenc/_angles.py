@@ -66,9 +66,10 @@ Extreme magnitudes never overflow: frequencies are used with magnitudes of
 at most ``MAX_FREQUENCY`` (2**900) and array positions of at most
 ``MAX_POSITION`` (2**64), so every intermediate of the float64 angle
 stays finite; on devices without float64 the frequencies of the fractional
-part are limited to the float32 range.  Angles at such magnitudes are not
-resolved by float64 anyway (one ulp of 2**64 is 4096): the rows are finite,
-not meaningful.
+part are limited to the float32 range.  Positions beyond the exact range of
+their path (:data:`EXACT_F32`, :data:`EXACT_F64` for integers,
+:func:`real_limit` for reals) are refused where posenc reads them and give
+NaN rows elsewhere: never the rows of another position.
 
 The host constants of these paths (the frequencies in turns, their
 fixed-point and digit forms, the sines and cosines of a range's coarse and
@@ -246,6 +247,77 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
     return limit if max(-int(info.min), int(info.max) + 1) > limit else None
 
 
+#: real positions must stay below these magnitudes: float64 tables reduce
+#: them exactly up to ``2**64`` (:data:`posenc._turns.MAX_POSITION`, where
+#: they would be clipped); float32 tables take ``p * v1`` with ``v1`` of 21
+#: bits, exact for positions of at most 32 significant bits: float64
+#: positions stay below ``2**32``, as integer ones (exact there when they
+#: are integers; a fraction beyond the documented ``2**22`` rounds the
+#: product by up to ``|p v| 2**-53`` turns), and narrower ones below
+#: ``2**50`` (the frequencies' missing bits, ``|p v| 2**-74`` turns, 6e-8
+#: rad there).  Beyond, a position in host memory is a ValueError; a traced,
+#: lazy or device one gives a NaN row (they were silently wrong: 1e-4 rad at
+#: ``2**40`` in float32 tables of float64 positions, 0.79 at ``3e30``).
+REAL_F64 = 2**64
+REAL_F32_OF_F64 = 2**32
+REAL_F32 = 2**50
+
+
+def real_limit(p: Array, ctx: Context) -> int:
+    """The magnitude real positions like ``p`` must stay below on a device
+    with float64 (:data:`REAL_F64`, :data:`REAL_F32_OF_F64`,
+    :data:`REAL_F32`)."""
+    xp = ctx.xp
+    if ctx.work == xp.float64:
+        return REAL_F64
+    return REAL_F32_OF_F64 if p.dtype == xp.float64 else REAL_F32
+
+
+#: float64 positions with a fraction are exact in float32 tables below this
+#: magnitude (:data:`REAL_F32_OF_F64`; integers up to that limit)
+FRACTION_F32_OF_F64 = 2**22
+
+
+def check_fractions(p: Array, extremes: tuple[float, float], name: str, ctx: Context) -> None:
+    """Refuse float64 positions in host memory (their ``(min, max)``
+    read: ``extremes``) for float32 tables where one of magnitude from
+    :data:`FRACTION_F32_OF_F64` has a fraction: ``p * v1`` rounds there (up
+    to 4.8e-7 rad below 2**32).  Integers there are exact; positions this
+    large are rare, so the second pass runs only for them."""
+    lo, hi = extremes
+    if max(-lo, hi) < FRACTION_F32_OF_F64:
+        return
+    xp = ctx.xp
+    big = xp.abs(p) >= FRACTION_F32_OF_F64
+    frac = big & (p != xp.round(p))
+    if bool(xp.any(frac)):
+        bad = float(p[frac][0])
+        msg = (
+            f"{name} holds the position {bad!r}: float32 tables of float64 positions with a fraction are exact "
+            f"for |p| < 2**22 only (integers up to 2**32): use float64 tables (exact for |p| < 2**64)"
+        )
+        raise ValueError(msg)
+
+
+def _range_text(limit: int) -> str:
+    """What a position beyond ``limit`` is beyond, for a refusal."""
+    if limit == EXACT_F64:
+        return "float64 tables are exact for |p| < 2**53 only"
+    if limit == EXACT_F32:
+        return (
+            "float32 tables of integer position arrays are exact for |p| < 2**32 only: use float64 tables (exact for "
+            "|p| < 2**53)"
+        )
+    if limit == REAL_F64:
+        return "float64 tables of real positions are exact for |p| < 2**64 only"
+    if limit == REAL_F32_OF_F64:
+        return (
+            "float32 tables of float64 positions are exact for |p| < 2**32 only: use float64 tables (exact for "
+            "|p| < 2**64)"
+        )
+    return "float32 tables of real positions are exact for |p| < 2**50 only: use float64 tables (exact for |p| < 2**64)"
+
+
 def check_magnitude(
     p: Array,
     limit: int,
@@ -254,22 +326,24 @@ def check_magnitude(
     *,
     unsigned: bool = False,
 ) -> tuple[Array | None, tuple[int, int] | None]:
-    """Integer positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
+    """Positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
     limit``, naming the arguments ``name`` that made ``p``, else ``(None,
     (min, max))``.  Elsewhere (traced, lazy or device
     arrays, read without a round trip): ``(mask, None)``, the mask of the
     rows that must be NaN (``unsigned``: of ``p >= limit`` alone, as
-    array-api-strict refuses to compare an unsigned array with ``-limit``)."""
+    array-api-strict refuses to compare an unsigned array with ``-limit``).
+    The limits of integer positions are below ``2**63`` (Python ints, which
+    every namespace compares with an int64 array exactly); that of real
+    positions in float64 tables, ``2**64``, is compared as a float."""
     got = None if read is None else read(p)
     if got is None:
-        return ((p >= limit) if unsigned else (p >= limit) | (p <= -limit)), None
+        lim = limit if limit < 2**63 else float(limit)
+        return ((p >= lim) if unsigned else (p >= lim) | (p <= -lim)), None
     lo, hi = got
     if hi >= limit or lo <= -limit:
         bad = hi if hi >= limit else lo
-        what = "float64 tables" if limit == EXACT_F64 else "float32 tables of integer position arrays"
-        hint = "" if limit == EXACT_F64 else ": use float64 tables (exact for |p| < 2**53)"
-        msg = f"{name} holds the position {bad}: {what} are exact for |p| < 2**{limit.bit_length() - 1} only{hint}"
+        msg = f"{name} holds the position {bad}: {_range_text(limit)}"
         raise ValueError(msg)
     return None, got
 
@@ -416,8 +490,8 @@ class Angles:
     #: kernels), which checks the positions itself, or None
     fused: _kernels.Lane | None = None
     #: the bound on |p| a fused lane's kernels check (NaN rows beyond):
-    #: :attr:`limit` for integer positions, ``inf`` for real ones (an infinite
-    #: position is a NaN row), None where nothing needs checking
+    #: :attr:`limit` (an infinite real position is a NaN row too), None
+    #: where nothing needs checking
     mask: float | None = None
     #: the positions' dtype is unsigned (no lower bound to check)
     unsigned: bool = False
@@ -433,6 +507,8 @@ class Angles:
         bad = extremes = None
         if self.limit is not None:
             bad, extremes = check_magnitude(p, self.limit, self.read, name, unsigned=self.unsigned)
+            if extremes is not None and self.limit == REAL_F32_OF_F64:
+                check_fractions(p, extremes, name, self.ctx)
         if self.rows is not None and bad is None:
             got = _gathered_sincos(p, self, extremes)
             if got is not None:
@@ -462,9 +538,9 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
         return Angles(freqs, ctx, path, integer, None, (), None, rows)
     f64 = ctx.xp.float64
     bound = None if integer else graph_constant(max_position, ctx=ctx, dtype=f64)
-    limit = integer_limit(p, ctx) if integer else None
+    limit = integer_limit(p, ctx) if integer else real_limit(p, ctx)
     read = None if limit is None or not is_concrete(p) else _kernels.extremes(p, ctx)
-    unsigned = limit is not None and int(ctx.xp.iinfo(p.dtype).min) == 0
+    unsigned = integer and limit is not None and int(ctx.xp.iinfo(p.dtype).min) == 0
     if ctx.work == f64:
         dev = _device_turns(freqs, ctx, ("vh", "vl", "vhh", "vhl"))
         return Angles(freqs, ctx, _sincos_f64, integer, None, dev, bound, rows, limit, read, unsigned=unsigned)
@@ -472,7 +548,7 @@ def prepare(p: Array, freqs: Freqs, ctx: Context) -> Angles:
     # (a host lane reads the host turns: the device copies are made if a call takes the portable path)
     dev = () if lane is not None and lane.host else _device_turns(freqs, ctx, ("v1", "v2"))
     if lane is not None and lane.fused:
-        mask = (None if limit is None else float(limit)) if integer else math.inf
+        mask = None if limit is None else float(limit)
         return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, None, limit, None, lane, mask, unsigned)
     return Angles(freqs, ctx, _sincos_turns, integer, None, dev, bound, rows, limit, read, unsigned=unsigned)
 

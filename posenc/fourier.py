@@ -209,7 +209,14 @@ def fourier_features(
             a = x[..., None, :] * w[:, None]  # (..., nb, d)
             sc = xp_.stack([xp_.sin(a), xp_.cos(a)], axis=-2)  # (..., nb, 2, d)
         else:
-            s, c = _angles.sincos(coords, f, ctx, "`coords`")  # (..., d, nb)
+            x = coords
+            if _compat.is_real_float_dtype(xp_, coords.dtype):
+                # as above: coordinates whose angles no float resolves are clipped, here
+                # within the exact range of the angles (beyond it they would be refused)
+                lim = float(_angles.real_limit(coords, ctx)) / 2.0 if ctx.float64 else 2.0**31
+                if lim < float(xp_.finfo(coords.dtype).max):  # (float16 coordinates never reach it)
+                    x = xp_.clip(coords, -lim, lim)
+            s, c = _angles.sincos(x, f, ctx, "`coords`")  # (..., d, nb)
             sc = xp_.stack([s, c], axis=-1)  # (..., d, nb, 2)
             k = len(lead)
             sc = xp_.permute_dims(sc, tuple(range(k)) + (k + 1, k + 2, k))  # (..., nb, 2, d)

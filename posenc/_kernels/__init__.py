@@ -658,19 +658,42 @@ def _extremes_torch(p: Any) -> tuple[int, int] | None:
     return _compat.int_range(torch, p)  # (torch's uint16, uint32, uint64 included)
 
 
-def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[int, int] | None] | None:
-    """How to read ``(min, max)`` of concrete integer positions in host
-    memory (NumPy arrays, torch CPU tensors) without a device round trip; the
-    reader answers None for a tensor it must not read (torch.func), and this
-    chooser None for other arrays (traced, lazy, device: the caller masks
-    rows instead).  Not a fast path: :func:`disabled` leaves it on."""
+def _real_extremes_numpy(p: Any) -> tuple[float, float] | None:
+    if p.size == 0:
+        return 0.0, 0.0
+    # (the ufuncs' reductions called directly: NaN propagates, and compares false with the limit)
+    return float(np.minimum.reduce(p, None)), float(np.maximum.reduce(p, None))
+
+
+def _real_extremes_torch(p: Any) -> tuple[float, float] | None:
+    torch = sys.modules["torch"]
+    if torch._C._functorch.is_functorch_wrapped_tensor(p):
+        return None  # a tensor of torch.func's transforms (vmap): its values are not read
+    n = p.numel()
+    if n == 1:
+        v = float(p.item())
+        return v, v
+    if n == 0:
+        return 0.0, 0.0
+    lo, hi = torch.aminmax(p.detach())
+    return float(lo), float(hi)
+
+
+def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[Any, Any] | None] | None:
+    """How to read ``(min, max)`` of concrete positions in host memory
+    (NumPy arrays, torch CPU tensors) without a device round trip: Python
+    ints of integer positions, floats of real ones; the reader answers None
+    for a tensor it must not read (torch.func), and this chooser None for
+    other arrays (traced, lazy, device: the caller masks rows instead).  Not
+    a fast path: :func:`disabled` leaves it on."""
     if ctx.traced or ctx.backend in DLPACK:
         return None
     kind = _eager(p)
+    integer = _compat.is_integer_dtype(ctx.xp, p.dtype)
     if kind is Backend.NUMPY:
-        return _extremes_numpy
+        return _extremes_numpy if integer else _real_extremes_numpy
     if kind is Backend.TORCH and _host(p):
-        return _extremes_torch
+        return _extremes_torch if integer else _real_extremes_torch
     return None
 
 

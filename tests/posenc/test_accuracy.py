@@ -167,3 +167,66 @@ def test_derived_bound_holds_for_a_libm_off_by_k_ulp(k):
     lib = _WorstLibm(k)
     err_rounded = max(np.abs(lib.sin(a) - ts).max(), np.abs(lib.cos(a) - tc).max())
     assert err_rounded > paper
+
+
+#: real positions at the edges of their exact ranges (posenc._angles): in
+#: float32 tables float64 positions below 2**32 (integers there), narrower ones below 2**50;
+#: float64 tables below 2**64
+REAL_EDGES = [
+    ("float64", "float32", 2.0**32 - 1, 2.0**32 * (1 + 2**-20)),
+    ("float32", "float32", float(np.nextafter(np.float32(2.0**50), np.float32(0))), 2.0**51),
+    ("float64", "float64", 2.0**64 * (1 - 2**-50), 2.0**64),
+]
+
+
+@pytest.mark.parametrize(("pos_dtype", "table_dtype", "inside", "beyond"), REAL_EDGES)
+def test_real_positions_within_their_exact_range_and_beyond(xp, pos_dtype, table_dtype, inside, beyond):
+    """Real positions just inside the exact range are within the bound of
+    the exact values (mpmath); just beyond it, a refusal by name where posenc
+    reads positions, NaN rows elsewhere.  They were silently wrong: 1e-4 at
+    2**40 in float32 tables of float64 positions, 0.16 at 2**50, 0.79 for a
+    float32 position of 3e30 (clipped to 2**64)."""
+    mpmath = pytest.importorskip("mpmath")
+    from .test_offsets import _in_host_memory
+
+    if not xp.has_values or not xp.float64:
+        pytest.skip(f"{xp.name}: no values, or no float64 (real positions take the digit path there)")
+    if table_dtype == "float64" and xp.family == "jax":
+        pytest.skip("JAX without x64 makes float32 tables")
+    p = xp.asarray(np.array([inside, 1.5], dtype=pos_dtype), dtype=pos_dtype)
+    cos, sin = xp.call(posenc.rope_cos_sin, p, 8, dtype=getattr(xp.ns, table_dtype), xp=xp.ns)
+    with mpmath.workdps(80):
+        w = [mpmath.power(10000, mpmath.mpf(-2 * j) / 8) for j in range(4)]
+        want = [[float(mpmath.cos(mpmath.mpf(float(v)) * wj)) for wj in w] * 2 for v in xp.to_numpy(p).tolist()]
+    bound = 2.5e-7 if table_dtype == "float32" else 1e-12
+    np.testing.assert_allclose(xp.to_numpy(cos), want, atol=bound, rtol=0)
+    far = xp.asarray(np.array([beyond, 1.5], dtype=pos_dtype), dtype=pos_dtype)
+    if xp.host and _in_host_memory(xp, far):
+        with pytest.raises(ValueError, match="`positions` holds the position"):
+            xp.call(posenc.rope_cos_sin, far, 8, dtype=getattr(xp.ns, table_dtype), xp=xp.ns)
+        return
+    cos, _ = xp.call(posenc.rope_cos_sin, far, 8, dtype=getattr(xp.ns, table_dtype), xp=xp.ns)
+    got = xp.to_numpy(cos)
+    assert np.isnan(got[0]).all() and np.isfinite(got[1]).all()
+
+
+def test_float64_positions_with_a_fraction_in_float32_tables(xp):
+    """float64 positions in float32 tables: integers are exact up to 2**32;
+    a fraction from 2**22 rounds the product ``p * v1`` (4e-7 rad near
+    2**32): refused where posenc reads the positions (the documented range of
+    real positions is |p| < 2**22)."""
+    mpmath = pytest.importorskip("mpmath")
+    from .test_offsets import _in_host_memory
+
+    if not xp.has_values or not xp.float64:
+        pytest.skip(f"{xp.name}: no values, or no float64")
+    p = xp.asarray(np.array([2.0**31 + 3, 2.0**22 - 0.5, 1.5]), dtype="float64")
+    cos, _ = xp.call(posenc.rope_cos_sin, p, 8, dtype=xp.ns.float32, xp=xp.ns)
+    with mpmath.workdps(80):
+        w = [mpmath.power(10000, mpmath.mpf(-2 * j) / 8) for j in range(4)]
+        want = [[float(mpmath.cos(mpmath.mpf(v) * wj)) for wj in w] * 2 for v in xp.to_numpy(p).tolist()]
+    np.testing.assert_allclose(xp.to_numpy(cos), want, atol=2.5e-7, rtol=0)
+    q = xp.asarray(np.array([2.0**31 + 0.5, 1.5]), dtype="float64")
+    if xp.host and _in_host_memory(xp, q):
+        with pytest.raises(ValueError, match=r"`positions` holds the position 2147483648\.5: .* with a fraction"):
+            xp.call(posenc.rope_cos_sin, q, 8, dtype=xp.ns.float32, xp=xp.ns)
