@@ -507,7 +507,7 @@ class Angles:
         bad = extremes = None
         if self.limit is not None:
             bad, extremes = check_magnitude(p, self.limit, self.read, name, unsigned=self.unsigned)
-            if extremes is not None and self.limit == REAL_F32_OF_F64:
+            if extremes is not None and not self.integer and self.limit == REAL_F32_OF_F64:
                 check_fractions(p, extremes, name, self.ctx)
         if self.rows is not None and bad is None:
             got = _gathered_sincos(p, self, extremes)

@@ -230,3 +230,13 @@ def test_float64_positions_with_a_fraction_in_float32_tables(xp):
     if xp.host and _in_host_memory(xp, q):
         with pytest.raises(ValueError, match=r"`positions` holds the position 2147483648\.5: .* with a fraction"):
             xp.call(posenc.rope_cos_sin, q, 8, dtype=xp.ns.float32, xp=xp.ns)
+
+
+def test_integer_positions_from_2_22_take_no_fraction_check():
+    """The fraction check is for float64 positions only: integer ones of any
+    dtype from 2**22 (torch has no abs of uint64) keep their exact rows."""
+    torch = pytest.importorskip("torch")
+    want = posenc.sinusoidal(np.array([2**22, 2**31 + 5], dtype=np.int64), 8, dtype=np.float32)
+    for dtype in (torch.uint64, torch.uint32, torch.int64):
+        got = posenc.sinusoidal(torch.tensor([2**22, 2**31 + 5], dtype=dtype), 8, dtype=torch.float32)
+        np.testing.assert_array_equal(got.numpy(), want)
