@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import sys
 from collections.abc import Callable, Iterator
@@ -645,16 +646,20 @@ def _extremes_numpy(p: Any) -> tuple[int, int] | None:
     return int(p.min()), int(p.max())
 
 
-def _extremes_torch(p: Any) -> tuple[int, int] | None:
+def _extremes_torch(p: Any, real: bool = False) -> tuple[Any, Any] | None:
+    """``(min, max)``: ints of integer positions, floats of ``real`` ones."""
     torch = sys.modules["torch"]
     if torch._C._functorch.is_functorch_wrapped_tensor(p):
         return None  # a tensor of torch.func's transforms (vmap): its values are not read
     n = p.numel()
     if n == 1:
-        v = int(p.item())
+        v = float(p.item()) if real else int(p.item())
         return v, v
     if n == 0:
         return 0, 0
+    if real:
+        lo, hi = torch.aminmax(p.detach())
+        return float(lo), float(hi)
     return _compat.int_range(torch, p)  # (torch's uint16, uint32, uint64 included)
 
 
@@ -665,18 +670,7 @@ def _real_extremes_numpy(p: Any) -> tuple[float, float] | None:
     return float(np.minimum.reduce(p, None)), float(np.maximum.reduce(p, None))
 
 
-def _real_extremes_torch(p: Any) -> tuple[float, float] | None:
-    torch = sys.modules["torch"]
-    if torch._C._functorch.is_functorch_wrapped_tensor(p):
-        return None  # a tensor of torch.func's transforms (vmap): its values are not read
-    n = p.numel()
-    if n == 1:
-        v = float(p.item())
-        return v, v
-    if n == 0:
-        return 0.0, 0.0
-    lo, hi = torch.aminmax(p.detach())
-    return float(lo), float(hi)
+_real_extremes_torch = functools.partial(_extremes_torch, real=True)
 
 
 def extremes(p: Array, ctx: Context) -> Callable[[Any], tuple[Any, Any] | None] | None:
