@@ -551,7 +551,7 @@ def _prepare(args: argparse.Namespace) -> tuple[figures.Params, list[str] | None
         if p.table.shape[0] - args.prefix > figures.MAX_GRID_MAPS:
             raise _Usage(f"argument --table: more than {figures.MAX_GRID_MAPS} patches to draw")
         try:
-            options = {"grid_shape": "--grid", "num_prefix_tokens": "--prefix"}
+            options = {"grid_shape": "--grid", "num_prefix_tokens": "--prefix", "table": "--table"}
             grid = grid_layout(p.table.shape[0], args.grid, args.prefix, names=options)
         except (ValueError, TypeError) as exc:  # the message names --grid or --prefix
             raise _Usage(" ".join(str(exc).split())) from None

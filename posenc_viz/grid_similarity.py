@@ -49,17 +49,22 @@ def grid_layout(
     """``(prefix, height, width)`` of a table of ``rows`` rows: the prefix
     rows are dropped and the rest must fill the grid.  ``names`` renames the
     parameters in the messages (the command's ``--grid`` and ``--prefix``)."""
-    names = {"grid_shape": "`grid_shape`", "num_prefix_tokens": "`num_prefix_tokens`", **(names or {})}
-    gname, pname = names["grid_shape"], names["num_prefix_tokens"]
+    names = {
+        "grid_shape": "`grid_shape`", "num_prefix_tokens": "`num_prefix_tokens`", "table": "`table`", **(names or {})
+    }
+    gname, pname, tname = names["grid_shape"], names["num_prefix_tokens"], names["table"]
     prefix = _int_arg(num_prefix_tokens, pname)
     if not 0 <= prefix < rows:
-        msg = f"{pname} must be in [0, {rows - 1}] (the table has {rows} rows), got {prefix}"
+        msg = f"{pname} must be in [0, {rows - 1}] ({tname} has {rows} rows), got {prefix}"
         raise ValueError(msg)
     n = rows - prefix
     if grid_shape is None:
         side = math.isqrt(n)
         if side * side != n:
-            msg = f"{gname} is required: {n} patch rows ({rows} rows less {pname} = {prefix}) are not a square grid"
+            msg = (
+                f"{gname} is required: {n} patch rows ({rows} rows of {tname} less {pname} = {prefix}) are not a "
+                "square grid"
+            )
             one = math.isqrt(n - 1) if n > 1 else 0
             if prefix == 0 and n > 1 and one * one == n - 1:
                 msg += f"; with a cls token first, set {pname} to 1 ({one}x{one} patches)"
@@ -75,7 +80,7 @@ def grid_layout(
     if h < 1 or w < 1 or h * w != n:
         msg = (
             f"{gname} must be a pair of positive integers with height * width = {n} "
-            f"(the {rows} rows less {pname} = {prefix}), got ({h}, {w})"
+            f"(the {rows} rows of {tname} less {pname} = {prefix}), got ({h}, {w})"
         )
         raise ValueError(msg)
     return prefix, h, w

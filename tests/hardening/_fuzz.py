@@ -235,6 +235,19 @@ def _strided(be: Backend) -> Any:
     return _np_on(be, np.array([0.5, 9.0, 1.0, 9.0, 2.0]))[::2]
 
 
+def _reversed(be: Backend) -> Any:
+    """A float array read backwards: a negative stride in NumPy (torch,
+    which has none, and the others flip a copy)."""
+    a = _np_on(be, np.array([2.0, 1.0, 0.5]))
+    return a[::-1] if be.kind is BackendKind.NUMPY else be.ns.flip(a)
+
+
+def _transposed(be: Backend) -> Any:
+    """A (2, 3) float array that is the transpose of a (3, 2) one: not
+    C-contiguous where the namespace keeps views."""
+    return be.ns.permute_dims(_np_on(be, np.linspace(-1.0, 4.0, 6).reshape(3, 2)), (1, 0))
+
+
 def _read_only(be: Backend) -> Any:
     """A read-only NumPy array (nothing may write into a caller's array);
     elsewhere a plain one."""
@@ -333,6 +346,8 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("bool (3,)", "bool array", lambda be: be.asarray(np.array([True, False, True]))),
     Hostile("complex (3,)", "complex array", _complex),
     Hostile("strided float (3,)", "float array", _strided),
+    Hostile("reversed float (3,)", "float array", _reversed),
+    Hostile("transposed float (2, 3)", "float array", _transposed),
     Hostile("read-only float (3,)", "float array", _read_only),
     Hostile("float (3,) subnormal", "float array", lambda be: _np_on(be, np.array([5e-324, -0.0, 1e-310]))),
     Hostile("float16 (3,) near max", "float array", _float16_top),

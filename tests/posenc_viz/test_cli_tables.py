@@ -207,7 +207,7 @@ def test_grid_similarity_in_process(tmp_path, capsys, vit):
         (
             ["grid-similarity", "--table", "{vit}"],
             (
-                "--grid is required: 197 patch rows (197 rows less --prefix = 0) are not a square grid; "
+                "--grid is required: 197 patch rows (197 rows of --table less --prefix = 0) are not a square grid; "
                 "with a cls token first, set --prefix to 1"
             ),
         ),

@@ -84,7 +84,8 @@ def test_square_grid_is_inferred_and_refused_naming_grid_shape():
         plot_grid_similarity(vit)
     msg = str(info.value)
     assert msg.startswith(
-        "`grid_shape` is required: 197 patch rows (197 rows less `num_prefix_tokens` = 0) are not a square grid"
+        "`grid_shape` is required: 197 patch rows (197 rows of `table` less `num_prefix_tokens` = 0) are not a "
+        "square grid"
     )
     assert "set `num_prefix_tokens` to 1 (14x14 patches)" in msg
     fig = plot_grid_similarity(vit, num_prefix_tokens=1)
@@ -92,7 +93,7 @@ def test_square_grid_is_inferred_and_refused_naming_grid_shape():
     # both arguments named: the grid or the prefix may be the wrong one
     pattern = (
         r"`grid_shape` must be a pair of positive integers with height \* width = 196 "
-        r"\(the 197 rows less `num_prefix_tokens` = 1\)"
+        r"\(the 197 rows of `table` less `num_prefix_tokens` = 1\)"
     )
     with pytest.raises(ValueError, match=pattern):
         plot_grid_similarity(vit, (14, 15), num_prefix_tokens=1)
