@@ -263,8 +263,10 @@ def numpy_sincos(
 
 def take_rows_numpy(table: np.ndarray, p: np.ndarray, lo: int) -> np.ndarray:
     """``table[p - lo]``: rows of a range table for integer positions ``p``
-    (any shape), shape ``p.shape + (dim,)``; one ``take``."""
-    idx = np.subtract(p, lo).reshape(-1)
+    (any shape), shape ``p.shape + (dim,)``; one ``take``.  The indices are
+    formed in ``intp``: in the positions' own dtype they wrap (int8 ``127 -
+    (-1)`` is -128, which NumPy takes from the end of the table)."""
+    idx = np.subtract(p, lo, dtype=np.intp).reshape(-1)
     rows: np.ndarray = np.take(table, idx, axis=0)
     return rows.reshape(tuple(p.shape) + (table.shape[1],))
 
@@ -287,7 +289,7 @@ def take_rows_torch(table: Array, p: Array, lo: int) -> Array:
 
 def take_pair_numpy(s: np.ndarray, c: np.ndarray, p: np.ndarray, lo: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`take_rows_numpy` of two tables (sin and cos), the indices made once."""
-    idx = np.subtract(p, lo).reshape(-1)
+    idx = np.subtract(p, lo, dtype=np.intp).reshape(-1)
     shape = tuple(p.shape) + (s.shape[1],)
     return np.take(s, idx, axis=0).reshape(shape), np.take(c, idx, axis=0).reshape(shape)
 

@@ -200,3 +200,22 @@ def test_torch_modules_name_their_own_arguments():
     emb = Timesteps(16, True, 0)(t)
     np.testing.assert_array_equal(emb.numpy(), posenc.timestep_embedding(t, 16, flip_sin_to_cos=True,
                                                                           downscale_freq_shift=0).numpy())
+
+
+#: dense positions whose differences from their minimum leave their own
+#: dtype (int8 127 - (-1) is -128), with a dim that takes the rows of the
+#: range table: NumPy took row -128 of the table's 129 from its end
+WRAPPING_SPANS = [("int8", list(range(-1, 128)), 512), ("int16", list(range(-1, 32768)), 4)]
+
+
+@pytest.mark.parametrize(("dtype", "values", "dim"), WRAPPING_SPANS, ids=["int8", "int16"])
+def test_dense_positions_whose_span_leaves_their_dtype(xp, dtype, values, dim):
+    if not hasattr(xp.ns, dtype):
+        pytest.skip(f"{xp.name} has no {dtype}")
+    p = xp.asarray(np.array(values), dtype=dtype)
+    a = _angles(values, dim)
+    got = xp.call(lambda p: posenc.sinusoidal(p, dim, xp=xp.ns), p)
+    want = np.stack([np.sin(a), np.cos(a)], axis=-1).reshape(len(values), dim)
+    xp.assert_close(got, want, atol=xp.tol(got.dtype), dtype=got.dtype)
+    c, _ = xp.call(lambda p: posenc.rope_cos_sin(xp.ns.flip(p), dim, xp=xp.ns), p)  # (not an arange: the take)
+    xp.assert_close(c, np.cos(np.concatenate([a[::-1]] * 2, axis=-1)), atol=xp.tol(c.dtype), dtype=c.dtype)
