@@ -496,9 +496,10 @@ def apply_plan(
     t_lead = tuple(cos.shape[:-1]) if table_shape is None else table_shape
     lead = _checks.broadcast_shapes(x_lead, t_lead)
     if lead is None:
+        placed = "" if heads is None else f" with `heads_axis` = {heads_axis}"
         msg = (
             f"`cos` and `sin` of shape {tuple(cos.shape)} do not broadcast against `x` of shape "
-            f"{tuple(x.shape)} (leading axes {t_lead} vs {x_lead})"
+            f"{tuple(x.shape)}{placed} (leading axes {t_lead} vs {x_lead})"
         )
         raise ValueError(msg)
     # shape arithmetic only (O(1), nothing read): a broadcast view may be huge

@@ -856,3 +856,13 @@ def test_array_positions_accuracy(xp, kind, shape):
     for got, want in ((cos, np.concatenate([want_c, want_c], -1)), (sin, np.concatenate([want_s, want_s], -1))):
         err = np.abs(xp.to_numpy(got).astype(np.float64).reshape(-1, 64) - want).max()
         assert err <= 2.5e-7, err
+
+
+def test_tables_that_do_not_fit_name_heads_axis():
+    """The tables' placement by ``heads_axis`` is named where it makes them
+    not fit ``x`` (the message named only `cos`, `sin` and `x`)."""
+    x = np.zeros((2, 0, 2), np.float32)
+    t = np.zeros((0, 2), np.float32)
+    with pytest.raises(ValueError, match=r"of shape \(2, 0, 2\) with `heads_axis` = 1 \(leading axes"):
+        posenc.apply_rope(x, t, t, heads_axis=1)
+    np.testing.assert_array_equal(posenc.apply_rope(x, t, t), x)  # (without heads_axis they broadcast)
