@@ -701,8 +701,13 @@ def rope_plan(
     _checks.check_size(lead + (head_dim,), "output", "`x` or `positions`")
     scaling = check_scaling(scaling)
     seq_len = effective_seq_len(seq_len, checked, offset, scaling)
-    _checks.check_size(pshape + (dim // 2,), "table", "`positions` or `dim`")
-    dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(tctx))
+    # (rope has no `dim`: the rotated width is rotary_dim, or x's head dimension)
+    dname = "`rotary_dim`" if rotary_dim is not None else "`x`.shape[-1]"
+    _checks.check_size(pshape + (dim // 2,), "table", f"`positions` or {dname}")
+    try:
+        dim, _, scaling, freqs, attention = inv_freq_of(dim, base, scaling, seq_len, top_of(tctx))
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(str(exc).replace("`dim`", dname)) from None
     _checks.check_table_frequency(freqs.top, lambda: freq_source(base, scaling))
     small = angles = None
     scan = False

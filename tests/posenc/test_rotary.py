@@ -866,3 +866,16 @@ def test_tables_that_do_not_fit_name_heads_axis():
     with pytest.raises(ValueError, match=r"of shape \(2, 0, 2\) with `heads_axis` = 1 \(leading axes"):
         posenc.apply_rope(x, t, t, heads_axis=1)
     np.testing.assert_array_equal(posenc.apply_rope(x, t, t), x)  # (without heads_axis they broadcast)
+
+
+def test_rope_names_its_own_width_in_a_scaling_refusal():
+    """rope has no `dim`: a scaling that does not fit the rotated width names
+    `rotary_dim`, or x's head dimension."""
+    from posenc.scaling import LongRoPE
+
+    s = LongRoPE([1.0] * 8, [1.0] * 8, 64)
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"must have `rotary_dim` // 2 = 2 entries for `rotary_dim` = 4, got 8"):
+        posenc.rope(x, np.arange(3), scaling=s, rotary_dim=4)
+    with pytest.raises(ValueError, match=r"must have `x`.shape\[-1\] // 2 = 2 entries"):
+        posenc.rope(x, np.arange(3), scaling=s)
