@@ -259,7 +259,7 @@ def integer_limit(p: Array, ctx: Context) -> int | None:
 #: lazy or device one gives a NaN row (they were silently wrong: 1e-4 rad at
 #: ``2**40`` in float32 tables of float64 positions, 0.79 at ``3e30``).
 REAL_F64 = 2**64
-REAL_F32_OF_F64 = 2**32
+REAL_F32_OF_F64 = EXACT_F32
 REAL_F32 = 2**50
 
 
@@ -299,11 +299,12 @@ def check_fractions(p: Array, extremes: tuple[float, float], name: str, ctx: Con
         raise ValueError(msg)
 
 
-def _range_text(limit: int) -> str:
-    """What a position beyond ``limit`` is beyond, for a refusal."""
-    if limit == EXACT_F64:
+def _range_text(limit: int, real: bool) -> str:
+    """What a position beyond ``limit`` is beyond, for a refusal (``real``:
+    of real positions)."""
+    if not real and limit == EXACT_F64:
         return "float64 tables are exact for |p| < 2**53 only"
-    if limit == EXACT_F32:
+    if not real:
         return (
             "float32 tables of integer position arrays are exact for |p| < 2**32 only: use float64 tables (exact for "
             "|p| < 2**53)"
@@ -325,6 +326,7 @@ def check_magnitude(
     name: str = "`positions`",
     *,
     unsigned: bool = False,
+    real: bool = False,
 ) -> tuple[Array | None, tuple[int, int] | None]:
     """Positions ``p`` in host memory (NumPy, torch CPU; ``read`` is
     :func:`posenc._kernels.extremes` of such arrays): raise where ``|p| >=
@@ -332,7 +334,8 @@ def check_magnitude(
     (min, max))``.  Elsewhere (traced, lazy or device
     arrays, read without a round trip): ``(mask, None)``, the mask of the
     rows that must be NaN (``unsigned``: of ``p >= limit`` alone, as
-    array-api-strict refuses to compare an unsigned array with ``-limit``).
+    array-api-strict refuses to compare an unsigned array with ``-limit``;
+    ``real``: real positions, for the refusal's words).
     The limits of integer positions are below ``2**63`` (Python ints, which
     every namespace compares with an int64 array exactly); that of real
     positions in float64 tables, ``2**64``, is compared as a float."""
@@ -343,7 +346,7 @@ def check_magnitude(
     lo, hi = got
     if hi >= limit or lo <= -limit:
         bad = hi if hi >= limit else lo
-        msg = f"{name} holds the position {bad}: {_range_text(limit)}"
+        msg = f"{name} holds the position {bad}: {_range_text(limit, real)}"
         raise ValueError(msg)
     return None, got
 
@@ -506,7 +509,9 @@ class Angles:
             return cast(s, work, xp), cast(c, work, xp)
         bad = extremes = None
         if self.limit is not None:
-            bad, extremes = check_magnitude(p, self.limit, self.read, name, unsigned=self.unsigned)
+            bad, extremes = check_magnitude(
+                p, self.limit, self.read, name, unsigned=self.unsigned, real=not self.integer
+            )
             if extremes is not None and not self.integer and self.limit == REAL_F32_OF_F64:
                 check_fractions(p, extremes, name, self.ctx)
         if self.rows is not None and bad is None:
