@@ -174,7 +174,8 @@ def _positions(positions: Any) -> tuple[torch.Tensor, torch.Tensor]:
         qp = kp = _tensor(positions, "positions", "int", shape)
     for p in (qp, kp):
         _ndim(p, "positions", (1, 2), shape)
-    qp, kp = (_int64(qp, "positions"), _int64(kp, "positions")) if qp is not kp else (_int64(qp, "positions"),) * 2
+    wide = _int64(qp, "positions")
+    qp, kp = wide, (wide if kp is qp else _int64(kp, "positions"))
     if qp.device != kp.device:
         msg = f"`positions` of the queries and of the keys must be on one device, got {qp.device} and {kp.device}"
         raise ValueError(msg)
@@ -192,13 +193,14 @@ def _positions(positions: Any) -> tuple[torch.Tensor, torch.Tensor]:
 POSITION_LIMIT = 2**62
 
 
-def _int64(p: torch.Tensor, name: str) -> torch.Tensor:
+def _int64(p: torch.Tensor, name: str, *, negative: bool = True) -> torch.Tensor:
     """Integer positions as int64, once, where the score and mask functions
     subtract them: differences in a narrower dtype wrap (uint8 ``0 - 255``
     is 1, int8 ``100 - (-100)`` is -56: another bias, silently) and torch
     computes none in uint16, uint32 and uint64.  Concrete positions beyond
     :data:`POSITION_LIMIT` are refused; uint64 ones that cannot be read
-    (traced, on a device) too, as int64 would wrap them from ``2**63``."""
+    (traced, on a device) too, as int64 would wrap them from ``2**63``; and
+    negative ones where ``negative`` is false (lengths), all from one read."""
     if p.dtype == torch.uint64 and not _compat.is_concrete(p):
         msg = (
             f"`{name}` of dtype uint64 cannot be bounded without reading them back (int64 would wrap those from "
@@ -207,6 +209,9 @@ def _int64(p: torch.Tensor, name: str) -> torch.Tensor:
         raise TypeError(msg)
     if p.numel() and _compat.is_concrete(p):
         lo, hi = _compat.int_range(torch, p)
+        if not negative and lo < 0:
+            msg = f"`{name}` must be >= 0, got {_checks.show(p)} with negative values"
+            raise ValueError(msg)
         if max(-lo, hi) > POSITION_LIMIT:
             msg = f"`{name}` must lie within +-2**62, got values in [{lo}, {hi}]"
             raise ValueError(msg)
@@ -967,10 +972,7 @@ def prefix_lm(prefix_len: int | torch.Tensor) -> MaskMod:
     if isinstance(prefix_len, torch.Tensor):
         p = _tensor(prefix_len, "prefix_len", "int", "(batch,)")
         _ndim(p, "prefix_len", (1,), "(batch,) or an int")
-        if p.numel() and _compat.is_concrete(p) and _compat.int_range(torch, p)[0] < 0:
-            msg = f"`prefix_len` must be >= 0, got {_checks.show(p)} with negative values"
-            raise ValueError(msg)
-        p = _int64(p, "prefix_len")  # (torch compares no uint16+ tensor with the indices)
+        p = _int64(p, "prefix_len", negative=False)  # (torch compares no uint16+ tensor with the indices)
 
         def mask_mod(b: Any, h: Any, q_idx: Any, kv_idx: Any) -> Any:
             return (kv_idx < p[b]) | (kv_idx <= q_idx)
